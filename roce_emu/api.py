@@ -1,0 +1,77 @@
+"""The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import load_scenario
+from .config.schema import Scenario
+from .core.state import World
+from .diagnose import stall_report
+from .driver import RunOutcome, simulate
+from .output import write_run_dir
+from .results import FLOW_COLUMNS, flow_rows, summary
+from .topology import Fabric, build_fabric
+from .workload import FlowTable, build_flows, ns_to_ps
+from .world import build_world
+
+
+@dataclass
+class Prepared:
+    scenario: Scenario
+    source: str
+    fabric: Fabric
+    flows: FlowTable
+    world: World
+
+
+@dataclass
+class RunResult:
+    outcome: RunOutcome
+    rows: list[dict]
+    summary: dict
+    out: Path | None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.status in ("finished", "incomplete")
+
+
+def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
+    """Load, validate and compile a scenario; raises ScenarioError for any bad input."""
+    scenario = load_scenario(path, overrides)
+    return prepare_scenario(scenario, str(path))
+
+
+def prepare_scenario(scenario: Scenario, source: str = "<scenario>") -> Prepared:
+    fabric = build_fabric(scenario.topology)
+    flows = build_flows(scenario, fabric, source)
+    world = build_world(scenario, fabric, flows, source)
+    return Prepared(scenario, source, fabric, flows, world)
+
+
+def default_out_dir(scenario: Scenario) -> Path:
+    return Path(scenario.output.dir) if scenario.output.dir else Path("runs") / scenario.name
+
+
+def run(prepared: Prepared, out: Path | None = None, progress: bool | None = None,
+        slice_events: int | None = None, write: bool = True) -> RunResult:
+    """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``."""
+    sc = prepared.scenario
+    outcome = simulate(prepared.world, ns_to_ps(sc.sim.max_time_ns), slice_events or sc.sim.slice_events,
+                       progress=progress, label=sc.name)
+    if outcome.status == "stalled":
+        deadlock, report = stall_report(outcome.world, prepared.fabric)
+        outcome.status = "deadlock" if deadlock else "stalled"
+        outcome.reason = report
+    rows = flow_rows(outcome.world)
+    info = summary(outcome.world, prepared.fabric, sc, outcome, rows)
+    target = None
+    if write:
+        target = Path(out) if out is not None else default_out_dir(sc)
+        write_run_dir(target, rows, FLOW_COLUMNS, info)
+    return RunResult(outcome, rows, info, target)
+
+
+def run_scenario(path: Path | str, overrides: list[str] = (), out: Path | None = None,
+                 progress: bool | None = False, slice_events: int | None = None,
+                 write: bool = True) -> RunResult:
+    return run(prepare(path, overrides), out, progress, slice_events, write)

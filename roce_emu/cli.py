@@ -1,0 +1,166 @@
+"""Command line: ``roce-emu run | topo | validate | cache``. Thin: parse, call the API, report."""
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import ScenarioError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+set_option = click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE",
+    help="Override a scenario key by its dotted path (list items by index); repeatable.")
+
+
+def _fail_input(err: ScenarioError) -> None:
+    click.echo(f"error: {err}", err=True)
+    sys.exit(2)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="roce-emu")
+def main():
+    """Packet-level RoCE congestion-control network emulator.
+
+    \b
+    Examples:
+      roce-emu run scenarios/incast.yaml
+      roce-emu run scenarios/fat_tree_permutation.yaml --set topology.k=8 --out runs/k8
+      roce-emu topo scenarios/torus_neighbours.yaml --draw torus.png
+      roce-emu validate scenarios/incast.yaml --set network.switch.pfc.enabled=false
+    """
+
+
+@main.command()
+@click.argument("scenario")
+@set_option
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Run directory to write (default: output.dir, else runs/<scenario name>).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr (default: only on a terminal).")
+@click.option("--slice-events", type=click.IntRange(min=1), default=None,
+              help="Events per engine slice between progress updates (results do not depend on it).")
+def run(scenario, overrides, out, progress, slice_events):
+    """Simulate a scenario; write flows.csv and summary.json to the run directory.
+
+    The directory is written atomically: it is complete or absent. Exit code 0 when the
+    run finished (or stopped at sim.max_time_ns, status "incomplete"), 1 on a PFC deadlock
+    or stall (the report names the paused ports and stuck flows; results are still
+    written), 2 on bad input (one line naming the file and key; nothing written).
+
+    \b
+    Example:
+      roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
+    """
+    from . import api
+
+    try:
+        prepared = api.prepare(scenario, list(overrides))
+    except ScenarioError as err:
+        _fail_input(err)
+    try:
+        result = api.run(prepared, out, progress=progress, slice_events=slice_events)
+    except KeyboardInterrupt:
+        click.echo("interrupted: nothing written", err=True)
+        sys.exit(130)
+    s = result.summary
+    if not result.ok:
+        click.echo(f"error: {s['status']}: {s['reason']} (results in {result.out})", err=True)
+        sys.exit(1)
+    if s["status"] == "incomplete":
+        click.echo(f"warning: incomplete: {s['reason']}", err=True)
+    click.echo(f"{s['scenario']}: {s['flows_finished']}/{s['flows']} flows finished, last at "
+               f"{_fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
+               f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "
+               f"-> {result.out}", err=True)
+
+
+@main.command()
+@click.argument("scenario")
+@set_option
+@click.option("--draw", "draw_to", type=click.Path(path_type=Path), default=None,
+              help="Also draw the fabric to this file (.png or .pdf).")
+def topo(scenario, overrides, draw_to):
+    """Summarise a scenario's fabric: hosts, switches, links, diameter, bisection bandwidth.
+
+    \b
+    Example:
+      roce-emu topo scenarios/fat_tree_permutation.yaml --set topology.k=8 --draw ft8.pdf
+    """
+    from .config import load_scenario
+    from .topology import build_fabric
+    from .topo_summary import describe, draw
+
+    try:
+        sc = load_scenario(scenario, list(overrides))
+        if draw_to is not None and draw_to.suffix.lower() not in (".png", ".pdf", ".svg"):
+            raise ScenarioError("--draw", str(draw_to), "must end in .png, .pdf or .svg")
+    except ScenarioError as err:
+        _fail_input(err)
+    fabric = build_fabric(sc.topology)
+    for key, value in describe(fabric).items():
+        click.echo(f"{key:>24}: {value}")
+    if draw_to is not None:
+        draw(fabric, draw_to)
+        click.echo(f"{'drawing':>24}: {draw_to}")
+
+
+@main.command()
+@click.argument("scenario")
+@set_option
+@click.option("--print-normalized", is_flag=True, help="Print the scenario with every default filled in.")
+def validate(scenario, overrides, print_normalized):
+    """Check a scenario (schema, host ids, buffer sizes) without simulating it.
+
+    \b
+    Example:
+      roce-emu validate scenarios/incast.yaml --print-normalized
+    """
+    import yaml
+
+    from . import api
+
+    try:
+        prepared = api.prepare(scenario, list(overrides))
+    except ScenarioError as err:
+        _fail_input(err)
+    if print_normalized:
+        click.echo(yaml.safe_dump(prepared.scenario.model_dump(mode="json"), sort_keys=False))
+    else:
+        click.echo(f"{scenario}: ok ({len(prepared.flows)} flows, {prepared.fabric.n_hosts} hosts)")
+
+
+@main.group()
+def cache():
+    """Numba's compiled-code cache (tied to a hash of the engine sources).
+
+    \b
+    Example:
+      roce-emu cache info
+    """
+
+
+@cache.command("info")
+def cache_info():
+    """Show where compiled code is cached."""
+    from .core import CACHE_DIR, CORE_HASH
+
+    click.echo(f"core hash {CORE_HASH}: {CACHE_DIR}")
+
+
+@cache.command("clear")
+def cache_clear():
+    """Delete every cached compilation of roce-emu (all core versions)."""
+    from .core import CACHE_DIR
+
+    shutil.rmtree(CACHE_DIR.parent, ignore_errors=True)
+    click.echo(f"removed {CACHE_DIR.parent}")
+
+
+def _fmt_ns(ns) -> str:
+    if ns is None:
+        return "never"
+    return f"{ns / 1e3:.3f} us" if ns < 1e6 else f"{ns / 1e6:.3f} ms"

@@ -1,0 +1,254 @@
+"""The scenario file format (the public contract): pydantic models with documented defaults.
+
+Units are in the key names. Defaults follow REFERENCE.md: real RoCEv2 framing (§6.3),
+the HPCC ns-3 shared-buffer MMU and PFC (§5.1), its 100G ECN map (§6.1), 1000 B payload.
+Checks that need the built topology (host ids in range, buffer vs. headroom) live in
+``roce_emu.scenario_checks``.
+"""
+from typing import Annotated, ClassVar, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MIB = 1024 * 1024
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---- topology ---------------------------------------------------------------------------
+class Link(Strict):
+    """Rate and one-way propagation delay of a link (both directions)."""
+
+    rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    delay_ns: float = Field(1000.0, ge=0, le=1e9)
+
+
+class LinkOverride(Strict):
+    """Per-tier override of ``topology.link``; an omitted field keeps the default."""
+
+    rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    delay_ns: Optional[float] = Field(None, ge=0, le=1e9)
+
+
+class _TopologyBase(Strict):
+    link: Link = Link()
+    tiers: dict[str, LinkOverride] = {}
+    TIERS: ClassVar[tuple[str, ...]] = ()
+
+    @field_validator("tiers")
+    @classmethod
+    def _known_tiers(cls, tiers):
+        allowed = cls.TIERS
+        for name in tiers:
+            if name not in allowed:
+                raise ValueError(f"unknown tier '{name}' (allowed: {', '.join(allowed)})")
+        return tiers
+
+    def tier_link(self, tier: str) -> Link:
+        override = self.tiers.get(tier)
+        if override is None:
+            return self.link
+        return Link(rate_gbps=override.rate_gbps if override.rate_gbps is not None else self.link.rate_gbps,
+                    delay_ns=override.delay_ns if override.delay_ns is not None else self.link.delay_ns)
+
+
+class SingleSwitch(_TopologyBase):
+    """All hosts on one switch (a star)."""
+
+    kind: Literal["single_switch"] = "single_switch"
+    hosts: int = Field(2, ge=2, le=4096)
+    TIERS: ClassVar[tuple[str, ...]] = ("host",)
+
+
+class FatTree(_TopologyBase):
+    """k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores."""
+
+    kind: Literal["fat_tree"] = "fat_tree"
+    k: int = Field(4, ge=2, le=64)
+    oversubscription: int = Field(1, ge=1, le=16)
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "edge_agg", "agg_core")
+
+    @field_validator("k")
+    @classmethod
+    def _even(cls, k):
+        if k % 2:
+            raise ValueError("must be an even integer >= 2")
+        return k
+
+
+class LeafSpine(_TopologyBase):
+    """Two-tier Clos: every leaf links to every spine once."""
+
+    kind: Literal["leaf_spine"] = "leaf_spine"
+    leaves: int = Field(2, ge=1, le=1024)
+    spines: int = Field(2, ge=1, le=1024)
+    hosts_per_leaf: int = Field(4, ge=1, le=1024)
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "leaf_spine")
+
+
+class Torus(_TopologyBase):
+    """N-D torus of routers (wrap-around in every dimension), hosts_per_node hosts each."""
+
+    kind: Literal["torus"] = "torus"
+    dims: list[Annotated[int, Field(ge=2, le=1024)]] = Field([4, 4], min_length=1, max_length=6)
+    hosts_per_node: int = Field(1, ge=1, le=64)
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric")
+
+
+class Mesh(_TopologyBase):
+    """Wafer-scale 2-D mesh of routers, no wrap-around, hosts_per_node hosts each."""
+
+    kind: Literal["mesh"] = "mesh"
+    dims: list[Annotated[int, Field(ge=1, le=1024)]] = Field([4, 4], min_length=2, max_length=2)
+    hosts_per_node: int = Field(1, ge=1, le=64)
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric")
+
+    @field_validator("dims")
+    @classmethod
+    def _two_routers(cls, dims):
+        if dims[0] * dims[1] < 2:
+            raise ValueError("needs at least 2 routers")
+        return dims
+
+
+Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh], Field(discriminator="kind")]
+TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh")
+
+
+# ---- network ----------------------------------------------------------------------------
+class Wire(Strict):
+    """Frame sizes. Defaults: RoCEv2 over IPv4 without VLAN (REFERENCE.md §6.3)."""
+
+    data_header_bytes: int = Field(62, ge=1, le=4096)
+    ack_bytes: int = Field(66, ge=1, le=4096)
+    cnp_bytes: int = Field(78, ge=1, le=4096)
+    pfc_bytes: int = Field(64, ge=1, le=4096)
+    preamble_ifg_bytes: int = Field(20, ge=0, le=4096)
+
+
+class Pfc(Strict):
+    """Priority flow control on the switches' ingress queues (HPCC ns-3 MMU, REFERENCE.md §5.1)."""
+
+    enabled: bool = True
+    reserve_bytes: int = Field(4096, ge=0)
+    headroom_bytes: Optional[int] = Field(None, ge=0)
+    alpha_shift: int = Field(3, ge=0, le=20)
+    resume_offset_bytes: int = Field(3072, ge=0)
+
+
+class Ecn(Strict):
+    """RED marking on the egress queue at dequeue: 0 below Kmin, Pmax at Kmax, 1 above."""
+
+    enabled: bool = True
+    kmin_bytes: int = Field(400_000, ge=0)
+    kmax_bytes: int = Field(1_600_000, ge=0)
+    pmax: float = Field(0.2, ge=0, le=1)
+    scale_with_rate: bool = True
+    reference_rate_gbps: float = Field(100.0, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.kmin_bytes > self.kmax_bytes:
+            raise ValueError(f"kmin_bytes ({self.kmin_bytes}) must not exceed kmax_bytes ({self.kmax_bytes})")
+        return self
+
+
+class Switch(Strict):
+    buffer_bytes: int = Field(32 * MIB, ge=1)
+    pfc: Pfc = Pfc()
+    ecn: Ecn = Ecn()
+
+
+class Nic(Strict):
+    rto_ns: float = Field(1_000_000.0, gt=0, le=1e12)
+    nack_interval_ns: float = Field(500_000.0, ge=0, le=1e12)
+    data_priority: int = Field(3, ge=1, le=7)
+
+
+CC_ALGORITHMS = ("none",)
+
+
+class Cc(Strict):
+    algorithm: Literal["none"] = "none"
+    params: dict[str, Union[float, str, bool]] = {}
+
+    @model_validator(mode="after")
+    def _known_params(self):
+        if self.params:
+            name = next(iter(self.params))
+            raise ValueError(f"unknown parameter '{name}' for algorithm '{self.algorithm}' (it has none)")
+        return self
+
+
+class Network(Strict):
+    mtu_bytes: int = Field(1000, ge=64, le=65536)
+    wire: Wire = Wire()
+    switch: Switch = Switch()
+    nic: Nic = Nic()
+    cc: Cc = Cc()
+
+    @model_validator(mode="after")
+    def _data_larger_than_ack(self):
+        if self.mtu_bytes + self.wire.data_header_bytes <= self.wire.ack_bytes:
+            raise ValueError("a full data frame (mtu_bytes + wire.data_header_bytes) must be larger "
+                             "than wire.ack_bytes")
+        return self
+
+
+# ---- workload ---------------------------------------------------------------------------
+MAX_FLOW_BYTES = 1 << 50
+
+
+class Flow(Strict):
+    src: int = Field(ge=0)
+    dst: int = Field(ge=0)
+    bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    start_ns: float = Field(0.0, ge=0, le=1e15)
+    priority: Optional[int] = Field(None, ge=1, le=7)
+
+
+PATTERN_KINDS = ("all_to_all", "permutation", "incast", "neighbours")
+
+
+class Pattern(Strict):
+    """A traffic pattern expanded into flows over ``hosts`` (default: all hosts)."""
+
+    kind: Literal["all_to_all", "permutation", "incast", "neighbours"]
+    bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    start_ns: float = Field(0.0, ge=0, le=1e15)
+    hosts: Optional[list[Annotated[int, Field(ge=0)]]] = None
+    dst: Optional[int] = Field(None, ge=0)
+
+
+class Workload(Strict):
+    flows: list[Flow] = []
+    patterns: list[Pattern] = []
+
+
+# ---- run control and output -----------------------------------------------------------------
+class Sim(Strict):
+    max_time_ns: float = Field(1e9, gt=0, le=1e15)
+    stall_timeout_ns: float = Field(20e6, gt=0, le=1e15)
+    slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
+
+
+class Output(Strict):
+    dir: Optional[str] = None
+
+
+class Scenario(Strict):
+    name: str = Field("scenario", pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
+    seed: int = Field(1, ge=0, le=2**63 - 1)
+    topology: Topology = SingleSwitch()
+    network: Network = Network()
+    workload: Workload = Workload()
+    sim: Sim = Sim()
+    output: Output = Output()
+
+    @model_validator(mode="after")
+    def _stall_after_rto(self):
+        if self.sim.stall_timeout_ns <= self.network.nic.rto_ns:
+            raise ValueError(f"sim.stall_timeout_ns ({self.sim.stall_timeout_ns:g}) must exceed "
+                             f"network.nic.rto_ns ({self.network.nic.rto_ns:g})")
+        return self

@@ -1,0 +1,36 @@
+"""The jitted packet engine: NumPy arrays and integers only.
+
+Importing this package ties Numba's on-disk cache to a hash of the sources in this
+folder (STYLE.md §2): a cached caller does not notice an edited callee in another
+module, so every distinct version of the core gets its own cache directory and
+nobody measures or tests stale machine code.
+"""
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+
+def _core_source_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cache_base() -> Path:
+    explicit = os.environ.get("ROCE_EMU_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "roce-emu"
+
+
+CORE_HASH = _core_source_hash()
+CACHE_DIR = _cache_base() / f"numba-{CORE_HASH}"
+os.environ["NUMBA_CACHE_DIR"] = str(CACHE_DIR)
+if "numba" in sys.modules:  # numba read its config already: make it read it again
+    from numba.core import config as _numba_config
+
+    _numba_config.reload_config()

@@ -1,0 +1,64 @@
+"""Binary min-heap of events in one record array, ordered by (t_ps, seq).
+
+The sequence number is taken at push time, so ties break by scheduling order and a
+run is deterministic however it is sliced.
+"""
+from .jit import njit
+from .kinds import M_EV_COUNT, M_EV_SEQ
+
+
+@njit
+def _before(ev, i, t, seq):
+    ti = ev[i]["t_ps"]
+    return ti < t or (ti == t and ev[i]["seq"] < seq)
+
+
+@njit
+def heap_push(ev, meta, t_ps, kind, obj, arg):
+    i = meta[M_EV_COUNT]
+    seq = meta[M_EV_SEQ]
+    meta[M_EV_COUNT] = i + 1
+    meta[M_EV_SEQ] = seq + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if _before(ev, parent, t_ps, seq):
+            break
+        ev[i] = ev[parent]
+        i = parent
+    ev[i]["t_ps"] = t_ps
+    ev[i]["seq"] = seq
+    ev[i]["kind"] = kind
+    ev[i]["obj"] = obj
+    ev[i]["arg"] = arg
+
+
+@njit
+def heap_pop(ev, meta):
+    """Remove the earliest event; return (t_ps, kind, obj, arg)."""
+    t_ps = ev[0]["t_ps"]
+    kind = ev[0]["kind"]
+    obj = ev[0]["obj"]
+    arg = ev[0]["arg"]
+    n = meta[M_EV_COUNT] - 1
+    meta[M_EV_COUNT] = n
+    if n > 0:
+        lt = ev[n]["t_ps"]
+        ls = ev[n]["seq"]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            right = child + 1
+            if right < n:
+                rt = ev[right]["t_ps"]
+                ct = ev[child]["t_ps"]
+                if rt < ct or (rt == ct and ev[right]["seq"] < ev[child]["seq"]):
+                    child = right
+            if _before(ev, child, lt, ls):
+                ev[i] = ev[child]
+                i = child
+            else:
+                break
+        ev[i] = ev[n]
+    return t_ps, kind, obj, arg

@@ -1,0 +1,85 @@
+"""The event loop: ``advance`` processes events until a limit and returns a status code.
+
+The Python driver calls it in slices; every stopping test happens before an event
+is taken, so slicing never changes the result.
+"""
+from .heap import heap_pop, heap_push
+from .jit import njit
+from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
+                    EV_ARRIVE, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TX_DONE, HEAP_MARGIN, M_EV_COUNT,
+                    M_FREE, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE, ST_POOL_LOW,
+                    ST_STALLED, ST_T_LIMIT)
+from .nic import flow_start, on_host_arrive, on_rto
+from .packets import pkt_free
+from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
+
+
+@njit
+def _on_arrive(w, k, p_in, t):
+    pk = w.pkt[k]
+    kind = pk["kind"]
+    if kind == PK_PAUSE or kind == PK_RESUME:
+        # PFC acts on our egress port of the same link, for the priority it names
+        w.pq[p_in, pk["seq"]]["paused"] = 1 if kind == PK_PAUSE else 0
+        pkt_free(w, k)
+        if kind == PK_RESUME:
+            kick(w, p_in)
+        return
+    node = w.port[p_in]["node"]
+    if w.node[node]["is_host"] != 0:
+        p = on_host_arrive(w, k, node, t)
+        pkt_free(w, k)
+        if p >= 0:
+            kick(w, p)
+    else:
+        on_switch_arrive(w, k, p_in, t)
+
+
+@njit
+def advance(w, t_limit_ps, max_events):
+    """Process events with t_ps <= t_limit_ps, at most max_events of them."""
+    ev = w.ev
+    meta = w.meta
+    stats = w.stats
+    n_flows = w.cfg[CFG_N_FLOWS]
+    stall_ps = w.cfg[CFG_STALL_PS]
+    done = 0
+    while True:
+        if meta[M_EV_COUNT] == 0:
+            return ST_IDLE
+        if ev[0]["t_ps"] > t_limit_ps:
+            return ST_T_LIMIT
+        if done >= max_events:
+            return ST_BUDGET
+        if meta[M_FREE] < POOL_MARGIN:
+            return ST_POOL_LOW
+        if ev.shape[0] - meta[M_EV_COUNT] < HEAP_MARGIN:
+            return ST_HEAP_LOW
+        t, kind, obj, arg = heap_pop(ev, meta)
+        stats[C_NOW_PS] = t
+        stats[C_EVENTS] += 1
+        done += 1
+        if kind == EV_ARRIVE:
+            _on_arrive(w, obj, arg, t)
+        elif kind == EV_TX_DONE:
+            on_tx_done(w, obj, t)
+        elif kind == EV_NIC_WAKE:
+            if w.port[obj]["wake_ps"] == t:
+                w.port[obj]["wake_ps"] = 0
+                kick(w, obj)
+        elif kind == EV_RTO:
+            p = on_rto(w, obj, t)
+            if p >= 0:
+                kick(w, p)
+        elif kind == EV_FLOW_START:
+            kick(w, flow_start(w, obj, t))
+        drain_kicks(w, t)
+        if stats[C_FLOWS_DONE] < n_flows and t - stats[C_LAST_PROGRESS_PS] > stall_ps:
+            return ST_STALLED
+
+
+@njit
+def schedule_flow_starts(w):
+    """Put every flow's start event on the heap, in flow order (deterministic ties)."""
+    for f in range(w.flow.shape[0]):
+        heap_push(w.ev, w.meta, w.flow[f]["start_ps"], EV_FLOW_START, f, 0)

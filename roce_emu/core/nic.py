@@ -1,0 +1,217 @@
+"""RDMA NIC: queue-pair scheduling and pacing, receiver ACK/NACK, go-back-N on NACK and timeout.
+
+Each host port keeps a ring of active queue pairs; when the port is free it sends
+the next eligible one round-robin (rate pacing, window, and PFC pause of its
+priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queue.
+"""
+from .heap import heap_push
+from .jit import njit
+from .kinds import (CFG_ACK_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU, CFG_NACK_PS, CFG_N_HOSTS, CFG_RTO_PS,
+                    CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT, C_FLOWS_DONE, C_LAST_PROGRESS_PS,
+                    C_NACKS, C_RETRANSMITS, C_TIMEOUTS, EV_NIC_WAKE, EV_RTO, FL_ACTIVE, FL_DONE, PK_ACK,
+                    PK_DATA, PK_NACK)
+from .packets import fifo_push, pkt_alloc
+from .paths import route_pick, ser_ps
+
+
+# ---- the ring of active queue pairs per host port ------------------------------------
+@njit
+def ring_insert(w, p, f):
+    fl = w.flow
+    if fl[f]["in_ring"] != 0:
+        return
+    fl[f]["in_ring"] = 1
+    pt = w.port[p]
+    head = pt["act_head"]
+    if head < 0:
+        fl[f]["act_next"] = f
+        fl[f]["act_prev"] = f
+        pt["act_head"] = f
+    else:  # insert just before head: served last in the current round
+        prev = fl[head]["act_prev"]
+        fl[prev]["act_next"] = f
+        fl[f]["act_prev"] = prev
+        fl[f]["act_next"] = head
+        fl[head]["act_prev"] = f
+    pt["act_count"] += 1
+
+
+@njit
+def ring_remove(w, p, f):
+    fl = w.flow
+    if fl[f]["in_ring"] == 0:
+        return
+    fl[f]["in_ring"] = 0
+    pt = w.port[p]
+    pt["act_count"] -= 1
+    if pt["act_count"] == 0:
+        pt["act_head"] = -1
+        return
+    nxt = fl[f]["act_next"]
+    prev = fl[f]["act_prev"]
+    fl[prev]["act_next"] = nxt
+    fl[nxt]["act_prev"] = prev
+    if pt["act_head"] == f:
+        pt["act_head"] = nxt
+
+
+# ---- sender ---------------------------------------------------------------------------
+@njit
+def next_data_packet(w, p, t):
+    """Build the next data packet the host port p may send at t, or return -1.
+
+    If queue pairs wait only for their pacing time, schedule a wake-up for the earliest."""
+    fl = w.flow
+    pt = w.port[p]
+    f = pt["act_head"]
+    mtu = w.cfg[CFG_MTU]
+    earliest = -1
+    for _ in range(pt["act_count"]):
+        r = fl[f]
+        nxt = r["act_next"]
+        eligible = w.pq[p, r["prio"]]["paused"] == 0
+        if eligible and r["window_bytes"] > 0:
+            eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
+        if eligible and r["next_tx_ps"] > t:
+            if earliest < 0 or r["next_tx_ps"] < earliest:
+                earliest = r["next_tx_ps"]
+            eligible = False
+        if eligible:
+            pt["act_head"] = nxt
+            return _emit_data(w, p, f, t)
+        f = nxt
+    if earliest >= 0:
+        pending = pt["wake_ps"]
+        if pending <= t or earliest < pending:
+            pt["wake_ps"] = earliest
+            heap_push(w.ev, w.meta, earliest, EV_NIC_WAKE, p, 0)
+    return -1
+
+
+@njit
+def _emit_data(w, p, f, t):
+    r = w.flow[f]
+    mtu = w.cfg[CFG_MTU]
+    seq = r["snd_nxt"]
+    payload = min(mtu, r["size_bytes"] - seq * mtu)
+    frame = payload + w.cfg[CFG_DATA_HDR]
+    k = pkt_alloc(w, PK_DATA, f, seq, frame, r["prio"], r["dst"])
+    w.pkt[k]["sent_ps"] = t
+    r["snd_nxt"] = seq + 1
+    if seq < r["max_sent"]:
+        r["retransmits"] += 1
+        w.stats[C_RETRANSMITS] += 1
+    else:
+        r["max_sent"] = seq + 1
+    r["pkts_sent"] += 1
+    w.stats[C_DATA_SENT] += 1
+    r["next_tx_ps"] = t + ser_ps(frame + w.cfg[CFG_IFG], r["rate_bps"])
+    if r["snd_nxt"] >= r["n_pkts"]:
+        ring_remove(w, p, f)
+    return k
+
+
+@njit
+def flow_start(w, f, t):
+    r = w.flow[f]
+    r["state"] = FL_ACTIVE
+    r["next_tx_ps"] = t
+    r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, 0)
+    w.stats[C_LAST_PROGRESS_PS] = t
+    ring_insert(w, r["nic_port"], f)
+    return r["nic_port"]
+
+
+@njit
+def _go_back(w, f, seq):
+    """Go-back-N: resend from seq; returns the NIC port to kick."""
+    r = w.flow[f]
+    if seq < r["snd_nxt"]:
+        r["snd_nxt"] = seq
+    ring_insert(w, r["nic_port"], f)
+    return r["nic_port"]
+
+
+@njit
+def _on_ack(w, f, ack_seq, t):
+    r = w.flow[f]
+    if ack_seq <= r["snd_una"]:
+        return
+    r["snd_una"] = ack_seq
+    if r["snd_nxt"] < ack_seq:  # acked beyond a go-back point: skip what arrived
+        r["snd_nxt"] = ack_seq
+    r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    w.stats[C_LAST_PROGRESS_PS] = t
+    if ack_seq >= r["n_pkts"]:
+        r["state"] = FL_DONE
+        r["finish_ps"] = t
+        ring_remove(w, r["nic_port"], f)
+        w.stats[C_FLOWS_DONE] += 1
+
+
+@njit
+def on_rto(w, f, t):
+    """Retransmission timer: re-arm at the deadline, or go back to the last ack if it passed."""
+    r = w.flow[f]
+    if r["state"] != FL_ACTIVE:
+        return -1
+    if t < r["rto_ps"]:
+        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, 0)
+        return -1
+    r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, 0)
+    if r["snd_nxt"] > r["snd_una"]:
+        r["timeouts"] += 1
+        w.stats[C_TIMEOUTS] += 1
+        return _go_back(w, f, r["snd_una"])
+    return -1
+
+
+# ---- receiver ---------------------------------------------------------------------------
+@njit
+def _reply(w, f, kind, seq, ecn, node):
+    """Queue an ACK or NACK from the receiver host node back to the flow's sender."""
+    r = w.flow[f]
+    k = pkt_alloc(w, kind, f, seq, w.cfg[CFG_ACK_BYTES], CTRL_PRIO, r["src"])
+    w.pkt[k]["ecn"] = ecn
+    p = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], node, r["src"], r["ecmp_hash"])
+    fifo_push(w, p, CTRL_PRIO, k)
+    return p
+
+
+@njit
+def on_host_arrive(w, k, node, t):
+    """A packet reached a host. Returns a port to kick, or -1."""
+    pk = w.pkt[k]
+    f = pk["flow"]
+    r = w.flow[f]
+    kind = pk["kind"]
+    if kind == PK_DATA:
+        r["pkts_delivered"] += 1
+        w.stats[C_DATA_DELIVERED] += 1
+        seq = pk["seq"]
+        expected = r["rcv_nxt"]
+        if seq == expected:
+            r["rcv_nxt"] = expected + 1
+            w.stats[C_ACKS] += 1
+            return _reply(w, f, PK_ACK, expected + 1, pk["ecn"], node)
+        if seq < expected:  # duplicate after a go-back: re-ACK
+            w.stats[C_ACKS] += 1
+            return _reply(w, f, PK_ACK, expected, pk["ecn"], node)
+        if r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
+            r["nack_seq"] = expected
+            r["nack_ps"] = t
+            w.stats[C_NACKS] += 1
+            return _reply(w, f, PK_NACK, expected, pk["ecn"], node)
+        return -1
+    if r["state"] != FL_ACTIVE:
+        return -1
+    if kind == PK_ACK:
+        _on_ack(w, f, pk["seq"], t)
+        return -1
+    if kind == PK_NACK:
+        _on_ack(w, f, pk["seq"], t)
+        if r["state"] == FL_ACTIVE:
+            return _go_back(w, f, pk["seq"])
+    return -1

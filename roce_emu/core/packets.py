@@ -1,0 +1,56 @@
+"""Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
+from .jit import njit
+from .kinds import M_FREE, PK_FREE
+
+
+@njit
+def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
+    n = w.meta[M_FREE] - 1
+    w.meta[M_FREE] = n
+    k = w.pkt_free[n]
+    r = w.pkt[k]
+    r["kind"] = kind
+    r["flow"] = flow
+    r["seq"] = seq
+    r["frame_bytes"] = frame_bytes
+    r["prio"] = prio
+    r["ecn"] = 0
+    r["dst"] = dst
+    r["in_port"] = -1
+    r["sent_ps"] = 0
+    r["nxt"] = -1
+    return k
+
+
+@njit
+def pkt_free(w, k):
+    w.pkt[k]["kind"] = PK_FREE
+    n = w.meta[M_FREE]
+    w.pkt_free[n] = k
+    w.meta[M_FREE] = n + 1
+
+
+@njit
+def fifo_push(w, p, prio, k):
+    q = w.pq[p, prio]
+    w.pkt[k]["nxt"] = -1
+    tail = q["tail"]
+    if tail < 0:
+        q["head"] = k
+    else:
+        w.pkt[tail]["nxt"] = k
+    q["tail"] = k
+    q["bytes"] += w.pkt[k]["frame_bytes"]
+
+
+@njit
+def fifo_pop(w, p, prio):
+    q = w.pq[p, prio]
+    k = q["head"]
+    nxt = w.pkt[k]["nxt"]
+    q["head"] = nxt
+    if nxt < 0:
+        q["tail"] = -1
+    w.pkt[k]["nxt"] = -1
+    q["bytes"] -= w.pkt[k]["frame_bytes"]
+    return k

@@ -1,0 +1,126 @@
+"""State of a simulated world: one aligned record array per entity kind.
+
+A world is a NamedTuple of a dozen arrays. Keeping it narrow matters: Numba passes
+every array of a tuple argument as separate machine arguments, and a world of a
+hundred field arrays made each kernel take seconds to compile (measured: 95 s cold
+for the engine, against a few seconds with records). Records also keep the fields
+of one packet or port on one cache line. Access is ``w.flow[f]["snd_nxt"]`` (the
+form that works with and without JIT). Indices are dense: ``p`` port, ``n`` node,
+``f`` flow, ``k`` packet.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from .kinds import NPRIO  # noqa: F401  (the pq array's second axis)
+
+EV_DTYPE = np.dtype(
+    [("t_ps", np.int64), ("seq", np.int64), ("kind", np.int32), ("obj", np.int32), ("arg", np.int64)],
+    align=True,
+)
+
+PKT_DTYPE = np.dtype([
+    ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
+    ("sent_ps", np.int64),  # when the sender started transmitting it
+    ("flow", np.int32),
+    ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
+    ("dst", np.int32),  # destination host
+    ("in_port", np.int32),  # ingress port at the switch holding it
+    ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
+    ("kind", np.int8),  # PK_*; PK_FREE in the free list
+    ("prio", np.int8),
+    ("ecn", np.uint8),  # CE mark (DATA) or ECN echo (ACK)
+], align=True)
+
+PORT_DTYPE = np.dtype([
+    ("rate_bps", np.int64),
+    ("prop_ps", np.int64),
+    ("kmin_bytes", np.int64),  # ECN RED thresholds on the egress queue
+    ("kmax_bytes", np.int64),
+    ("pmax", np.float64),
+    ("headroom_bytes", np.int64),  # PFC headroom of this ingress port
+    ("pfc_shift", np.int64),  # dynamic threshold alpha = 2**-shift
+    ("tx_bytes", np.int64),  # wire bytes sent
+    ("tx_data_pkts", np.int64),
+    ("pauses_sent", np.int64),
+    ("ecn_marks", np.int64),
+    ("drops", np.int64),  # data packets refused at this ingress
+    ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
+    ("node", np.int32),  # owner node
+    ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
+    ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
+    ("rr_prio", np.int32),  # round-robin position among data priorities
+    ("act_head", np.int32),  # host ports: ring of active queue pairs
+    ("act_count", np.int32),
+    ("busy", np.uint8),
+    ("at_host", np.uint8),
+], align=True)
+
+#: per (port, priority): the egress FIFO and PFC pause, and the ingress MMU accounting
+PQ_DTYPE = np.dtype([
+    ("bytes", np.int64),  # egress queue bytes (frames)
+    ("in_bytes", np.int64),  # ingress bytes in reserve + shared pool
+    ("hdrm_bytes", np.int64),  # ingress bytes in headroom
+    ("head", np.int32),
+    ("tail", np.int32),
+    ("paused", np.uint8),  # egress paused by the peer's PFC
+    ("xoff_sent", np.uint8),  # we paused the peer
+], align=True)
+
+NODE_DTYPE = np.dtype([
+    ("buffer_bytes", np.int64),
+    ("pfc_free_bytes", np.int64),  # buffer - total headroom - total reserve
+    ("used_bytes", np.int64),  # data bytes held
+    ("shared_used", np.int64),
+    ("max_used", np.int64),
+    ("is_host", np.uint8),
+], align=True)
+
+FLOW_DTYPE = np.dtype([
+    ("size_bytes", np.int64),
+    ("n_pkts", np.int64),
+    ("start_ps", np.int64),
+    ("ecmp_hash", np.int64),
+    ("snd_nxt", np.int64),  # next sequence to send
+    ("snd_una", np.int64),  # cumulative ack (packets)
+    ("max_sent", np.int64),  # one past the highest sequence ever sent
+    ("rcv_nxt", np.int64),  # receiver's next expected sequence
+    ("nack_seq", np.int64),  # sequence last NACKed, -1 if none
+    ("nack_ps", np.int64),  # time of the last NACK
+    ("rto_ps", np.int64),  # retransmission deadline
+    ("rate_bps", np.int64),  # pacing rate
+    ("next_tx_ps", np.int64),  # earliest start of the next packet
+    ("window_bytes", np.int64),  # 0 = no window
+    ("finish_ps", np.int64),  # -1 until done
+    ("pkts_sent", np.int64),  # data packets put on the wire (with retransmissions)
+    ("pkts_delivered", np.int64),  # data packets that reached the receiver
+    ("pkts_dropped", np.int64),
+    ("retransmits", np.int64),
+    ("timeouts", np.int64),
+    ("src", np.int32),
+    ("dst", np.int32),
+    ("nic_port", np.int32),  # sender's first-hop port
+    ("act_next", np.int32),  # ring of active queue pairs on the NIC port
+    ("act_prev", np.int32),
+    ("prio", np.int8),
+    ("state", np.int8),  # FL_*
+    ("in_ring", np.uint8),
+    ("cc", np.int8),  # CC_*
+], align=True)
+
+
+class World(NamedTuple):
+    cfg: np.ndarray  # int64[CFG_SIZE]
+    stats: np.ndarray  # int64[C_SIZE]
+    meta: np.ndarray  # int64[M_SIZE]: heap count and sequence, kick count, free packets
+    rng: np.ndarray  # uint64[1]: xorshift state (ECN marking)
+    ev: np.ndarray  # EV_DTYPE heap
+    kick: np.ndarray  # int32[KICK_CAP]: ports to (re)start, a stack
+    pkt: np.ndarray  # PKT_DTYPE pool
+    pkt_free: np.ndarray  # int32 stack of free packet ids
+    port: np.ndarray  # PORT_DTYPE
+    pq: np.ndarray  # PQ_DTYPE[P, NPRIO]
+    node: np.ndarray  # NODE_DTYPE
+    route_off: np.ndarray  # int64[n_nodes * n_hosts + 1]: CSR rows node * n_hosts + dst
+    route_ports: np.ndarray  # int32
+    flow: np.ndarray  # FLOW_DTYPE

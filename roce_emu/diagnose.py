@@ -1,0 +1,43 @@
+"""Explain a stalled run: paused ports and priorities, the pause cycle if any, the stuck flows."""
+import networkx as nx
+import numpy as np
+
+from .core import kinds as K
+from .core.state import World
+from .topology import Fabric
+
+
+def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, str]:
+    """(is a PFC deadlock, one line): a cycle of paused links or a plain stall, with where and who."""
+    port = world.port
+    names = fabric.names
+    t_ns = world.stats[K.C_NOW_PS] / 1000
+    quiet_ns = (world.stats[K.C_NOW_PS] - world.stats[K.C_LAST_PROGRESS_PS]) / 1000
+    paused = np.argwhere(world.pq["paused"] != 0)
+    waits = nx.DiGraph()
+    described = []
+    for p, prio in paused:
+        u = int(port[p]["node"])
+        v = int(port[port[p]["peer_port"]]["node"])
+        waits.add_edge(u, v, prio=int(prio))
+        described.append(f"{names[u]}->{names[v]} prio {prio} ({int(world.pq[p, prio]['bytes'])} B queued)")
+    flow = world.flow
+    stuck = np.flatnonzero(flow["state"] != K.FL_DONE)
+    stuck_text = ", ".join(
+        f"{f} (h{flow[f]['src']}->h{flow[f]['dst']}, {flow[f]['snd_una']}/{flow[f]['n_pkts']} packets acked)"
+        for f in stuck[:limit])
+    if len(stuck) > limit:
+        stuck_text += f", and {len(stuck) - limit} more"
+    ports_text = "; ".join(described[:limit]) + (f"; and {len(described) - limit} more" if len(described) > limit
+                                                  else "")
+    try:
+        cycle = nx.find_cycle(waits)
+    except nx.NetworkXNoCycle:
+        cycle = None
+    if cycle:
+        loop = " -> ".join(names[u] for u, _ in cycle) + f" -> {names[cycle[0][0]]}"
+        head = f"PFC deadlock at t={t_ns:.0f} ns: pause cycle {loop}"
+    else:
+        head = f"stall at t={t_ns:.0f} ns: no flow progressed for {quiet_ns:.0f} ns"
+    return cycle is not None, (f"{head}; paused ports: {ports_text or 'none'}; "
+                               f"stuck flows ({len(stuck)}): {stuck_text or 'none'}")

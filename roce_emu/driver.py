@@ -1,0 +1,53 @@
+"""Run the engine in slices: progress bar, pool growth, stall and time limits, Ctrl-C."""
+import time
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+from .core import kinds as K
+from .core.loop import advance
+from .core.state import World
+from .world import grow
+
+
+@dataclass
+class RunOutcome:
+    world: World
+    status: str  # finished | incomplete | stalled
+    reason: str
+    wall_s: float
+
+
+def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool | None = None,
+             label: str = "") -> RunOutcome:
+    """Advance the world until every event is processed, the time limit, or a stall."""
+    n_flows = int(world.cfg[K.CFG_N_FLOWS])
+    began = time.perf_counter()
+    # progress None lets tqdm decide: a bar on a terminal, nothing otherwise
+    disable = None if progress is None else not progress
+    bar = tqdm(total=n_flows, unit="flow", desc=label or "simulating", disable=disable, leave=False,
+               dynamic_ncols=True)
+    try:
+        while True:
+            status = advance(world, max_time_ps, slice_events)
+            done = int(world.stats[K.C_FLOWS_DONE])
+            bar.update(done - bar.n)
+            bar.set_postfix_str(f"t={world.stats[K.C_NOW_PS] / 1e6:.1f} us", refresh=False)
+            if status == K.ST_BUDGET:
+                continue
+            if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW):
+                world = grow(world)
+                continue
+            break
+    finally:
+        bar.close()
+    wall_s = time.perf_counter() - began
+    done = int(world.stats[K.C_FLOWS_DONE])
+    if status == K.ST_STALLED:
+        return RunOutcome(world, "stalled", "", wall_s)
+    if status == K.ST_T_LIMIT:
+        return RunOutcome(world, "incomplete", f"sim.max_time_ns reached with {n_flows - done} of "
+                                               f"{n_flows} flows unfinished", wall_s)
+    if done < n_flows:  # no event left yet flows are unfinished: cannot happen while timers run
+        return RunOutcome(world, "stalled", "no events left", wall_s)
+    return RunOutcome(world, "finished", "", wall_s)

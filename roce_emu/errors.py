@@ -1,0 +1,15 @@
+"""Errors a user can fix: each renders as one line naming the file, the key and what is allowed."""
+
+
+class ScenarioError(Exception):
+    """Bad input: the CLI prints ``str(err)`` as one line and exits with code 2."""
+
+    def __init__(self, source: str, key: str, message: str):
+        self.source = source
+        self.key = key
+        self.message = message
+        super().__init__(f"{source}: {key}: {message}" if key else f"{source}: {message}")
+
+
+class SimulationError(Exception):
+    """The simulation cannot go on (PFC deadlock, stall): exit code 1 with a one-line report."""

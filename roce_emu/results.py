@@ -1,0 +1,100 @@
+"""Engine arrays -> tidy results: flows.csv rows (with the ideal FCT) and summary.json fields."""
+import numpy as np
+
+from . import __version__
+from .core import kinds as K
+from .core.paths import flow_path, ideal_fct_ps
+from .core.state import World
+from .topology import Fabric
+
+FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
+                "slowdown", "retransmits", "timeouts", "packets_sent", "packets_dropped", "hops")
+
+
+def ps_to_ns(ps: int) -> str:
+    """Exact decimal nanoseconds of an integer picosecond time ('' for none)."""
+    if ps < 0:
+        return ""
+    return f"{ps // 1000}.{ps % 1000:03d}" if ps % 1000 else str(ps // 1000)
+
+
+def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ports a flow's data and its ACKs cross."""
+    r = world.flow[f]
+    n_hosts = int(world.cfg[K.CFG_N_HOSTS])
+    args = (world.route_off, world.route_ports, world.port["node"], world.port["peer_port"], n_hosts)
+    fwd = flow_path(*args, int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
+    rev = flow_path(*args, int(r["dst"]), int(r["src"]), int(r["ecmp_hash"]))
+    return fwd, rev
+
+
+def ideal_fct(world: World, f: int) -> int:
+    """The flow's FCT alone on the idle network, in ps (closed form, see paths.ideal_fct_ps)."""
+    fwd, rev = flow_paths(world, f)
+    cfg = world.cfg
+    rate = world.port["rate_bps"]
+    prop = world.port["prop_ps"]
+    return int(ideal_fct_ps(int(world.flow[f]["size_bytes"]), cfg[K.CFG_MTU], cfg[K.CFG_DATA_HDR],
+                            cfg[K.CFG_ACK_BYTES], cfg[K.CFG_IFG], rate[fwd], prop[fwd], rate[rev], prop[rev]))
+
+
+def flow_rows(world: World) -> list[dict]:
+    rows = []
+    for f, r in enumerate(world.flow):
+        start = int(r["start_ps"])
+        finish = int(r["finish_ps"])
+        ideal = ideal_fct(world, f)
+        fct = finish - start if finish >= 0 else -1
+        rows.append({
+            "flow_id": f, "src": int(r["src"]), "dst": int(r["dst"]), "bytes": int(r["size_bytes"]),
+            "start_ns": ps_to_ns(start), "finish_ns": ps_to_ns(finish), "fct_ns": ps_to_ns(fct),
+            "ideal_fct_ns": ps_to_ns(ideal), "slowdown": repr(fct / ideal) if fct >= 0 else "",
+            "retransmits": int(r["retransmits"]), "timeouts": int(r["timeouts"]),
+            "packets_sent": int(r["pkts_sent"]), "packets_dropped": int(r["pkts_dropped"]),
+            "hops": len(flow_paths(world, f)[0]),
+        })
+    return rows
+
+
+def in_flight_per_flow(world: World) -> np.ndarray:
+    """Data packets of each flow still in the network (counted in the packet pool)."""
+    live = world.pkt["kind"] == K.PK_DATA
+    return np.bincount(world.pkt["flow"][live], minlength=len(world.flow))
+
+
+def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -> dict:
+    stats = world.stats
+    counters = {name: int(stats[i]) for i, name in enumerate(K.STAT_NAMES)
+                if name not in ("now_ps", "events", "last_progress_ps")}
+    switches = slice(fabric.n_hosts, None)
+    slowdowns = np.array([float(r["slowdown"]) for r in rows if r["slowdown"] != ""])
+    fcts = np.array([float(r["fct_ns"]) for r in rows if r["fct_ns"] != ""])
+    finishes = world.flow["finish_ps"][world.flow["finish_ps"] >= 0]
+    events = int(stats[K.C_EVENTS])
+    return {
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "version": __version__,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "topology": fabric.kind,
+        "hosts": fabric.n_hosts,
+        "switches": fabric.n_switches,
+        "links": fabric.n_links,
+        "cc_algorithm": scenario.network.cc.algorithm,
+        "flows": len(rows),
+        "sim_time_ns": float(ps_to_ns(int(stats[K.C_NOW_PS])) or 0),
+        "last_finish_ns": float(ps_to_ns(int(finishes.max()))) if len(finishes) else None,
+        **counters,
+        "data_packets_in_flight": int(in_flight_per_flow(world).sum()),
+        "max_switch_buffer_bytes": int(world.node["max_used"][switches].max()),
+        "switch_buffer_bytes": scenario.network.switch.buffer_bytes,
+        "mean_fct_ns": float(fcts.mean()) if len(fcts) else None,
+        "max_fct_ns": float(fcts.max()) if len(fcts) else None,
+        "mean_slowdown": float(slowdowns.mean()) if len(slowdowns) else None,
+        "p50_slowdown": float(np.percentile(slowdowns, 50)) if len(slowdowns) else None,
+        "p99_slowdown": float(np.percentile(slowdowns, 99)) if len(slowdowns) else None,
+        "events": events,
+        "wall_s": round(outcome.wall_s, 6),
+        "events_per_s": round(events / outcome.wall_s, 1) if outcome.wall_s > 0 else None,
+    }

@@ -1,0 +1,94 @@
+"""Next-hop tables: ECMP over all shortest paths (Clos) or dimension-order routing (torus, mesh).
+
+The result is CSR over rows ``node * n_hosts + dst``: the egress ports a packet for host
+``dst`` may take at ``node``. Hosts never forward; the engine picks among several
+ports by flow hash, so a flow keeps one path (no reordering).
+"""
+from collections import deque
+
+import numpy as np
+
+from .topology import Fabric
+
+
+def build_routes(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, ports): CSR rows node * n_hosts + dst."""
+    H = fabric.n_hosts
+    if fabric.routing == "dor":
+        per_switch = _dor_choices(fabric)
+    else:
+        per_switch = _shortest_path_choices(fabric)
+    rows: list[tuple[int, ...]] = []
+    attach = [fabric.host_attachment(h) for h in range(H)]
+    for node in range(fabric.n_nodes):
+        if node < H:
+            uplinks = tuple(fabric.node_ports[node])
+            rows.extend(() if h == node else uplinks for h in range(H))
+            continue
+        table = per_switch[node]
+        for h in range(H):
+            a = attach[h]
+            rows.append((fabric.port_towards(node, h),) if a == node else table[a])
+    counts = np.fromiter((len(r) for r in rows), np.int64, len(rows))
+    off = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(counts, out=off[1:])
+    ports = np.fromiter((p for r in rows for p in r), np.int32, int(off[-1]))
+    return off, ports
+
+
+def _switch_neighbours(fabric: Fabric, s: int) -> list[tuple[int, int]]:
+    """(neighbour switch, port) pairs of switch s, in port order."""
+    out = []
+    for p in fabric.node_ports[s]:
+        v = int(fabric.port_node[fabric.port_peer[p]])
+        if v >= fabric.n_hosts:
+            out.append((v, p))
+    return out
+
+
+def _shortest_path_choices(fabric: Fabric) -> dict[int, dict[int, tuple[int, ...]]]:
+    """For every switch s and every host-attachment switch a: ports of s on shortest paths to a."""
+    H = fabric.n_hosts
+    switches = range(H, fabric.n_nodes)
+    neighbours = {s: _switch_neighbours(fabric, s) for s in switches}
+    targets = sorted({fabric.host_attachment(h) for h in range(H)})
+    choices: dict[int, dict[int, tuple[int, ...]]] = {s: {} for s in switches}
+    for a in targets:
+        dist = {a: 0}
+        frontier = deque([a])
+        while frontier:
+            u = frontier.popleft()
+            for v, _ in neighbours[u]:
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    frontier.append(v)
+        for s in switches:
+            if s == a or s not in dist:
+                choices[s][a] = ()
+                continue
+            choices[s][a] = tuple(p for v, p in neighbours[s] if dist.get(v, -1) == dist[s] - 1)
+    return choices
+
+
+def _dor_choices(fabric: Fabric) -> dict[int, dict[int, tuple[int, ...]]]:
+    """Dimension-order routing: correct dimension 0 first; on a torus the shorter way round
+    (ties go the positive way)."""
+    coord = {n: fabric.graph.nodes[n]["coord"] for n in range(fabric.n_hosts, fabric.n_nodes)}
+    by_coord = {c: n for n, c in coord.items()}
+    choices: dict[int, dict[int, tuple[int, ...]]] = {}
+    for s, c in coord.items():
+        choices[s] = {}
+        for t, target in coord.items():
+            if s == t:
+                choices[s][t] = ()
+                continue
+            d = next(i for i in range(len(c)) if c[i] != target[i])
+            size = fabric.dims[d]
+            step = 1 if target[d] > c[d] else -1
+            if fabric.wrap:
+                forward = (target[d] - c[d]) % size
+                step = 1 if forward <= size - forward else -1
+            nxt = list(c)
+            nxt[d] = (c[d] + step) % size
+            choices[s][t] = (fabric.port_towards(s, by_coord[tuple(nxt)]),)
+    return choices

@@ -1,0 +1,82 @@
+"""Describe and draw a fabric: counts, diameter, bisection bandwidth, a picture."""
+from pathlib import Path
+
+import networkx as nx
+
+from .topology import Fabric
+
+
+def bisection_bps(fabric: Fabric) -> float:
+    """Max flow between the host halves 0..H/2-1 and H/2..H-1 (link rates as capacities).
+
+    Hosts are numbered pod by pod (fat-tree), leaf by leaf, and row-major on grids, so
+    this cut is the fabric's natural bisection."""
+    g = nx.DiGraph()
+    for u, v, data in fabric.graph.edges(data=True):
+        g.add_edge(u, v, capacity=data["rate_bps"])
+        g.add_edge(v, u, capacity=data["rate_bps"])
+    half = fabric.n_hosts // 2
+    for h in range(fabric.n_hosts):
+        if h < half:
+            g.add_edge("A", h, capacity=float("inf"))
+        else:
+            g.add_edge(h, "B", capacity=float("inf"))
+    value, _ = nx.maximum_flow(g, "A", "B")
+    return float(value)
+
+
+def host_diameter(fabric: Fabric) -> int:
+    """Most links between two hosts on a shortest path."""
+    switches = fabric.graph.subgraph(range(fabric.n_hosts, fabric.n_nodes))
+    attach = {fabric.host_attachment(h) for h in range(fabric.n_hosts)}
+    worst = 0
+    for a in attach:
+        dist = nx.single_source_shortest_path_length(switches, a)
+        worst = max(worst, max(dist[b] for b in attach))
+    return worst + 2
+
+
+def describe(fabric: Fabric) -> dict:
+    rates = sorted({d["rate_bps"] / 1e9 for _, _, d in fabric.graph.edges(data=True)})
+    return {
+        "kind": fabric.kind,
+        "hosts": fabric.n_hosts,
+        "switches": fabric.n_switches,
+        "links": fabric.n_links,
+        "link rates (Gb/s)": ", ".join(f"{r:g}" for r in rates),
+        "diameter (links)": host_diameter(fabric),
+        "bisection (Gb/s)": f"{bisection_bps(fabric) / 1e9:g}",
+        "routing": "ECMP over shortest paths" if fabric.routing == "ecmp" else "dimension order",
+    }
+
+
+def draw(fabric: Fabric, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    g = fabric.graph
+    if fabric.dims and len(fabric.dims) <= 2:
+        pos = {}
+        dims = fabric.dims if len(fabric.dims) == 2 else (fabric.dims[0], 1)
+        for n in range(fabric.n_hosts, fabric.n_nodes):
+            c = g.nodes[n]["coord"] + (0,) * (2 - len(g.nodes[n]["coord"]))
+            pos[n] = (c[1] * 2.0, -c[0] * 2.0)
+        for h in range(fabric.n_hosts):
+            x, y = pos[fabric.host_attachment(h)]
+            pos[h] = (x + 0.6, y - 0.6 - 0.3 * (h % max(1, fabric.n_hosts // (dims[0] * dims[1]))))
+    else:
+        pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
+    fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes ** 0.5 * 1.2), 4.0))
+    hosts = list(range(fabric.n_hosts))
+    switches = list(range(fabric.n_hosts, fabric.n_nodes))
+    nx.draw_networkx_edges(g, pos, ax=ax, width=0.6, alpha=0.6)
+    nx.draw_networkx_nodes(g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa",
+                           ax=ax, label="switch")
+    nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")
+    ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches")
+    ax.legend(loc="upper right", frameon=False)
+    ax.set_axis_off()
+    fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if str(path).endswith(".pdf") else None)
+    plt.close(fig)

@@ -1,0 +1,183 @@
+"""Fabrics as networkx graphs, flattened into ports (one per direction of every link).
+
+Nodes are numbered hosts first (0..H-1, the ids scenario files use), then switches.
+Every edge carries ``rate_bps``, ``prop_ps`` and its ``tier`` (host, edge_agg, ...).
+Torus and mesh routers get a ``coord``; each host is attached to one router.
+"""
+from dataclasses import dataclass, field
+from itertools import product
+
+import networkx as nx
+import numpy as np
+
+from .config.schema import FatTree, LeafSpine, Mesh, SingleSwitch, Torus
+
+
+@dataclass
+class Fabric:
+    kind: str
+    graph: nx.Graph
+    n_hosts: int
+    names: list[str]
+    routing: str  # "ecmp" (shortest paths) or "dor" (dimension order)
+    dims: tuple[int, ...] = ()
+    wrap: bool = False
+    # flattened ports, filled by flatten()
+    port_node: np.ndarray = field(default=None)
+    port_peer: np.ndarray = field(default=None)  # the peer's port on the same link
+    port_rate_bps: np.ndarray = field(default=None)
+    port_prop_ps: np.ndarray = field(default=None)
+    port_tier: list[str] = field(default=None)
+    node_ports: list[list[int]] = field(default=None)  # ports owned by each node
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.names)
+
+    @property
+    def n_switches(self) -> int:
+        return self.n_nodes - self.n_hosts
+
+    @property
+    def n_links(self) -> int:
+        return self.graph.number_of_edges()
+
+    def port_towards(self, node: int, neighbour: int) -> int:
+        for p in self.node_ports[node]:
+            if self.port_node[self.port_peer[p]] == neighbour:
+                return p
+        raise KeyError((node, neighbour))
+
+    def host_attachment(self, host: int) -> int:
+        """The switch a host hangs off."""
+        return next(iter(self.graph.neighbors(host)))
+
+
+class _Builder:
+    """Collects nodes and links in a deterministic order."""
+
+    def __init__(self, topo, n_hosts: int):
+        self.topo = topo
+        self.graph = nx.Graph()
+        self.names = [f"h{h}" for h in range(n_hosts)]
+        for h in range(n_hosts):
+            self.graph.add_node(h, layer=0, host=True)
+
+    def switch(self, name: str, layer: int, **attrs) -> int:
+        n = len(self.names)
+        self.names.append(name)
+        self.graph.add_node(n, layer=layer, host=False, **attrs)
+        return n
+
+    def link(self, u: int, v: int, tier: str) -> None:
+        spec = self.topo.tier_link(tier)
+        self.graph.add_edge(u, v, tier=tier, rate_bps=int(round(spec.rate_gbps * 1e9)),
+                            prop_ps=int(round(spec.delay_ns * 1000)))
+
+
+def build_fabric(topo) -> Fabric:
+    """The networkx fabric of a validated ``topology`` section, flattened into ports."""
+    if isinstance(topo, SingleSwitch):
+        fabric = _single_switch(topo)
+    elif isinstance(topo, FatTree):
+        fabric = _fat_tree(topo)
+    elif isinstance(topo, LeafSpine):
+        fabric = _leaf_spine(topo)
+    elif isinstance(topo, (Torus, Mesh)):
+        fabric = _grid(topo, wrap=isinstance(topo, Torus))
+    else:  # pragma: no cover - the schema admits no other kind
+        raise TypeError(topo)
+    return flatten(fabric)
+
+
+def _single_switch(topo: SingleSwitch) -> Fabric:
+    b = _Builder(topo, topo.hosts)
+    sw = b.switch("sw0", layer=1)
+    for h in range(topo.hosts):
+        b.link(h, sw, "host")
+    return Fabric("single_switch", b.graph, topo.hosts, b.names, "ecmp")
+
+
+def _fat_tree(topo: FatTree) -> Fabric:
+    k = topo.k
+    half = k // 2
+    per_edge = half * topo.oversubscription
+    n_hosts = k * half * per_edge
+    b = _Builder(topo, n_hosts)
+    edges = [[b.switch(f"edge{p}.{i}", layer=1, pod=p) for i in range(half)] for p in range(k)]
+    aggs = [[b.switch(f"agg{p}.{i}", layer=2, pod=p) for i in range(half)] for p in range(k)]
+    cores = [b.switch(f"core{c}", layer=3) for c in range(half * half)]
+    host = 0
+    for p in range(k):
+        for i in range(half):
+            for _ in range(per_edge):
+                b.link(host, edges[p][i], "host")
+                host += 1
+    for p in range(k):
+        for i in range(half):
+            for j in range(half):
+                b.link(edges[p][i], aggs[p][j], "edge_agg")
+        for j in range(half):  # aggregation switch j reaches cores j*half .. j*half+half-1
+            for c in range(half):
+                b.link(aggs[p][j], cores[j * half + c], "agg_core")
+    return Fabric("fat_tree", b.graph, n_hosts, b.names, "ecmp")
+
+
+def _leaf_spine(topo: LeafSpine) -> Fabric:
+    n_hosts = topo.leaves * topo.hosts_per_leaf
+    b = _Builder(topo, n_hosts)
+    leaves = [b.switch(f"leaf{i}", layer=1) for i in range(topo.leaves)]
+    spines = [b.switch(f"spine{i}", layer=2) for i in range(topo.spines)]
+    for h in range(n_hosts):
+        b.link(h, leaves[h // topo.hosts_per_leaf], "host")
+    for leaf in leaves:
+        for spine in spines:
+            b.link(leaf, spine, "leaf_spine")
+    return Fabric("leaf_spine", b.graph, n_hosts, b.names, "ecmp")
+
+
+def _grid(topo, wrap: bool) -> Fabric:
+    dims = tuple(topo.dims)
+    coords = list(product(*(range(d) for d in dims)))  # row-major, last dimension fastest
+    n_hosts = len(coords) * topo.hosts_per_node
+    b = _Builder(topo, n_hosts)
+    router = {c: b.switch("r" + "_".join(map(str, c)), layer=1, coord=c) for c in coords}
+    for i, c in enumerate(coords):
+        for j in range(topo.hosts_per_node):
+            b.link(i * topo.hosts_per_node + j, router[c], "host")
+    for c in coords:
+        for d, size in enumerate(dims):
+            nxt = list(c)
+            nxt[d] = c[d] + 1
+            if nxt[d] == size:
+                if not wrap or size <= 2:  # a ring of 2 is one link
+                    continue
+                nxt[d] = 0
+            b.link(router[c], router[tuple(nxt)], "fabric")
+    kind = "torus" if wrap else "mesh"
+    return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap)
+
+
+def flatten(fabric: Fabric) -> Fabric:
+    """Give every link two ports (u->v, v->u) in edge order; fill the port arrays."""
+    edges = sorted(fabric.graph.edges(data=True), key=lambda e: (min(e[0], e[1]), max(e[0], e[1])))
+    n_ports = 2 * len(edges)
+    node = np.empty(n_ports, np.int32)
+    peer = np.empty(n_ports, np.int32)
+    rate = np.empty(n_ports, np.int64)
+    prop = np.empty(n_ports, np.int64)
+    tiers = []
+    node_ports: list[list[int]] = [[] for _ in range(fabric.n_nodes)]
+    for i, (u, v, data) in enumerate(edges):
+        u, v = min(u, v), max(u, v)
+        for p, owner, other in ((2 * i, u, v), (2 * i + 1, v, u)):
+            node[p] = owner
+            peer[p] = 2 * i + 1 if p == 2 * i else 2 * i
+            rate[p] = data["rate_bps"]
+            prop[p] = data["prop_ps"]
+            tiers.append(data["tier"])
+            node_ports[owner].append(p)
+    fabric.port_node, fabric.port_peer = node, peer
+    fabric.port_rate_bps, fabric.port_prop_ps = rate, prop
+    fabric.port_tier, fabric.node_ports = tiers, node_ports
+    return fabric

@@ -1,0 +1,180 @@
+"""Compile a scenario into the engine's world: flat arrays with capacities, and growing them."""
+
+import numpy as np
+
+from .config.schema import Scenario
+from .core import kinds as K
+from .core.loop import schedule_flow_starts
+from .core.paths import route_pick
+from .core.state import EV_DTYPE, FLOW_DTYPE, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE, World
+from .errors import ScenarioError
+from .routing import build_routes
+from .topology import Fabric
+from .workload import FlowTable, ns_to_ps
+
+
+def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> int:
+    """Bytes that can still arrive after XOFF is decided: the HPCC model's three one-way
+    link BDPs, plus three maximum frames (the frame in service when XOFF is queued, the
+    frame the upstream has started, and the PAUSE's own wait) so zero-delay links stay lossless."""
+    return 3 * rate_bps * prop_ps // (8 * 10**12) + 3 * max_frame_wire
+
+
+def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: str) -> World:
+    net = scenario.network
+    route_off, route_ports = build_routes(fabric)
+    H = fabric.n_hosts
+    cfg = np.zeros(K.CFG_SIZE, np.int64)
+    cfg[K.CFG_MTU] = net.mtu_bytes
+    cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes
+    cfg[K.CFG_ACK_BYTES] = net.wire.ack_bytes
+    cfg[K.CFG_CNP_BYTES] = net.wire.cnp_bytes
+    cfg[K.CFG_PFC_BYTES] = net.wire.pfc_bytes
+    cfg[K.CFG_IFG] = net.wire.preamble_ifg_bytes
+    cfg[K.CFG_RTO_PS] = ns_to_ps(net.nic.rto_ns)
+    cfg[K.CFG_NACK_PS] = ns_to_ps(net.nic.nack_interval_ns)
+    cfg[K.CFG_PFC_ON] = int(net.switch.pfc.enabled)
+    cfg[K.CFG_ECN_ON] = int(net.switch.ecn.enabled)
+    cfg[K.CFG_RESERVE] = net.switch.pfc.reserve_bytes
+    cfg[K.CFG_RESUME_OFF] = net.switch.pfc.resume_offset_bytes
+    cfg[K.CFG_STALL_PS] = ns_to_ps(scenario.sim.stall_timeout_ns)
+    cfg[K.CFG_N_HOSTS] = H
+    cfg[K.CFG_N_FLOWS] = len(flows)
+
+    port = _ports(scenario, fabric)
+    node = _nodes(scenario, fabric, port, source)
+    flow = _flows(scenario, fabric, flows, route_off, route_ports)
+    n_ports = len(port)
+    pool_cap = 4096 + 64 * n_ports + 4 * len(flows)
+    pq = np.zeros((n_ports, K.NPRIO), PQ_DTYPE)
+    pq["head"] = -1
+    pq["tail"] = -1
+    meta = np.zeros(K.M_SIZE, np.int64)
+    meta[K.M_FREE] = pool_cap
+    rng_state = np.random.SeedSequence(scenario.seed, spawn_key=(3,)).generate_state(1, np.uint64)
+    world = World(
+        cfg=cfg,
+        stats=np.zeros(K.C_SIZE, np.int64),
+        meta=meta,
+        rng=np.maximum(rng_state, np.uint64(1)),
+        ev=np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)), EV_DTYPE),
+        kick=np.zeros(K.KICK_CAP, np.int32),
+        pkt=_new_packets(pool_cap),
+        pkt_free=np.arange(pool_cap - 1, -1, -1, dtype=np.int32),  # pops the lowest id first
+        port=port,
+        pq=pq,
+        node=node,
+        route_off=route_off,
+        route_ports=route_ports,
+        flow=flow,
+    )
+    schedule_flow_starts(world)
+    return world
+
+
+def _heap_capacity(pool_cap: int, n_ports: int, n_flows: int) -> int:
+    # every packet has at most one pending event; plus a TX_DONE and a wake-up per port,
+    # and a start and a timer per flow
+    return pool_cap + 2 * n_ports + 2 * n_flows + K.HEAP_MARGIN
+
+
+def _new_packets(n: int) -> np.ndarray:
+    pkt = np.zeros(n, PKT_DTYPE)
+    pkt["kind"] = K.PK_FREE
+    pkt["flow"] = -1
+    pkt["nxt"] = -1
+    return pkt
+
+
+def _ports(scenario: Scenario, fabric: Fabric) -> np.ndarray:
+    net = scenario.network
+    P = len(fabric.port_node)
+    is_host_port = fabric.port_node < fabric.n_hosts
+    rate = fabric.port_rate_bps
+    ecn = net.switch.ecn
+    scale = rate / (ecn.reference_rate_gbps * 1e9) if ecn.scale_with_rate else np.ones(P)
+    max_frame = net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes
+    pfc = net.switch.pfc
+    if pfc.headroom_bytes is None:
+        headroom = np.array([default_headroom_bytes(int(r), int(d), max_frame)
+                             for r, d in zip(rate, fabric.port_prop_ps)], np.int64)
+    else:
+        headroom = np.full(P, pfc.headroom_bytes, np.int64)
+    host_rate = rate[is_host_port].min()
+    doublings = np.round(np.log2(np.maximum(rate / host_rate, 1.0))).astype(np.int64)
+    port = np.zeros(P, PORT_DTYPE)
+    port["node"] = fabric.port_node
+    port["peer_port"] = fabric.port_peer
+    port["rate_bps"] = rate
+    port["prop_ps"] = fabric.port_prop_ps
+    port["at_host"] = is_host_port
+    port["tx_pkt"] = -1
+    port["act_head"] = -1
+    port["kmin_bytes"] = np.round(ecn.kmin_bytes * scale)
+    port["kmax_bytes"] = np.round(ecn.kmax_bytes * scale)
+    port["pmax"] = ecn.pmax
+    port["headroom_bytes"] = np.where(is_host_port, 0, headroom)
+    port["pfc_shift"] = np.maximum(pfc.alpha_shift - doublings, 0)
+    return port
+
+
+def _nodes(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) -> np.ndarray:
+    sw = scenario.network.switch
+    node = np.zeros(fabric.n_nodes, NODE_DTYPE)
+    node["is_host"][: fabric.n_hosts] = 1
+    node["buffer_bytes"][fabric.n_hosts:] = sw.buffer_bytes
+    node["pfc_free_bytes"][fabric.n_hosts:] = sw.buffer_bytes
+    if sw.pfc.enabled:
+        for n in range(fabric.n_hosts, fabric.n_nodes):
+            owned = fabric.node_ports[n]
+            reserved = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
+            node[n]["pfc_free_bytes"] = sw.buffer_bytes - reserved
+            if sw.buffer_bytes <= reserved:
+                raise ScenarioError(source, "network.switch.buffer_bytes",
+                                    f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[n]}' needs "
+                                    f"more than {reserved} bytes for PFC headroom and reserve on its "
+                                    f"{len(owned)} ports")
+    return node
+
+
+def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, route_ports) -> np.ndarray:
+    F = len(table)
+    mtu = scenario.network.mtu_bytes
+    hashes = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2,))).integers(
+        0, 2**62, F, dtype=np.int64)
+    flow = np.zeros(F, FLOW_DTYPE)
+    flow["src"] = table.src
+    flow["dst"] = table.dst
+    flow["size_bytes"] = table.size_bytes
+    flow["n_pkts"] = (table.size_bytes + mtu - 1) // mtu
+    flow["start_ps"] = table.start_ps
+    flow["prio"] = table.prio
+    flow["ecmp_hash"] = hashes
+    flow["nic_port"] = [route_pick(route_off, route_ports, fabric.n_hosts, int(s), int(d), int(h))
+                        for s, d, h in zip(table.src, table.dst, hashes)]
+    flow["state"] = K.FL_WAITING
+    flow["nack_seq"] = -1
+    flow["rate_bps"] = fabric.port_rate_bps[flow["nic_port"]]
+    flow["act_next"] = -1
+    flow["act_prev"] = -1
+    flow["finish_ps"] = -1
+    flow["cc"] = K.CC_NONE
+    return flow
+
+
+def grow(world: World) -> World:
+    """Double the packet pool and the event heap, keeping every id and event as it is."""
+    cap = len(world.pkt)
+    pkt = np.concatenate([world.pkt, _new_packets(cap)])
+    n_free = int(world.meta[K.M_FREE])
+    # the new ids go under the old free ones: allocation continues exactly as before
+    free = np.concatenate([np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int32), world.pkt_free[:n_free],
+                           np.zeros(cap - n_free, np.int32)])
+    world.meta[K.M_FREE] = cap + n_free
+    ev = np.zeros(max(2 * len(world.ev), _heap_capacity(2 * cap, len(world.port), len(world.flow))), EV_DTYPE)
+    ev[: len(world.ev)] = world.ev
+    return world._replace(pkt=pkt, pkt_free=free, ev=ev)
+
+
+def memory_bytes(world: World) -> int:
+    return sum(part.nbytes for part in world)
