@@ -96,5 +96,6 @@ def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -
         "p99_slowdown": float(np.percentile(slowdowns, 99)) if len(slowdowns) else None,
         "events": events,
         "wall_s": round(outcome.wall_s, 6),
+        "engine_load_s": round(outcome.load_s, 6),
         "events_per_s": round(events / outcome.wall_s, 1) if outcome.wall_s > 0 else None,
     }

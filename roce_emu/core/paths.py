@@ -1,7 +1,7 @@
 """Routing lookups (ECMP choice by flow hash) and the closed-form ideal FCT of a path."""
 import numpy as np
 
-from .jit import njit
+from .jit import njit, njit_alloc
 from .rng import mix64
 
 
@@ -16,7 +16,7 @@ def route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash):
     return route_ports[lo + np.int64(mix64(ecmp_hash, node) % np.uint64(n))]
 
 
-@njit
+@njit_alloc
 def flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src, dst, ecmp_hash):
     """Ports a packet of the flow crosses from host src to host dst (its node is src, then switches)."""
     out = np.empty(64, np.int32)
@@ -38,7 +38,7 @@ def ser_ps(nbytes, rate_bps):
     return nbytes * 8_000_000_000_000 // rate_bps
 
 
-@njit
+@njit_alloc
 def _pipeline(arrive, sizes, rate_bps, prop_ps):
     """Store-and-forward finish times (plus propagation) of packets crossing one hop in order."""
     out = np.empty_like(arrive)
@@ -50,7 +50,7 @@ def _pipeline(arrive, sizes, rate_bps, prop_ps):
     return out
 
 
-@njit
+@njit_alloc
 def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_rate, r_prop):
     """FCT of a flow alone on an idle network, sent at line rate, ACKed per packet.
 

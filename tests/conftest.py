@@ -1,0 +1,38 @@
+"""Shared helpers: build scenarios from dicts, run them in-process, check conservation on every run."""
+import copy
+
+import numpy as np
+import pytest
+
+from roce_emu.api import prepare_scenario, run
+from roce_emu.config.schema import Scenario
+from roce_emu.core import kinds as K
+from roce_emu.results import in_flight_per_flow
+
+
+def scenario(**sections) -> Scenario:
+    base = {"name": "test", "seed": 1}
+    base.update(copy.deepcopy(sections))
+    return Scenario.model_validate(base)
+
+
+def assert_conservation(world) -> None:
+    """Per flow: data packets sent = delivered + dropped + still in the network."""
+    flow = world.flow
+    in_flight = in_flight_per_flow(world)
+    lhs = flow["pkts_sent"]
+    rhs = flow["pkts_delivered"] + flow["pkts_dropped"] + in_flight
+    assert np.array_equal(lhs, rhs), f"conservation broken: sent {lhs} != {rhs}"
+    assert world.stats[K.C_DATA_SENT] == lhs.sum()
+
+
+def simulate(sc: Scenario, slice_events=None):
+    """Run a scenario in-process without writing files; conservation is checked on every run."""
+    result = run(prepare_scenario(sc), write=False, progress=False, slice_events=slice_events)
+    assert_conservation(result.outcome.world)
+    return result
+
+
+@pytest.fixture
+def run_scenario():
+    return simulate

@@ -1,0 +1,111 @@
+"""The command line: help for every command, runs that write tidy files, bad input as one line."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCEN = ROOT / "scenarios"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "roce_emu", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, stdin=subprocess.DEVNULL, timeout=600)
+
+
+@pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["cache"]])
+def test_help_teaches_with_an_example(cmd):
+    p = cli(*cmd, "--help")
+    assert p.returncode == 0
+    assert p.stdout.startswith("Usage: ")
+    assert "Example" in p.stdout
+
+
+def test_run_writes_tidy_results(tmp_path):
+    out = tmp_path / "incast"
+    p = cli("run", SCEN / "incast.yaml", "--out", out, "--set", "workload.flows.0.bytes=5e5")
+    assert p.returncode == 0, p.stderr
+    flows = pd.read_csv(out / "flows.csv")
+    assert list(flows.columns[:10]) == ["flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns",
+                                        "ideal_fct_ns", "slowdown", "retransmits"]
+    assert flows.loc[0, "bytes"] == 500_000
+    assert (flows["fct_ns"] >= flows["ideal_fct_ns"]).all()
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("events", "wall_s", "events_per_s", "data_packets_sent", "data_packets_dropped",
+                "pfc_pauses_sent", "ecn_marks", "max_switch_buffer_bytes", "status"):
+        assert key in summary
+    assert summary["status"] == "finished"
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")], "temporary directory left behind"
+
+
+def test_deadlock_exits_1_with_one_line_report(tmp_path):
+    p = cli("run", SCEN / "torus_ring_deadlock.yaml", "--out", tmp_path / "dl")
+    assert p.returncode == 1
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "PFC deadlock" in lines[0] and "Traceback" not in p.stderr
+
+
+def test_topo_summary_of_a_k4_fat_tree(tmp_path):
+    p = cli("topo", SCEN / "fat_tree_permutation.yaml", "--draw", tmp_path / "ft.png")
+    assert p.returncode == 0, p.stderr
+    facts = dict(line.split(": ", 1) for line in p.stdout.splitlines())
+    facts = {k.strip(): v.strip() for k, v in facts.items()}
+    assert facts["hosts"] == "16" and facts["switches"] == "20" and facts["links"] == "48"
+    assert facts["diameter (links)"] == "6"
+    assert facts["bisection (Gb/s)"] == "800"
+    assert (tmp_path / "ft.png").stat().st_size > 1000
+
+
+GOOD = (SCEN / "incast.yaml").read_text()
+
+BAD_CASES = {
+    "unknown top-level key": (GOOD + "\nno_such_key: 1\n", [], "no_such_key"),
+    "unknown nested key": (GOOD.replace("pfc: {enabled: true}", "pfc: {enabled: true, xoff: 3}"), [], "xoff"),
+    "wrong type": (GOOD.replace("hosts: 9", "hosts: nine"), [], "topology.hosts"),
+    "odd fat-tree k": (GOOD, ["--set", "topology.kind=fat_tree", "--set", "topology.k=3"], "topology.k"),
+    "rate not positive": (GOOD.replace("rate_gbps: 100", "rate_gbps: 0"), [], "rate_gbps"),
+    "host id out of range": (GOOD.replace("src: 8, dst: 0", "src: 9, dst: 0"), [], "workload.flows.7.src"),
+    "negative bytes": (GOOD.replace("bytes: 2000000}", "bytes: -5}", 1), [], "workload.flows.0.bytes"),
+    "unknown topology kind": (GOOD.replace("single_switch", "hypercube"), [], "topology.kind"),
+    "unknown cc algorithm": (GOOD, ["--set", "network.cc.algorithm=warp"], "network.cc.algorithm"),
+    "kmin above kmax": (GOOD, ["--set", "network.switch.ecn.kmin_bytes=9000000"], "network.switch.ecn"),
+    "pmax above one": (GOOD, ["--set", "network.switch.ecn.pmax=1.5"], "pmax"),
+    "malformed yaml": ("name: [unclosed\n", [], "invalid YAML"),
+    "not a mapping": ("- 1\n- 2\n", [], "mapping"),
+    "buffer too small for headroom": (GOOD.replace("buffer_bytes: 4194304", "buffer_bytes: 10000"), [],
+                                      "network.switch.buffer_bytes"),
+    "set index out of range": (GOOD, ["--set", "workload.flows.99.bytes=1"], "workload.flows.99"),
+    "set without equals": (GOOD, ["--set", "topology.k"], "KEY=VALUE"),
+    "flow to itself": (GOOD.replace("src: 1, dst: 0", "src: 0, dst: 0"), [], "workload.flows.0.dst"),
+    "no flows": (GOOD.split("workload:")[0], [], "workload"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, case):
+    text, extra, needle = BAD_CASES[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    p = cli("run", path, "--out", out, *extra)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1, p.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in p.stderr
+    assert not out.exists()
+    assert sorted(os.listdir(tmp_path)) == ["bad.yaml"]
+
+
+def test_bad_files(tmp_path):
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"name: \xff\xfe\n")
+    for path, needle in ((tmp_path / "missing.yaml", "no such file"), (tmp_path, "directory"),
+                         (binary, "UTF-8")):
+        p = cli("run", path, "--out", tmp_path / "out")
+        assert p.returncode == 2 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
