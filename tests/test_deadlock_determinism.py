@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import scenario, simulate
+from conftest import assert_conservation, scenario, simulate
 from roce_emu.core import kinds as K
 from roce_emu.api import run_scenario
 from roce_emu.config import load_scenario
@@ -36,7 +36,8 @@ def test_flows_csv_identical_whatever_the_slice(tmp_path, name):
     outs = []
     for i, slice_events in enumerate([997, 1 << 20]):
         out = tmp_path / f"run{i}"
-        run_scenario(SCENARIOS / f"{name}.yaml", out=out, slice_events=slice_events)
+        result = run_scenario(SCENARIOS / f"{name}.yaml", out=out, slice_events=slice_events)
+        assert_conservation(result.outcome.world)
         outs.append((out / "flows.csv").read_bytes())
     assert outs[0] == outs[1]
 
@@ -49,6 +50,7 @@ def test_pool_growth_changes_nothing(tmp_path, monkeypatch):
     build = api_mod.build_world
     monkeypatch.setattr(api_mod, "build_world", lambda *args: _shrink(build(*args)))
     result = run_scenario(SCENARIOS / "incast.yaml", out=tmp_path / "small")
+    assert_conservation(result.outcome.world)
     assert len(result.outcome.world.pkt) > 256
     assert (tmp_path / "small" / "flows.csv").read_bytes() == (tmp_path / "base" / "flows.csv").read_bytes()
 
