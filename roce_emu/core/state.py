@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kinds import NPRIO  # noqa: F401  (the pq array's second axis)
 
 EV_DTYPE = np.dtype(
     [("t_ps", np.int64), ("seq", np.int64), ("kind", np.int32), ("obj", np.int32), ("arg", np.int64)],
@@ -119,7 +118,7 @@ class World(NamedTuple):
     pkt: np.ndarray  # PKT_DTYPE pool
     pkt_free: np.ndarray  # int32 stack of free packet ids
     port: np.ndarray  # PORT_DTYPE
-    pq: np.ndarray  # PQ_DTYPE[P, NPRIO]
+    pq: np.ndarray  # PQ_DTYPE[P, NPRIO] (kinds.NPRIO priorities)
     node: np.ndarray  # NODE_DTYPE
     route_off: np.ndarray  # int64[n_nodes * n_hosts + 1]: CSR rows node * n_hosts + dst
     route_ports: np.ndarray  # int32
