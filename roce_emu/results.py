@@ -28,9 +28,8 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
     return fwd, rev
 
 
-def ideal_fct(world: World, f: int) -> int:
-    """The flow's FCT alone on the idle network, in ps (closed form, see paths.ideal_fct_ps)."""
-    fwd, rev = flow_paths(world, f)
+def ideal_fct(world: World, f: int, fwd: np.ndarray, rev: np.ndarray) -> int:
+    """The flow's FCT alone on its idle data path fwd and ACK path rev, in ps (paths.ideal_fct_ps)."""
     cfg = world.cfg
     rate = world.port["rate_bps"]
     prop = world.port["prop_ps"]
@@ -43,7 +42,8 @@ def flow_rows(world: World) -> list[dict]:
     for f, r in enumerate(world.flow):
         start = int(r["start_ps"])
         finish = int(r["finish_ps"])
-        ideal = ideal_fct(world, f)
+        fwd, rev = flow_paths(world, f)
+        ideal = ideal_fct(world, f, fwd, rev)
         fct = finish - start if finish >= 0 else -1
         rows.append({
             "flow_id": f, "src": int(r["src"]), "dst": int(r["dst"]), "bytes": int(r["size_bytes"]),
@@ -51,7 +51,7 @@ def flow_rows(world: World) -> list[dict]:
             "ideal_fct_ns": ps_to_ns(ideal), "slowdown": repr(fct / ideal) if fct >= 0 else "",
             "retransmits": int(r["retransmits"]), "timeouts": int(r["timeouts"]),
             "packets_sent": int(r["pkts_sent"]), "packets_dropped": int(r["pkts_dropped"]),
-            "hops": len(flow_paths(world, f)[0]),
+            "hops": len(fwd),
         })
     return rows
 
