@@ -8,7 +8,7 @@ from .core.state import World
 from .diagnose import stall_report
 from .driver import RunOutcome, simulate
 from .output import write_run_dir
-from .results import FLOW_COLUMNS, flow_rows, summary
+from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
 from .topology import Fabric, build_fabric
 from .workload import FlowTable, build_flows, ns_to_ps
 from .world import build_world
@@ -67,7 +67,8 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
-        write_run_dir(target, rows, FLOW_COLUMNS, info)
+        write_run_dir(target, rows, FLOW_COLUMNS, info,
+                      trace_tables(outcome.world, prepared.fabric, outcome.trace))
     return RunResult(outcome, rows, info, target)
 
 

@@ -1,6 +1,8 @@
 """Run the engine in slices: progress bar, pool growth, stall and time limits, Ctrl-C."""
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from tqdm import tqdm
 
@@ -17,6 +19,15 @@ class RunOutcome:
     reason: str
     wall_s: float
     load_s: float = 0.0  # compiling or loading the engine before the run
+    trace: np.ndarray = field(default=None)  # every trace row of the run (kinds.TR_*), in time order
+
+
+def flush_trace(world: World, chunks: list) -> None:
+    """Move the trace rows the engine wrote since the last flush into chunks."""
+    n = int(world.meta[K.M_TRACE_ROWS])
+    if n:
+        chunks.append(world.trace[:n].copy())
+        world.meta[K.M_TRACE_ROWS] = 0
 
 
 def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool | None = None,
@@ -29,6 +40,7 @@ def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool |
     load_s = began - loading
     # progress None lets tqdm decide: a bar on a terminal, nothing otherwise
     disable = None if progress is None else not progress
+    chunks: list[np.ndarray] = []
     bar = tqdm(total=n_flows, unit="flow", desc=label or "simulating", disable=disable, leave=False,
                dynamic_ncols=True)
     try:
@@ -42,16 +54,21 @@ def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool |
             if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW):
                 world = grow(world)
                 continue
+            if status == K.ST_TRACE_FULL:
+                flush_trace(world, chunks)
+                continue
             break
     finally:
         bar.close()
+    flush_trace(world, chunks)
+    trace = np.concatenate(chunks) if chunks else np.zeros((0, K.TR_COLS), np.int64)
     wall_s = time.perf_counter() - began
     done = int(world.stats[K.C_FLOWS_DONE])
     if status == K.ST_STALLED:
-        return RunOutcome(world, "stalled", "", wall_s, load_s)
+        return RunOutcome(world, "stalled", "", wall_s, load_s, trace)
     if status == K.ST_T_LIMIT:
         return RunOutcome(world, "incomplete", f"sim.max_time_ns reached with {n_flows - done} of "
-                                               f"{n_flows} flows unfinished", wall_s, load_s)
+                                               f"{n_flows} flows unfinished", wall_s, load_s, trace)
     if done < n_flows:  # no event left yet flows are unfinished: cannot happen while timers run
-        return RunOutcome(world, "stalled", "no events left", wall_s, load_s)
-    return RunOutcome(world, "finished", "", wall_s, load_s)
+        return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace)
+    return RunOutcome(world, "finished", "", wall_s, load_s, trace)

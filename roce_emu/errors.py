@@ -13,3 +13,8 @@ class ScenarioError(Exception):
 
 class SimulationError(Exception):
     """The simulation cannot go on (PFC deadlock, stall): exit code 1 with a one-line report."""
+
+
+#: A pydantic validator's message that starts with AT and a dotted key is reported at that
+#: key, below the model that raised it ("@params.g 2 is not allowed ..." on network.cc).
+AT = "@"

@@ -7,16 +7,29 @@ import tempfile
 from pathlib import Path
 
 
-def write_run_dir(out: Path, flow_rows: list[dict], columns, summary: dict) -> None:
-    """Write flows.csv and summary.json into ``out`` atomically (complete or absent)."""
+def write_csv(path: Path, columns, rows) -> None:
+    """A tidy CSV: a header line, then one line per row (dicts keyed by column, or sequences)."""
+    with open(path, "w", newline="") as fh:
+        if rows and isinstance(rows[0], dict):
+            writer = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
+            writer.writeheader()
+        else:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(columns)
+        writer.writerows(rows)
+
+
+def write_run_dir(out: Path, flow_rows: list[dict], columns, summary: dict,
+                  tables: dict[str, tuple] = None) -> None:
+    """Write flows.csv, summary.json and any further tables {file name: (columns, rows)} into
+    ``out`` atomically (complete or absent)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        with open(tmp / "flows.csv", "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(flow_rows)
+        write_csv(tmp / "flows.csv", columns, flow_rows)
+        for name, (table_columns, rows) in (tables or {}).items():
+            write_csv(tmp / name, table_columns, rows)
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         replace_dir(tmp, out)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from . import __version__
+from .cc_params import params_from_engine
 from .core import kinds as K
 from .core.paths import flow_path, ideal_fct_ps
 from .core.state import World
@@ -56,6 +57,33 @@ def flow_rows(world: World) -> list[dict]:
     return rows
 
 
+RATE_TRACE_COLUMNS = ("t_ns", "flow_id", "rate_bps", "window_bytes")
+QUEUE_TRACE_COLUMNS = ("t_ns", "port", "switch", "towards", "queue_bytes")
+
+
+def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, tuple]:
+    """traces_rate.csv (sending flows' pacing rate and window) and traces_queue.csv (the egress
+    queue of every switch port that ever held a packet), long format, from the sampled rows."""
+    tables = {}
+    mode = int(world.cfg[K.CFG_TRACE])
+    t_ns = [ps_to_ns(int(t)) or "0" for t in trace[:, 0]]
+    if mode & K.TRACE_RATE_ON:
+        rows = [(t_ns[i], obj, a, b) for i, (kind, obj, a, b) in enumerate(trace[:, 1:].tolist())
+                if kind == K.TR_RATE]
+        tables["traces_rate.csv"] = (RATE_TRACE_COLUMNS, rows)
+    if mode & K.TRACE_QUEUE_ON:
+        queue = trace[:, 1] == K.TR_QUEUE
+        busy = set(np.unique(trace[queue & (trace[:, 3] > 0), 2]).tolist())
+        node = world.port["node"]
+        peer = world.port["peer_port"]
+        names = fabric.names
+        rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a)
+                for i, (kind, obj, a, b) in enumerate(trace[:, 1:].tolist())
+                if kind == K.TR_QUEUE and obj in busy]
+        tables["traces_queue.csv"] = (QUEUE_TRACE_COLUMNS, rows)
+    return tables
+
+
 def in_flight_per_flow(world: World) -> np.ndarray:
     """Data packets of each flow still in the network (counted in the packet pool)."""
     live = world.pkt["kind"] == K.PK_DATA
@@ -82,12 +110,14 @@ def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -
         "switches": fabric.n_switches,
         "links": fabric.n_links,
         "cc_algorithm": scenario.network.cc.algorithm,
+        "cc_params": params_from_engine(scenario.network.cc.algorithm, world.ccp),
         "flows": len(rows),
         "sim_time_ns": float(ps_to_ns(int(stats[K.C_NOW_PS])) or 0),
         "last_finish_ns": float(ps_to_ns(int(finishes.max()))) if len(finishes) else None,
         **counters,
         "data_packets_in_flight": int(in_flight_per_flow(world).sum()),
         "max_switch_buffer_bytes": int(world.node["max_used"][switches].max()),
+        "max_queue_bytes": int(world.port["max_q_bytes"][world.port["at_host"] == 0].max()),
         "switch_buffer_bytes": scenario.network.switch.buffer_bytes,
         "mean_fct_ns": float(fcts.mean()) if len(fcts) else None,
         "max_fct_ns": float(fcts.max()) if len(fcts) else None,

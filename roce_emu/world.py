@@ -2,11 +2,14 @@
 
 import numpy as np
 
+from .cc_params import INT_HEADER_BYTES, engine_params, resolved_params
+from .core import cc_dctcp, cc_hpcc
 from .config.schema import Scenario
 from .core import kinds as K
 from .core.loop import schedule_flow_starts
-from .core.paths import route_pick
-from .core.state import EV_DTYPE, FLOW_DTYPE, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE, World
+from .core.paths import base_rtt_extremes, route_pick
+from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
+                         World)
 from .errors import ScenarioError
 from .routing import build_routes
 from .topology import Fabric
@@ -22,12 +25,14 @@ def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> 
 
 def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: str) -> World:
     net = scenario.network
+    algorithm = net.cc.algorithm
     route_off, route_ports = build_routes(fabric)
     H = fabric.n_hosts
+    int_bytes = INT_HEADER_BYTES.get(algorithm, 0)
     cfg = np.zeros(K.CFG_SIZE, np.int64)
     cfg[K.CFG_MTU] = net.mtu_bytes
-    cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes
-    cfg[K.CFG_ACK_BYTES] = net.wire.ack_bytes
+    cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes + int_bytes
+    cfg[K.CFG_ACK_BYTES] = net.wire.ack_bytes + int_bytes
     cfg[K.CFG_CNP_BYTES] = net.wire.cnp_bytes
     cfg[K.CFG_PFC_BYTES] = net.wire.pfc_bytes
     cfg[K.CFG_IFG] = net.wire.preamble_ifg_bytes
@@ -40,10 +45,22 @@ def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: st
     cfg[K.CFG_STALL_PS] = ns_to_ps(scenario.sim.stall_timeout_ns)
     cfg[K.CFG_N_HOSTS] = H
     cfg[K.CFG_N_FLOWS] = len(flows)
+    cfg[K.CFG_CC] = K.CC_NAMES.index(algorithm)
+    traces = scenario.output.traces
+    cfg[K.CFG_TRACE] = (K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
+    cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
 
     port = _ports(scenario, fabric)
     node = _nodes(scenario, fabric, port, source)
     flow = _flows(scenario, fabric, flows, route_off, route_ports)
+    base_rtt_ps, max_switch_hops = base_rtt_extremes(
+        route_off, route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
+        int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+    line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
+    cc_values = resolved_params(algorithm, dict(net.cc.params), line_gbps)
+    ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))
+    ccs = _cc_state(algorithm, flow, ccp)
+    int_hops = max_switch_hops if algorithm == "hpcc" else 0
     n_ports = len(port)
     pool_cap = 4096 + 64 * n_ports + 4 * len(flows)
     pq = np.zeros((n_ports, K.NPRIO), PQ_DTYPE)
@@ -67,15 +84,50 @@ def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: st
         route_off=route_off,
         route_ports=route_ports,
         flow=flow,
+        ccp=ccp,
+        ccs=ccs,
+        timer=np.zeros((len(flows), K.N_TIMERS, 2), np.int64),
+        int_rec=np.zeros((pool_cap, int_hops, INT_FIELDS), np.int64),
+        int_prev=np.zeros((len(flows), int_hops, INT_FIELDS), np.int64),
+        trace=np.zeros((_trace_rows(cfg, len(flows), n_ports), K.TR_COLS), np.int64),
     )
     schedule_flow_starts(world)
     return world
 
 
+def _trace_rows(cfg, n_flows: int, n_ports: int) -> int:
+    """Trace buffer rows: room for many samples between flushes (0 without traces)."""
+    if cfg[K.CFG_TRACE] == 0:
+        return 0
+    per_sample = (n_flows if cfg[K.CFG_TRACE] & K.TRACE_RATE_ON else 0) + \
+        (n_ports if cfg[K.CFG_TRACE] & K.TRACE_QUEUE_ON else 0)
+    return max(1 << 16, 64 * per_sample)
+
+
+def _cc_state(algorithm: str, flow: np.ndarray, ccp: np.ndarray) -> np.ndarray:
+    """Every flow starts at its NIC's line rate (no slow start in any of the algorithms), with
+    alpha = 1 and U = 1; HPCC and DCTCP start with the window of one base RTT at line rate."""
+    ccs = np.zeros(len(flow), CC_DTYPE)
+    line = flow["rate_bps"].astype(np.float64)
+    ccs["line_bps"] = line
+    ccs["rate"] = line
+    ccs["target"] = line
+    ccs["ref_rate"] = line
+    ccs["alpha"] = 1.0
+    ccs["util"] = 1.0
+    ccs["batch"] = 1
+    ccs["last_cnp_ps"] = -1
+    base_rtt_index = {"hpcc": cc_hpcc.P_BASE_RTT_PS, "dctcp": cc_dctcp.P_BASE_RTT_PS}.get(algorithm)
+    if base_rtt_index is not None:
+        flow["window_bytes"] = np.maximum((line * ccp[base_rtt_index]) // 8e12, 1).astype(np.int64)
+    flow["cc"] = K.CC_NAMES.index(algorithm)
+    return ccs
+
+
 def _heap_capacity(pool_cap: int, n_ports: int, n_flows: int) -> int:
     # every packet has at most one pending event; plus a TX_DONE and a wake-up per port,
-    # and a start and a timer per flow
-    return pool_cap + 2 * n_ports + 2 * n_flows + K.HEAP_MARGIN
+    # and per flow a start, a retransmission timer and the CC timers; and a trace sample
+    return pool_cap + 2 * n_ports + (2 + K.N_TIMERS) * n_flows + 1 + K.HEAP_MARGIN
 
 
 def _new_packets(n: int) -> np.ndarray:
@@ -110,9 +162,10 @@ def _ports(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["at_host"] = is_host_port
     port["tx_pkt"] = -1
     port["act_head"] = -1
-    port["kmin_bytes"] = np.round(ecn.kmin_bytes * scale)
-    port["kmax_bytes"] = np.round(ecn.kmax_bytes * scale)
-    port["pmax"] = ecn.pmax
+    kmin, kmax, pmax = ecn.resolved(net.cc.algorithm)
+    port["kmin_bytes"] = np.round(kmin * scale)
+    port["kmax_bytes"] = np.round(kmax * scale)
+    port["pmax"] = pmax
     port["headroom_bytes"] = np.where(is_host_port, 0, headroom)
     port["pfc_shift"] = np.maximum(pfc.alpha_shift - doublings, 0)
     return port
@@ -158,7 +211,6 @@ def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, rout
     flow["act_next"] = -1
     flow["act_prev"] = -1
     flow["finish_ps"] = -1
-    flow["cc"] = K.CC_NONE
     return flow
 
 
@@ -173,7 +225,8 @@ def grow(world: World) -> World:
     world.meta[K.M_FREE] = cap + n_free
     ev = np.zeros(max(2 * len(world.ev), _heap_capacity(2 * cap, len(world.port), len(world.flow))), EV_DTYPE)
     ev[: len(world.ev)] = world.ev
-    return world._replace(pkt=pkt, pkt_free=free, ev=ev)
+    int_rec = np.concatenate([world.int_rec, np.zeros_like(world.int_rec)])
+    return world._replace(pkt=pkt, pkt_free=free, ev=ev, int_rec=int_rec)
 
 
 def memory_bytes(world: World) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ScenarioError
+from ..errors import AT, ScenarioError
 from .schema import TOPOLOGY_KINDS, Scenario
 
 
@@ -161,6 +161,10 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
     message = first["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
+    if message.startswith(AT):  # the validator names a key below its model
+        sub, message = message[len(AT):].split(" ", 1)
+        key = f"{key}.{sub}" if loc else sub
+        return ScenarioError(source, key, message)
     if isinstance(value, (dict, list)):
         return ScenarioError(source, key, message)
     shown = repr(value)

@@ -9,7 +9,12 @@ from typing import Annotated, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..cc_params import ECN_DEFAULT, ECN_DEFAULTS, check_params
+from ..errors import AT
+
 MIB = 1024 * 1024
+def kmin_bytes_msg(kmin: int, kmax: int) -> str:
+    return f"kmin_bytes ({kmin}) must not exceed kmax_bytes ({kmax})"
 
 
 class Strict(BaseModel):
@@ -138,20 +143,23 @@ class Pfc(Strict):
 
 
 class Ecn(Strict):
-    """RED marking on the egress queue at dequeue: 0 below Kmin, Pmax at Kmax, 1 above."""
+    """RED marking on the egress queue at dequeue: 0 below Kmin, Pmax at Kmax, 1 above.
+
+    An omitted threshold takes the congestion-control algorithm's default (cc_params)."""
 
     enabled: bool = True
-    kmin_bytes: int = Field(400_000, ge=0)
-    kmax_bytes: int = Field(1_600_000, ge=0)
-    pmax: float = Field(0.2, ge=0, le=1)
+    kmin_bytes: Optional[int] = Field(None, ge=0)
+    kmax_bytes: Optional[int] = Field(None, ge=0)
+    pmax: Optional[float] = Field(None, ge=0, le=1)
     scale_with_rate: bool = True
     reference_rate_gbps: float = Field(100.0, gt=0)
 
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.kmin_bytes > self.kmax_bytes:
-            raise ValueError(f"kmin_bytes ({self.kmin_bytes}) must not exceed kmax_bytes ({self.kmax_bytes})")
-        return self
+    def resolved(self, algorithm: str) -> tuple[int, int, float]:
+        """(kmin_bytes, kmax_bytes, pmax) at the reference rate, defaults filled in."""
+        kmin, kmax, pmax = ECN_DEFAULTS.get(algorithm, ECN_DEFAULT)
+        return (kmin if self.kmin_bytes is None else self.kmin_bytes,
+                kmax if self.kmax_bytes is None else self.kmax_bytes,
+                pmax if self.pmax is None else self.pmax)
 
 
 class Switch(Strict):
@@ -166,18 +174,18 @@ class Nic(Strict):
     data_priority: int = Field(3, ge=1, le=7)
 
 
-CC_ALGORITHMS = ("none",)
+CC_ALGORITHMS = ("none", "dcqcn", "hpcc", "timely", "dctcp")
 
 
 class Cc(Strict):
-    algorithm: Literal["none"] = "none"
-    params: dict[str, Union[float, str, bool]] = {}
+    """The congestion-control algorithm of every sender, and overrides of its parameters by name."""
+
+    algorithm: Literal["none", "dcqcn", "hpcc", "timely", "dctcp"] = "none"
+    params: dict[str, Union[bool, int, float, str]] = {}
 
     @model_validator(mode="after")
     def _known_params(self):
-        if self.params:
-            name = next(iter(self.params))
-            raise ValueError(f"unknown parameter '{name}' for algorithm '{self.algorithm}' (it has none)")
+        check_params(self.algorithm, self.params)
         return self
 
 
@@ -193,6 +201,13 @@ class Network(Strict):
         if self.mtu_bytes + self.wire.data_header_bytes <= self.wire.ack_bytes:
             raise ValueError("a full data frame (mtu_bytes + wire.data_header_bytes) must be larger "
                              "than wire.ack_bytes")
+        return self
+
+    @model_validator(mode="after")
+    def _ecn_ordered(self):
+        kmin, kmax, _ = self.switch.ecn.resolved(self.cc.algorithm)
+        if kmin > kmax:
+            raise ValueError(f"{AT}switch.ecn {kmin_bytes_msg(kmin, kmax)}")
         return self
 
 
@@ -233,8 +248,13 @@ class Sim(Strict):
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
 
 
+TRACE_KINDS = ("rate", "queue")
+
+
 class Output(Strict):
     dir: Optional[str] = None
+    traces: list[Literal["rate", "queue"]] = []  # sampled time series written to the run directory
+    trace_interval_ns: float = Field(1000.0, ge=1, le=1e12)
 
 
 class Scenario(Strict):

@@ -1,37 +1,64 @@
 """Integer vocabulary shared by the engine and the Python side.
 
 Every kind, mode and status is a named module-level integer here and nowhere else
-(no bare magic numbers in if-chains). Numba freezes them at compile time.
+(no bare magic numbers in if-chains). Numba freezes them at compile time. Values that
+kernels pass as arguments are NumPy int64 scalars, not Python ints: Numba types a
+global Python int as a literal and compiles a callee once per literal value passed
+(heap_push was compiled 12 times), which doubled the cold compile.
 """
+import numpy as np
+
+I64 = np.int64
+NO_ARG = I64(0)  #: an unused event or call argument
+NO_ID = I64(-1)  #: no flow / no host
 
 # ---- event kinds (heap records' "kind") ------------------------------------
-EV_FLOW_START = 0  #: obj = flow: the flow's queue pair becomes active
-EV_TX_DONE = 1  #: obj = port: the port finished serialising its packet
-EV_ARRIVE = 2  #: obj = packet, arg = ingress port: last bit arrived
-EV_NIC_WAKE = 3  #: obj = host port: a paced queue pair may be eligible now
-EV_RTO = 4  #: obj = flow: retransmission timer check
+EV_FLOW_START = I64(0)  #: obj = flow: the flow's queue pair becomes active
+EV_TX_DONE = I64(1)  #: obj = port: the port finished serialising its packet
+EV_ARRIVE = I64(2)  #: obj = packet, arg = ingress port: last bit arrived
+EV_NIC_WAKE = I64(3)  #: obj = host port: a paced queue pair may be eligible now
+EV_RTO = I64(4)  #: obj = flow: retransmission timer check
+EV_CC_TIMER = I64(5)  #: obj = flow, arg = CC timer id (TM_*): a congestion-control timer is due
+EV_TRACE = I64(6)  #: sample the traces (per-flow rate, per-port queue)
 
 # ---- packet kinds -----------------------------------------------------------
-PK_FREE = -1
-PK_DATA = 0
-PK_ACK = 1
-PK_NACK = 2
-PK_CNP = 3
-PK_PAUSE = 4  #: PFC XOFF for priority pkts.seq
-PK_RESUME = 5  #: PFC XON for priority pkts.seq
+PK_FREE = I64(-1)
+PK_DATA = I64(0)
+PK_ACK = I64(1)
+PK_NACK = I64(2)
+PK_CNP = I64(3)
+PK_PAUSE = I64(4)  #: PFC XOFF for priority pkts.seq
+PK_RESUME = I64(5)  #: PFC XON for priority pkts.seq
 
 # ---- flow (queue pair) states -----------------------------------------------
-FL_WAITING = 0
-FL_ACTIVE = 1
-FL_DONE = 2
+FL_WAITING = I64(0)
+FL_ACTIVE = I64(1)
+FL_DONE = I64(2)
 
 # ---- congestion-control algorithms --------------------------------------------
-CC_NONE = 0
-CC_NAMES = ("none",)
+CC_NONE = I64(0)  #: line rate, PFC alone keeps the fabric lossless
+CC_DCQCN = I64(1)
+CC_HPCC = I64(2)
+CC_TIMELY = I64(3)
+CC_DCTCP = I64(4)
+CC_NAMES = ("none", "dcqcn", "hpcc", "timely", "dctcp")
+
+#: congestion-control timers per flow (one pending event each, see cc_timer.py)
+TM_ALPHA = I64(0)
+TM_DECREASE = I64(1)
+TM_INCREASE = I64(2)
+N_TIMERS = 3
+
+# ---- trace records (rows of World.trace) --------------------------------------------
+TR_RATE = I64(0)  #: obj = flow, a = pacing rate (bit/s), b = window (bytes, 0 = none)
+TR_QUEUE = I64(1)  #: obj = port, a = egress queue bytes (all priorities), b = 0
+TR_COLS = 5  #: t_ps, kind, obj, a, b
+TRACE_RATE_ON = 1  #: bits of cfg[CFG_TRACE]
+TRACE_QUEUE_ON = 2
 
 # ---- priorities ---------------------------------------------------------------
 NPRIO = 8
-CTRL_PRIO = 0  #: strict priority, never paused, outside the shared buffer
+CTRL_PRIO = I64(0)  #: strict priority, never paused, outside the shared buffer
 
 # ---- status codes returned by advance_nb ---------------------------------------
 ST_IDLE = 0  #: no event left
@@ -40,7 +67,8 @@ ST_BUDGET = 2  #: processed the slice's event budget
 ST_POOL_LOW = 3  #: packet pool nearly empty: grow and call again
 ST_HEAP_LOW = 4  #: event heap nearly full: grow and call again
 ST_STALLED = 5  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
-STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled")
+ST_TRACE_FULL = 6  #: the trace buffer cannot take another sample: flush it and call again
+STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full")
 
 # Free slots the loop keeps in the pool and the heap before taking an event:
 # one event allocates and schedules only a handful of packets and events.
@@ -64,7 +92,10 @@ CFG_RESUME_OFF = 11  #: XON hysteresis bytes
 CFG_STALL_PS = 12
 CFG_N_HOSTS = 13
 CFG_N_FLOWS = 14
-CFG_SIZE = 15
+CFG_CC = 15  #: CC_* code of the run's algorithm
+CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
+CFG_TRACE_PS = 17  #: trace sampling interval
+CFG_SIZE = 18
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 C_NOW_PS = 0
@@ -83,12 +114,13 @@ C_FLOWS_DONE = 12
 C_LAST_PROGRESS_PS = 13
 C_CTRL_DROPPED = 14
 C_BUFFER_OVERFLOW = 15  #: admissions refused for the total buffer with PFC on
-C_SIZE = 16
+C_CNPS = 16  #: congestion notifications sent by receivers (CNP packets or CNP/ECE-flagged ACKs)
+C_SIZE = 17
 STAT_NAMES = (
     "now_ps", "events", "data_packets_sent", "data_packets_delivered",
     "data_packets_dropped", "acks_sent", "nacks_sent", "pfc_pauses_sent",
     "pfc_resumes_sent", "ecn_marks", "timeouts", "retransmits", "flows_finished",
-    "last_progress_ps", "control_packets_dropped", "buffer_overflows",
+    "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent",
 )
 
 # ---- mutable scalars: indices into World.meta (int64) --------------------------------
@@ -96,4 +128,5 @@ M_EV_COUNT = 0
 M_EV_SEQ = 1
 M_KICKS = 2
 M_FREE = 3
-M_SIZE = 4
+M_TRACE_ROWS = 4  #: rows of World.trace in use
+M_SIZE = 5

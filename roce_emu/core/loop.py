@@ -3,15 +3,17 @@
 The Python driver calls it in slices; every stopping test happens before an event
 is taken, so slicing never changes the result.
 """
+from . import cc
 from .heap import heap_pop, heap_push
 from .jit import njit
-from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
-                    EV_ARRIVE, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TX_DONE, HEAP_MARGIN, M_EV_COUNT,
-                    M_FREE, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE, ST_POOL_LOW,
-                    ST_STALLED, ST_T_LIMIT)
+from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
+                    EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TRACE, EV_TX_DONE,
+                    HEAP_MARGIN, I64, M_EV_COUNT, NO_ARG, M_FREE, M_TRACE_ROWS, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET,
+                    ST_HEAP_LOW, ST_IDLE, ST_POOL_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
 from .nic import flow_start, on_host_arrive, on_rto
 from .packets import pkt_free
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
+from .trace import rows_per_sample, sample
 
 
 @njit
@@ -43,6 +45,7 @@ def advance(w, t_limit_ps, max_events):
     stats = w.stats
     n_flows = w.cfg[CFG_N_FLOWS]
     stall_ps = w.cfg[CFG_STALL_PS]
+    trace_rows = rows_per_sample(w)
     done = 0
     while True:
         if meta[M_EV_COUNT] == 0:
@@ -55,6 +58,8 @@ def advance(w, t_limit_ps, max_events):
             return ST_POOL_LOW
         if ev.shape[0] - meta[M_EV_COUNT] < HEAP_MARGIN:
             return ST_HEAP_LOW
+        if ev[0]["kind"] == EV_TRACE and w.trace.shape[0] - meta[M_TRACE_ROWS] < trace_rows:
+            return ST_TRACE_FULL
         t, kind, obj, arg = heap_pop(ev, meta)
         stats[C_NOW_PS] = t
         stats[C_EVENTS] += 1
@@ -71,8 +76,13 @@ def advance(w, t_limit_ps, max_events):
             p = on_rto(w, obj, t)
             if p >= 0:
                 kick(w, p)
+        elif kind == EV_CC_TIMER:
+            cc.on_timer(w, obj, arg, t)
+            kick(w, w.flow[obj]["nic_port"])
         elif kind == EV_FLOW_START:
             kick(w, flow_start(w, obj, t))
+        elif kind == EV_TRACE:
+            sample(w, t)
         drain_kicks(w, t)
         if stats[C_FLOWS_DONE] < n_flows and t - stats[C_LAST_PROGRESS_PS] > stall_ps:
             return ST_STALLED
@@ -80,6 +90,12 @@ def advance(w, t_limit_ps, max_events):
 
 @njit
 def schedule_flow_starts(w):
-    """Put every flow's start event on the heap, in flow order (deterministic ties)."""
+    """Put every flow's start event on the heap, in flow order (deterministic ties), and the
+    first trace sample (at the first start) if traces are on."""
+    first = -1
     for f in range(w.flow.shape[0]):
-        heap_push(w.ev, w.meta, w.flow[f]["start_ps"], EV_FLOW_START, f, 0)
+        heap_push(w.ev, w.meta, w.flow[f]["start_ps"], EV_FLOW_START, I64(f), NO_ARG)
+        if first < 0 or w.flow[f]["start_ps"] < first:
+            first = w.flow[f]["start_ps"]
+    if w.cfg[CFG_TRACE] != 0 and first >= 0:
+        heap_push(w.ev, w.meta, first, EV_TRACE, NO_ARG, NO_ARG)

@@ -9,7 +9,7 @@ threshold by the resume offset. With PFC off, a packet is dropped when the buffe
 """
 from .jit import njit
 from .kinds import (CFG_ECN_ON, CFG_PFC_BYTES, CFG_PFC_ON, CFG_RESERVE, CFG_RESUME_OFF, CTRL_PRIO,
-                    C_BUFFER_OVERFLOW, C_DATA_DROPPED, C_ECN_MARKS, C_PAUSES, C_RESUMES, PK_PAUSE,
+                    C_BUFFER_OVERFLOW, C_DATA_DROPPED, C_ECN_MARKS, C_PAUSES, C_RESUMES, I64, NO_ID, PK_PAUSE,
                     PK_RESUME)
 from .packets import fifo_push, pkt_alloc
 from .rng import rand_unit
@@ -79,8 +79,8 @@ def release(w, node, p_in, prio, size):
 @njit
 def _send_pfc(w, p, prio, kind):
     """Queue a PFC frame for priority prio on port p (towards the upstream sender)."""
-    k = pkt_alloc(w, kind, -1, prio, w.cfg[CFG_PFC_BYTES], CTRL_PRIO, -1)
-    fifo_push(w, p, CTRL_PRIO, k)
+    k = pkt_alloc(w, kind, NO_ID, I64(prio), w.cfg[CFG_PFC_BYTES], CTRL_PRIO, NO_ID)
+    fifo_push(w, I64(p), CTRL_PRIO, I64(k))
 
 
 @njit

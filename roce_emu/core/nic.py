@@ -4,12 +4,13 @@ Each host port keeps a ring of active queue pairs; when the port is free it send
 the next eligible one round-robin (rate pacing, window, and PFC pause of its
 priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queue.
 """
+from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_ACK_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU, CFG_NACK_PS, CFG_N_HOSTS, CFG_RTO_PS,
-                    CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT, C_FLOWS_DONE, C_LAST_PROGRESS_PS,
-                    C_NACKS, C_RETRANSMITS, C_TIMEOUTS, EV_NIC_WAKE, EV_RTO, FL_ACTIVE, FL_DONE, PK_ACK,
-                    PK_DATA, PK_NACK)
+from .kinds import (CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
+                    CFG_NACK_PS, CFG_N_HOSTS, CFG_RTO_PS, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
+                    C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, EV_NIC_WAKE, EV_RTO,
+                    FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import route_pick, ser_ps
 
@@ -84,7 +85,7 @@ def next_data_packet(w, p, t):
         pending = pt["wake_ps"]
         if pending <= t or earliest < pending:
             pt["wake_ps"] = earliest
-            heap_push(w.ev, w.meta, earliest, EV_NIC_WAKE, p, 0)
+            heap_push(w.ev, w.meta, earliest, EV_NIC_WAKE, I64(p), NO_ARG)
     return -1
 
 
@@ -95,7 +96,7 @@ def _emit_data(w, p, f, t):
     seq = r["snd_nxt"]
     payload = min(mtu, r["size_bytes"] - seq * mtu)
     frame = payload + w.cfg[CFG_DATA_HDR]
-    k = pkt_alloc(w, PK_DATA, f, seq, frame, r["prio"], r["dst"])
+    k = pkt_alloc(w, PK_DATA, I64(f), seq, frame, I64(r["prio"]), I64(r["dst"]))
     w.pkt[k]["sent_ps"] = t
     r["snd_nxt"] = seq + 1
     if seq < r["max_sent"]:
@@ -105,7 +106,10 @@ def _emit_data(w, p, f, t):
         r["max_sent"] = seq + 1
     r["pkts_sent"] += 1
     w.stats[C_DATA_SENT] += 1
-    r["next_tx_ps"] = t + ser_ps(frame + w.cfg[CFG_IFG], r["rate_bps"])
+    wire = frame + w.cfg[CFG_IFG]
+    r["next_tx_ps"] = t + ser_ps(wire, r["rate_bps"])
+    w.ccs[f]["last_wire"] = wire
+    cc.on_send(w, f, wire)
     if r["snd_nxt"] >= r["n_pkts"]:
         ring_remove(w, p, f)
     return k
@@ -117,7 +121,7 @@ def flow_start(w, f, t):
     r["state"] = FL_ACTIVE
     r["next_tx_ps"] = t
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, 0)
+    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
     w.stats[C_LAST_PROGRESS_PS] = t
     ring_insert(w, r["nic_port"], f)
     return r["nic_port"]
@@ -157,10 +161,10 @@ def on_rto(w, f, t):
     if r["state"] != FL_ACTIVE:
         return -1
     if t < r["rto_ps"]:
-        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, 0)
+        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
         return -1
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, 0)
+    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
     if r["snd_nxt"] > r["snd_una"]:
         r["timeouts"] += 1
         w.stats[C_TIMEOUTS] += 1
@@ -170,13 +174,19 @@ def on_rto(w, f, t):
 
 # ---- receiver ---------------------------------------------------------------------------
 @njit
-def _reply(w, f, kind, seq, ecn, node):
-    """Queue an ACK or NACK from the receiver host node back to the flow's sender."""
+def _reply(w, f, kind, seq, ecn, node, k_data):
+    """Queue an ACK, NACK or CNP from the receiver host node back to the flow's sender.
+
+    It echoes the data packet's send time (TIMELY's RTT) and, for HPCC, its INT records."""
     r = w.flow[f]
-    k = pkt_alloc(w, kind, f, seq, w.cfg[CFG_ACK_BYTES], CTRL_PRIO, r["src"])
+    size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else w.cfg[CFG_ACK_BYTES]
+    k = pkt_alloc(w, kind, I64(f), seq, size, CTRL_PRIO, I64(r["src"]))
     w.pkt[k]["ecn"] = ecn
-    p = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], node, r["src"], r["ecmp_hash"])
-    fifo_push(w, p, CTRL_PRIO, k)
+    w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
+    if kind != PK_CNP and cc.stamps_int(w):
+        cc.echo_int(w, k_data, k)
+    p = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], I64(node), I64(r["src"]), r["ecmp_hash"])
+    fifo_push(w, I64(p), CTRL_PRIO, I64(k))
     return p
 
 
@@ -188,30 +198,48 @@ def on_host_arrive(w, k, node, t):
     r = w.flow[f]
     kind = pk["kind"]
     if kind == PK_DATA:
-        r["pkts_delivered"] += 1
-        w.stats[C_DATA_DELIVERED] += 1
-        seq = pk["seq"]
-        expected = r["rcv_nxt"]
-        if seq == expected:
-            r["rcv_nxt"] = expected + 1
-            w.stats[C_ACKS] += 1
-            return _reply(w, f, PK_ACK, expected + 1, pk["ecn"], node)
-        if seq < expected:  # duplicate after a go-back: re-ACK
-            w.stats[C_ACKS] += 1
-            return _reply(w, f, PK_ACK, expected, pk["ecn"], node)
-        if r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
-            r["nack_seq"] = expected
-            r["nack_ps"] = t
-            w.stats[C_NACKS] += 1
-            return _reply(w, f, PK_NACK, expected, pk["ecn"], node)
-        return -1
+        return _on_data(w, k, f, node, t)
     if r["state"] != FL_ACTIVE:
         return -1
-    if kind == PK_ACK:
-        _on_ack(w, f, pk["seq"], t)
+    if kind == PK_CNP:
+        cc.on_cnp(w, f, t)
+        return r["nic_port"]
+    _on_ack(w, f, pk["seq"], t)
+    if r["state"] != FL_ACTIVE:
         return -1
+    kick = -1
+    if w.cfg[CFG_CC] != CC_NONE:
+        cc.on_ack(w, f, k, t)
+        kick = r["nic_port"]  # the rate or the window may let the queue pair send
     if kind == PK_NACK:
-        _on_ack(w, f, pk["seq"], t)
-        if r["state"] == FL_ACTIVE:
-            return _go_back(w, f, pk["seq"])
-    return -1
+        return _go_back(w, f, pk["seq"])
+    return kick
+
+
+@njit
+def _on_data(w, k, f, node, t):
+    """Receiver: ACK in-order data, re-ACK duplicates, NACK a gap (once per interval);
+    answer a CE mark as the algorithm wants (flagged ACK or a CNP packet)."""
+    r = w.flow[f]
+    r["pkts_delivered"] += 1
+    w.stats[C_DATA_DELIVERED] += 1
+    notify = cc.receiver_notify(w, f, w.pkt[k]["ecn"] != 0, t)
+    flag = 1 if notify == cc.NOTIFY_FLAG else 0
+    port = -1
+    if notify == cc.NOTIFY_CNP:
+        port = _reply(w, f, PK_CNP, NO_ARG, I64(1), node, k)
+    seq = w.pkt[k]["seq"]
+    expected = r["rcv_nxt"]
+    if seq == expected:
+        r["rcv_nxt"] = expected + 1
+        w.stats[C_ACKS] += 1
+        return _reply(w, f, PK_ACK, expected + 1, I64(flag), node, k)
+    if seq < expected:  # duplicate after a go-back: re-ACK
+        w.stats[C_ACKS] += 1
+        return _reply(w, f, PK_ACK, expected, I64(flag), node, k)
+    if r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
+        r["nack_seq"] = expected
+        r["nack_ps"] = t
+        w.stats[C_NACKS] += 1
+        return _reply(w, f, PK_NACK, expected, I64(flag), node, k)
+    return port

@@ -19,6 +19,7 @@ def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
     r["in_port"] = -1
     r["sent_ps"] = 0
     r["nxt"] = -1
+    r["n_int"] = 0
     return k
 
 
@@ -40,7 +41,13 @@ def fifo_push(w, p, prio, k):
     else:
         w.pkt[tail]["nxt"] = k
     q["tail"] = k
-    q["bytes"] += w.pkt[k]["frame_bytes"]
+    size = w.pkt[k]["frame_bytes"]
+    q["bytes"] += size
+    pt = w.port[p]
+    total = pt["q_bytes"] + size
+    pt["q_bytes"] = total
+    if total > pt["max_q_bytes"]:
+        pt["max_q_bytes"] = total
 
 
 @njit
@@ -52,5 +59,7 @@ def fifo_pop(w, p, prio):
     if nxt < 0:
         q["tail"] = -1
     w.pkt[k]["nxt"] = -1
-    q["bytes"] -= w.pkt[k]["frame_bytes"]
+    size = w.pkt[k]["frame_bytes"]
+    q["bytes"] -= size
+    w.port[p]["q_bytes"] -= size
     return k

@@ -90,3 +90,30 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
     for h in range(r_rate.shape[0]):
         arrive = _pipeline(arrive, acks, r_rate[h], r_prop[h])
     return arrive[tail - 1]
+
+
+@njit_alloc
+def base_rtt_extremes(route_off, route_ports, port_node, peer_port, rate_bps, prop_ps, n_hosts, frame_wire):
+    """(largest base RTT in ps, most switch hops) over all host pairs' routes (first ECMP choice).
+
+    The base RTT is the HPCC simulator's: twice the propagation delays plus one data
+    frame's serialisation at every hop of the forward path (REFERENCE.md §2.4)."""
+    worst_rtt = np.int64(0)
+    worst_hops = 0
+    for src in range(n_hosts):
+        for dst in range(n_hosts):
+            if src == dst:
+                continue
+            node = src
+            prop = np.int64(0)
+            ser = np.int64(0)
+            hops = 0
+            while node != dst and hops < 1024:
+                p = route_pick(route_off, route_ports, n_hosts, node, dst, np.int64(0))
+                prop += prop_ps[p]
+                ser += ser_ps(frame_wire, rate_bps[p])
+                node = port_node[peer_port[p]]
+                hops += 1
+            worst_rtt = max(worst_rtt, 2 * prop + ser)
+            worst_hops = max(worst_hops, hops - 1)  # links minus one: the switches crossed
+    return worst_rtt, worst_hops

@@ -5,9 +5,11 @@ priority; data priorities are served round-robin unless paused by PFC. Switches
 account a data packet in the MMU on arrival and release it, marking ECN, when it
 starts to leave.
 """
+from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, KICK_CAP, M_KICKS, NPRIO, PK_DATA
+from .kinds import (CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, I64, KICK_CAP, M_KICKS, NO_ARG, NPRIO,
+                    PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
 from .packets import fifo_pop, fifo_push, pkt_free
@@ -70,10 +72,12 @@ def _try_send(w, p, t):
     pt["busy"] = 1
     pt["tx_pkt"] = k
     wire = w.pkt[k]["frame_bytes"] + w.cfg[CFG_IFG]
-    pt["tx_bytes"] += wire
     if w.pkt[k]["kind"] == PK_DATA:
         pt["tx_data_pkts"] += 1
-    heap_push(w.ev, w.meta, t + ser_ps(wire, pt["rate_bps"]), EV_TX_DONE, p, 0)
+        if pt["at_host"] == 0 and cc.stamps_int(w):
+            cc.stamp_int(w, k, p, t)
+    pt["tx_bytes"] += wire
+    heap_push(w.ev, w.meta, t + ser_ps(wire, pt["rate_bps"]), EV_TX_DONE, I64(p), NO_ARG)
 
 
 @njit
@@ -83,7 +87,7 @@ def on_tx_done(w, p, t):
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
-    heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, k, pt["peer_port"])
+    heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     kick(w, p)
 
 
@@ -93,9 +97,10 @@ def on_switch_arrive(w, k, p_in, t):
     pk = w.pkt[k]
     node = w.port[p_in]["node"]
     f = pk["flow"]
-    e = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], node, pk["dst"], w.flow[f]["ecmp_hash"])
+    e = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], I64(node), I64(pk["dst"]),
+                   w.flow[f]["ecmp_hash"])
     if pk["kind"] != PK_DATA:
-        fifo_push(w, e, CTRL_PRIO, k)
+        fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)
         return
     prio = pk["prio"]
@@ -104,7 +109,7 @@ def on_switch_arrive(w, k, p_in, t):
         pkt_free(w, k)
         return
     pk["in_port"] = p_in
-    fifo_push(w, e, prio, k)
+    fifo_push(w, e, I64(prio), I64(k))
     if check_pause(w, node, p_in, prio):
         kick(w, p_in)
     kick(w, e)

@@ -29,7 +29,19 @@ PKT_DTYPE = np.dtype([
     ("kind", np.int8),  # PK_*; PK_FREE in the free list
     ("prio", np.int8),
     ("ecn", np.uint8),  # CE mark (DATA) or ECN echo (ACK)
+    ("n_int", np.int8),  # HPCC INT records in World.int_rec[k] (DATA: pushed by switches; ACK: echoed)
 ], align=True)
+
+#: one HPCC INT record (REFERENCE.md §2.2), kept exact: no field wraps or unit rounding
+INT_TS_PS = 0  # dequeue time at the hop
+INT_TX_BYTES = 1  # wire bytes the egress port had sent before this packet
+INT_QLEN = 2  # bytes queued at the egress port (all priorities) after this packet left
+INT_PORT = 3  # the egress port (its rate is the hop's B)
+INT_FIELDS = 4
+
+#: per-flow congestion-control timers, World.timer[f, TM_*]: the deadline, and 1 while an event is queued
+TIMER_DUE = 0
+TIMER_ARMED = 1
 
 PORT_DTYPE = np.dtype([
     ("rate_bps", np.int64),
@@ -45,6 +57,8 @@ PORT_DTYPE = np.dtype([
     ("ecn_marks", np.int64),
     ("drops", np.int64),  # data packets refused at this ingress
     ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
+    ("q_bytes", np.int64),  # egress bytes queued over all priorities
+    ("max_q_bytes", np.int64),  # peak of q_bytes
     ("node", np.int32),  # owner node
     ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
     ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
@@ -108,6 +122,34 @@ FLOW_DTYPE = np.dtype([
 ], align=True)
 
 
+#: per-flow congestion-control state; each algorithm uses the fields its module names
+CC_DTYPE = np.dtype([
+    ("line_bps", np.float64),  # the sender's NIC rate: the top of every rate
+    ("rate", np.float64),  # current rate R (bit/s); flow["rate_bps"] is its integer copy for pacing
+    ("target", np.float64),  # DCQCN target rate R_T
+    ("ref_rate", np.float64),  # HPCC / TIMELY reference rate R_c, committed once per RTT
+    ("alpha", np.float64),  # DCQCN / DCTCP congestion estimate
+    ("util", np.float64),  # HPCC EWMA of the bottleneck utilisation U
+    ("rtt_diff", np.float64),  # TIMELY EWMA of RTT differences (ps)
+    ("last_rtt_ps", np.int64),  # TIMELY RTT of the last per-RTT update
+    ("update_seq", np.int64),  # per-RTT updates run on ACKs beyond this sequence
+    ("stage", np.int64),  # DCQCN increase stage s / HPCC and TIMELY incStage
+    ("bytes_ctr", np.int64),  # DCQCN paper: bytes sent since the last byte-counter event
+    ("t_cnt", np.int64),  # DCQCN paper: timer events since the last cut
+    ("bc_cnt", np.int64),  # DCQCN paper: byte-counter events since the last cut
+    ("ecn_cnt", np.int64),  # DCTCP: ECN-echo ACKs in this window
+    ("batch", np.int64),  # DCTCP: packets in this window
+    ("cwr_seq", np.int64),  # DCTCP: no new cut until an ACK passes this sequence
+    ("last_cnp_ps", np.int64),  # receiver: when it last sent this flow a CNP (-1 never)
+    ("last_wire", np.int64),  # wire bytes of the last packet sent (pacing shift on a rate change)
+    ("n_hops", np.int32),  # HPCC: INT records kept in World.int_prev[f]
+    ("alpha_cnp", np.uint8),  # DCQCN ConnectX: a CNP arrived in this alpha slot
+    ("dec_cnp", np.uint8),  # DCQCN ConnectX: a CNP arrived since the last decrease check
+    ("cnp_seen", np.uint8),  # DCQCN: the first CNP has arrived (timers run from then on)
+    ("in_cwr", np.uint8),  # DCTCP: window already cut for this window of data
+], align=True)
+
+
 class World(NamedTuple):
     cfg: np.ndarray  # int64[CFG_SIZE]
     stats: np.ndarray  # int64[C_SIZE]
@@ -123,3 +165,9 @@ class World(NamedTuple):
     route_off: np.ndarray  # int64[n_nodes * n_hosts + 1]: CSR rows node * n_hosts + dst
     route_ports: np.ndarray  # int32
     flow: np.ndarray  # FLOW_DTYPE
+    ccp: np.ndarray  # float64: the algorithm's parameters (indices in its cc_* module)
+    ccs: np.ndarray  # CC_DTYPE per flow
+    timer: np.ndarray  # int64[flows, N_TIMERS, 2]: CC timer deadline and armed flag (TIMER_*)
+    int_rec: np.ndarray  # int64[pool, max hops, INT_FIELDS]: INT carried by each packet (0 hops if not HPCC)
+    int_prev: np.ndarray  # int64[flows, max hops, INT_FIELDS]: HPCC's last INT seen per flow
+    trace: np.ndarray  # int64[rows, TR_COLS]: trace samples since the driver last flushed

@@ -1,0 +1,49 @@
+"""DCTCP (Alizadeh et al., SIGCOMM'10) for RDMA, as in the HPCC ns-3 model (REFERENCE.md §4).
+
+The receiver echoes each packet's CE mark on its ACK. Once per window of data the
+sender updates alpha <- (1 - g) alpha + g F, with F the fraction of echoed marks, and
+adds R_AI when it is not recovering. An echoed mark cuts the rate by alpha / 2, at
+most once per window (CWR until the data sent before the cut is acknowledged). The
+window follows the rate: W = R T.
+"""
+from .cc_base import set_rate, set_window_for_rate
+from .jit import njit
+
+# ---- parameters: indices into World.ccp (engine units) ---------------------------------
+P_G = 0  #: alpha EWMA gain
+P_RAI = 1  #: additive increase per window (bit/s)
+P_MIN_RATE = 2
+P_BASE_RTT_PS = 3  #: T: window = rate x T
+N_PARAMS = 4
+
+
+@njit
+def on_ack(w, f, k):
+    p = w.ccp
+    c = w.ccs[f]
+    r = w.flow[f]
+    ack = w.pkt[k]["seq"]
+    marked = w.pkt[k]["ecn"] != 0
+    if marked:
+        c["ecn_cnt"] += 1
+    new_window = ack > c["update_seq"]
+    if new_window:
+        if c["update_seq"] > 0:
+            frac = min(1.0, c["ecn_cnt"] / c["batch"])
+            c["alpha"] = (1.0 - p[P_G]) * c["alpha"] + p[P_G] * frac
+            c["ecn_cnt"] = 0
+            c["batch"] = r["snd_nxt"] - ack + 1
+        else:
+            c["batch"] = r["snd_nxt"] + 1
+        c["update_seq"] = r["snd_nxt"]
+    if c["in_cwr"] != 0 and ack > c["cwr_seq"]:
+        c["in_cwr"] = 0
+    rate = c["rate"]
+    if marked and c["in_cwr"] == 0:
+        c["in_cwr"] = 1
+        c["cwr_seq"] = r["snd_nxt"]
+        rate = rate * (1.0 - c["alpha"] / 2.0)
+    elif c["in_cwr"] == 0 and new_window:
+        rate = rate + p[P_RAI]
+    set_rate(w, f, rate, p[P_MIN_RATE])
+    set_window_for_rate(w, f, p[P_BASE_RTT_PS])

@@ -1,0 +1,47 @@
+"""Sampled traces: every cfg[CFG_TRACE_PS] the sending flows' rates and windows, and every
+switch port's egress queue, as rows of World.trace that the driver flushes between slices."""
+from .heap import heap_push
+from .jit import njit
+from .kinds import (CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64, M_TRACE_ROWS, NO_ARG,
+                    TRACE_QUEUE_ON, TRACE_RATE_ON, TR_QUEUE, TR_RATE)
+
+
+@njit
+def rows_per_sample(w):
+    """Most rows one sample can take (the loop stops for a flush when fewer are free)."""
+    mode = w.cfg[CFG_TRACE]
+    n = 0
+    if mode & TRACE_RATE_ON:
+        n += w.flow.shape[0]
+    if mode & TRACE_QUEUE_ON:
+        n += w.port.shape[0]
+    return n
+
+
+@njit
+def _row(w, t, kind, obj, a, b):
+    i = w.meta[M_TRACE_ROWS]
+    row = w.trace[i]
+    row[0] = t
+    row[1] = kind
+    row[2] = obj
+    row[3] = a
+    row[4] = b
+    w.meta[M_TRACE_ROWS] = i + 1
+
+
+@njit
+def sample(w, t):
+    """Record one sample at t; schedule the next while flows remain unfinished."""
+    mode = w.cfg[CFG_TRACE]
+    if mode & TRACE_RATE_ON:
+        for f in range(w.flow.shape[0]):
+            r = w.flow[f]
+            if r["state"] == FL_ACTIVE:
+                _row(w, t, TR_RATE, I64(f), r["rate_bps"], r["window_bytes"])
+    if mode & TRACE_QUEUE_ON:
+        for p in range(w.port.shape[0]):
+            if w.port[p]["at_host"] == 0:
+                _row(w, t, TR_QUEUE, I64(p), w.port[p]["q_bytes"], NO_ARG)
+    if w.stats[C_FLOWS_DONE] < w.cfg[CFG_N_FLOWS]:
+        heap_push(w.ev, w.meta, t + w.cfg[CFG_TRACE_PS], EV_TRACE, NO_ARG, NO_ARG)
