@@ -57,7 +57,7 @@ def flow_rows(world: World) -> list[dict]:
     return rows
 
 
-RATE_TRACE_COLUMNS = ("t_ns", "flow_id", "rate_bps", "window_bytes")
+RATE_TRACE_COLUMNS = ("t_ns", "flow_id", "rate_bps", "window_bytes", "acked_bytes")
 QUEUE_TRACE_COLUMNS = ("t_ns", "port", "switch", "towards", "queue_bytes")
 
 
@@ -68,7 +68,7 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, t
     mode = int(world.cfg[K.CFG_TRACE])
     t_ns = [ps_to_ns(int(t)) or "0" for t in trace[:, 0]]
     if mode & K.TRACE_RATE_ON:
-        rows = [(t_ns[i], obj, a, b) for i, (kind, obj, a, b) in enumerate(trace[:, 1:].tolist())
+        rows = [(t_ns[i], obj, a, b, c) for i, (kind, obj, a, b, c) in enumerate(trace[:, 1:].tolist())
                 if kind == K.TR_RATE]
         tables["traces_rate.csv"] = (RATE_TRACE_COLUMNS, rows)
     if mode & K.TRACE_QUEUE_ON:
@@ -78,7 +78,7 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, t
         peer = world.port["peer_port"]
         names = fabric.names
         rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a)
-                for i, (kind, obj, a, b) in enumerate(trace[:, 1:].tolist())
+                for i, (kind, obj, a, _, _) in enumerate(trace[:, 1:].tolist())
                 if kind == K.TR_QUEUE and obj in busy]
         tables["traces_queue.csv"] = (QUEUE_TRACE_COLUMNS, rows)
     return tables

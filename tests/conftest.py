@@ -36,3 +36,24 @@ def simulate(sc: Scenario, slice_events=None):
 @pytest.fixture
 def run_scenario():
     return simulate
+
+
+def advance_to(world, t_ps):
+    """Process every event up to t_ps (growing the pools as the driver would); returns the world."""
+    from roce_emu.core.loop import advance
+    from roce_emu.world import grow
+
+    while True:
+        status = advance(world, t_ps, 1 << 40)
+        if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW):
+            world = grow(world)
+            continue
+        return world
+
+
+def one_flow(algorithm, params=None, size=100_000_000, ecn=True, **extra):
+    """One flow through one 100 Gb/s switch (1 us links) under the given algorithm."""
+    return scenario(topology={"kind": "single_switch", "hosts": 2},
+                    network={"cc": {"algorithm": algorithm, "params": params or {}},
+                             "switch": {"ecn": {"enabled": ecn}}},
+                    workload={"flows": [{"src": 1, "dst": 0, "bytes": size}]}, **extra)

@@ -50,9 +50,9 @@ TM_INCREASE = I64(2)
 N_TIMERS = 3
 
 # ---- trace records (rows of World.trace) --------------------------------------------
-TR_RATE = I64(0)  #: obj = flow, a = pacing rate (bit/s), b = window (bytes, 0 = none)
-TR_QUEUE = I64(1)  #: obj = port, a = egress queue bytes (all priorities), b = 0
-TR_COLS = 5  #: t_ps, kind, obj, a, b
+TR_RATE = I64(0)  #: obj = flow, a = pacing rate (bit/s), b = window (bytes, 0 = none), c = bytes acked
+TR_QUEUE = I64(1)  #: obj = port, a = egress queue bytes (all priorities), b = c = 0
+TR_COLS = 6  #: t_ps, kind, obj, a, b, c
 TRACE_RATE_ON = 1  #: bits of cfg[CFG_TRACE]
 TRACE_QUEUE_ON = 2
 

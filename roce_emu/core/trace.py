@@ -2,7 +2,7 @@
 switch port's egress queue, as rows of World.trace that the driver flushes between slices."""
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64, M_TRACE_ROWS, NO_ARG,
+from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64, M_TRACE_ROWS, NO_ARG,
                     TRACE_QUEUE_ON, TRACE_RATE_ON, TR_QUEUE, TR_RATE)
 
 
@@ -19,7 +19,7 @@ def rows_per_sample(w):
 
 
 @njit
-def _row(w, t, kind, obj, a, b):
+def _row(w, t, kind, obj, a, b, c):
     i = w.meta[M_TRACE_ROWS]
     row = w.trace[i]
     row[0] = t
@@ -27,6 +27,7 @@ def _row(w, t, kind, obj, a, b):
     row[2] = obj
     row[3] = a
     row[4] = b
+    row[5] = c
     w.meta[M_TRACE_ROWS] = i + 1
 
 
@@ -38,10 +39,11 @@ def sample(w, t):
         for f in range(w.flow.shape[0]):
             r = w.flow[f]
             if r["state"] == FL_ACTIVE:
-                _row(w, t, TR_RATE, I64(f), r["rate_bps"], r["window_bytes"])
+                acked = min(r["snd_una"] * w.cfg[CFG_MTU], r["size_bytes"])
+                _row(w, t, TR_RATE, I64(f), r["rate_bps"], r["window_bytes"], acked)
     if mode & TRACE_QUEUE_ON:
         for p in range(w.port.shape[0]):
             if w.port[p]["at_host"] == 0:
-                _row(w, t, TR_QUEUE, I64(p), w.port[p]["q_bytes"], NO_ARG)
+                _row(w, t, TR_QUEUE, I64(p), w.port[p]["q_bytes"], NO_ARG, NO_ARG)
     if w.stats[C_FLOWS_DONE] < w.cfg[CFG_N_FLOWS]:
         heap_push(w.ev, w.meta, t + w.cfg[CFG_TRACE_PS], EV_TRACE, NO_ARG, NO_ARG)

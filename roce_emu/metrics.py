@@ -1,0 +1,44 @@
+"""Measures computed from a run's traces: per-flow throughput over a window, Jain's fairness index.
+
+They read the trace rows (kinds.TR_*) a run returns in ``RunOutcome.trace``, or the
+long-format ``traces_rate.csv`` loaded back into the same columns, so tests, plots and
+users compute them the same way.
+"""
+import numpy as np
+
+from .core import kinds as K
+
+
+def jain_index(values) -> float:
+    """(sum x)^2 / (n sum x^2): 1 when all are equal, 1/n when one takes everything."""
+    x = np.asarray(values, dtype=float)
+    denominator = len(x) * float((x * x).sum())
+    return float(x.sum() ** 2 / denominator) if denominator > 0 else 1.0
+
+
+def acked_series(trace: np.ndarray, flow: int) -> tuple[np.ndarray, np.ndarray]:
+    """(t_ps, bytes acknowledged) of one flow at each sample while it was sending."""
+    rows = trace[(trace[:, 1] == K.TR_RATE) & (trace[:, 2] == flow)]
+    return rows[:, 0], rows[:, 5]
+
+
+def rate_series(trace: np.ndarray, flow: int) -> tuple[np.ndarray, np.ndarray]:
+    """(t_ps, pacing rate in bit/s) of one flow at each sample while it was sending."""
+    rows = trace[(trace[:, 1] == K.TR_RATE) & (trace[:, 2] == flow)]
+    return rows[:, 0], rows[:, 3]
+
+
+def throughput_bps(trace: np.ndarray, flow: int, t0_ps: int, t1_ps: int) -> float:
+    """Goodput (payload bit/s acknowledged) of a flow between the samples nearest t0 and t1."""
+    t, acked = acked_series(trace, flow)
+    i0 = int(np.searchsorted(t, t0_ps))
+    i1 = int(np.searchsorted(t, t1_ps, side="right")) - 1
+    if i1 <= i0:
+        raise ValueError(f"flow {flow} has fewer than two samples in [{t0_ps}, {t1_ps}] ps")
+    return float(acked[i1] - acked[i0]) * 8e12 / float(t[i1] - t[i0])
+
+
+def queue_series(trace: np.ndarray, port: int) -> tuple[np.ndarray, np.ndarray]:
+    """(t_ps, egress queue bytes) of one switch port at each sample."""
+    rows = trace[(trace[:, 1] == K.TR_QUEUE) & (trace[:, 2] == port)]
+    return rows[:, 0], rows[:, 3]
