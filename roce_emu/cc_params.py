@@ -43,12 +43,18 @@ class Param:
         return value
 
     def describe_default(self, variant: str) -> str:
+        if self.choices:
+            return variant
         value = self.default[variant] if isinstance(self.default, dict) else self.default
         if callable(value):
-            return f"{value(100.0):g} at 100 Gb/s ({getattr(value, 'rule', 'scaled with the NIC rate')})"
+            return f"{_number(value(100.0))} at 100 Gb/s ({value.rule})"
         if value is None:
             return "computed (the largest base RTT of the fabric)"
-        return str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+        return str(value).lower() if isinstance(value, bool) else _number(value)
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 def per_line(mbps_per_gbps: float, rule: str):
@@ -206,3 +212,18 @@ def params_from_engine(algorithm: str, ccp: np.ndarray) -> dict:
         else:
             out[p.name] = value / p.scale
     return out
+
+
+def markdown_table(algorithm: str) -> str:
+    """The algorithm's parameters as a Markdown table (README and ``roce-emu cc``)."""
+    table = TABLES[algorithm]
+    if not table:
+        return f"`{algorithm}` has no parameters."
+    variants = table[0].choices if table[0].name == "variant" else ("",)
+    head = "| parameter | unit | " + " | ".join(f"default ({v})" if v else "default" for v in variants) + \
+        " | meaning | source |"
+    lines = [head, "|" + "---|" * (4 + len(variants))]
+    for p in table:
+        defaults = " | ".join(p.describe_default(v or "cx") for v in variants)
+        lines.append(f"| `{p.name}` | {p.unit or '-'} | {defaults} | {p.help} | {p.source} |")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Command line: ``roce-emu run | topo | validate | cache``. Thin: parse, call the API, report."""
+"""Command line: ``roce-emu run | topo | validate | cc | cache``. Thin: parse, call the API, report."""
 import shutil
 import sys
 from pathlib import Path
@@ -131,6 +131,23 @@ def validate(scenario, overrides, print_normalized):
         click.echo(yaml.safe_dump(prepared.scenario.model_dump(mode="json"), sort_keys=False))
     else:
         click.echo(f"{scenario}: ok ({len(prepared.flows)} flows, {prepared.fabric.n_hosts} hosts)")
+
+
+@main.command("cc")
+@click.argument("algorithm", required=False, type=click.Choice(["none", "dcqcn", "hpcc", "timely", "dctcp"]))
+def cc_command(algorithm):
+    """List the congestion-control algorithms, or one algorithm's parameters with their units,
+    defaults and sources (set them under network.cc.params in a scenario, or with --set).
+
+    \b
+    Examples:
+      roce-emu cc dcqcn
+      roce-emu run scenarios/cc_dcqcn.yaml --set network.cc.params.variant=paper
+    """
+    from .cc_params import TABLES, markdown_table
+
+    for name in [algorithm] if algorithm else TABLES:
+        click.echo(f"{name}:\n{markdown_table(name)}\n")
 
 
 @main.group()

@@ -197,3 +197,14 @@ def test_defaults_follow_the_nic_rate_and_are_reported():
     assert params["g"] == 0.5
     assert params["rate_ai_mbps"] == 40.0  # 5 Mb/s per 25 Gb/s at 200 Gb/s
     assert params["variant"] == "cx"
+
+
+def test_readme_documents_every_parameter_table():
+    from pathlib import Path
+
+    from roce_emu.cc_params import TABLES, markdown_table
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for algorithm in TABLES:
+        if TABLES[algorithm]:
+            assert markdown_table(algorithm) in readme, f"README's {algorithm} table is out of date"
