@@ -2,6 +2,7 @@
 
     python benchmarks/engine_speed.py            # incast, k=4 fat-tree permutation and all-to-all
     python benchmarks/engine_speed.py --repeat 5 # best of 5 warm runs
+    python benchmarks/engine_speed.py --cc       # also the all-to-all under every CC algorithm (warm)
 
 "Cold" runs each scenario in a fresh process with an empty Numba cache (compile time
 included, reported as load_s); "warm" runs in this process once the kernels are loaded.
@@ -19,12 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ["incast", "fat_tree_permutation", "fat_tree_all_to_all"]
 
 
-def warm(name: str, repeat: int) -> dict:
+CC_ROWS = ["dcqcn", "hpcc", "timely", "dctcp"]
+
+
+def warm(name: str, repeat: int, overrides: tuple = ()) -> dict:
     from roce_emu.api import prepare, run
 
     best = None
     for _ in range(repeat):
-        prepared = prepare(ROOT / "scenarios" / f"{name}.yaml")
+        prepared = prepare(ROOT / "scenarios" / f"{name}.yaml", list(overrides))
         result = run(prepared, write=False, progress=False)
         s = result.summary
         if best is None or s["wall_s"] < best["wall_s"]:
@@ -47,6 +51,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="warm runs per scenario (best is reported)")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold (compiling) runs")
+    ap.add_argument("--cc", action="store_true", help="also the all-to-all under each CC algorithm (warm)")
     args = ap.parse_args()
     print(f"{'scenario':<22} {'events':>10} {'warm wall s':>12} {'Mevents/s':>10} {'cold process s':>15} "
           f"{'compile s':>10}")
@@ -55,6 +60,10 @@ def main() -> None:
         c = {"process_s": float("nan"), "load_s": float("nan")} if args.no_cold else cold(name)
         print(f"{name:<22} {w['events']:>10} {w['wall_s']:>12.3f} {w['events_per_s'] / 1e6:>10.2f} "
               f"{c['process_s']:>15.2f} {c['load_s']:>10.2f}", flush=True)
+    for algorithm in CC_ROWS if args.cc else []:
+        w = warm("fat_tree_all_to_all", args.repeat, (f"network.cc.algorithm={algorithm}",))
+        label = f"all_to_all {algorithm}"
+        print(f"{label:<22} {w['events']:>10} {w['wall_s']:>12.3f} {w['events_per_s'] / 1e6:>10.2f}", flush=True)
 
 
 if __name__ == "__main__":

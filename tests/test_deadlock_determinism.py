@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from conftest import assert_conservation, scenario, simulate
-from roce_emu.core import kinds as K
 from roce_emu.api import run_scenario
 from roce_emu.config import load_scenario
+from roce_emu.core import kinds as K
+from roce_emu.core.trace import rows_per_sample
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -42,21 +43,28 @@ def test_flows_csv_identical_whatever_the_slice(tmp_path, name):
     assert outs[0] == outs[1]
 
 
-def test_pool_growth_changes_nothing(tmp_path, monkeypatch):
-    """A world started with a 256-packet pool grows while running and gives the same flows.csv."""
+@pytest.mark.parametrize("name", ["incast", "cc_hpcc", "cc_dcqcn"])
+def test_pool_growth_and_trace_flushes_change_nothing(tmp_path, monkeypatch, name):
+    """A world started with a 256-packet pool (and a trace buffer of three samples) grows and
+    flushes while running, and gives the same files."""
     import roce_emu.api as api_mod
 
-    run_scenario(SCENARIOS / "incast.yaml", out=tmp_path / "base")
+    run_scenario(SCENARIOS / f"{name}.yaml", out=tmp_path / "base")
     build = api_mod.build_world
     monkeypatch.setattr(api_mod, "build_world", lambda *args: _shrink(build(*args)))
-    result = run_scenario(SCENARIOS / "incast.yaml", out=tmp_path / "small")
+    result = run_scenario(SCENARIOS / f"{name}.yaml", out=tmp_path / "small")
     assert_conservation(result.outcome.world)
     assert len(result.outcome.world.pkt) > 256
-    assert (tmp_path / "small" / "flows.csv").read_bytes() == (tmp_path / "base" / "flows.csv").read_bytes()
+    for produced in (tmp_path / "base").iterdir():
+        if produced.suffix == ".csv":
+            assert (tmp_path / "small" / produced.name).read_bytes() == produced.read_bytes(), produced.name
 
 
 def _shrink(w):
-    """The same world with a 256-packet pool (nothing is allocated before the run)."""
+    """The same world with a 256-packet pool (nothing is allocated before the run) and room
+    for three trace samples."""
     cap = 256
     w.meta[K.M_FREE] = cap
-    return w._replace(pkt=w.pkt[:cap].copy(), pkt_free=np.arange(cap - 1, -1, -1, dtype=np.int32))
+    trace_rows = 3 * rows_per_sample(w) if len(w.trace) else 0
+    return w._replace(pkt=w.pkt[:cap].copy(), pkt_free=np.arange(cap - 1, -1, -1, dtype=np.int32),
+                      int_rec=w.int_rec[:cap].copy(), trace=np.zeros((trace_rows, K.TR_COLS), np.int64))
