@@ -120,7 +120,6 @@ def _cc_state(algorithm: str, flow: np.ndarray, ccp: np.ndarray) -> np.ndarray:
     base_rtt_index = {"hpcc": cc_hpcc.P_BASE_RTT_PS, "dctcp": cc_dctcp.P_BASE_RTT_PS}.get(algorithm)
     if base_rtt_index is not None:
         flow["window_bytes"] = np.maximum((line * ccp[base_rtt_index]) // 8e12, 1).astype(np.int64)
-    flow["cc"] = K.CC_NAMES.index(algorithm)
     return ccs
 
 

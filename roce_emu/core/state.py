@@ -118,7 +118,6 @@ FLOW_DTYPE = np.dtype([
     ("prio", np.int8),
     ("state", np.int8),  # FL_*
     ("in_ring", np.uint8),
-    ("cc", np.int8),  # CC_*
 ], align=True)
 
 
