@@ -7,10 +7,11 @@ from .config.schema import Scenario
 from .core.state import World
 from .diagnose import stall_report
 from .driver import RunOutcome, simulate
+from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .output import write_run_dir
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
 from .topology import Fabric, build_fabric
-from .workload import FlowTable, build_flows, ns_to_ps
+from .workload import Workload, build_workload, ns_to_ps
 from .world import build_world
 
 
@@ -19,8 +20,12 @@ class Prepared:
     scenario: Scenario
     source: str
     fabric: Fabric
-    flows: FlowTable
+    workload: Workload
     world: World
+
+    @property
+    def flows(self):
+        return self.workload.flows
 
 
 @dataclass
@@ -43,9 +48,9 @@ def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
 
 def prepare_scenario(scenario: Scenario, source: str = "<scenario>") -> Prepared:
     fabric = build_fabric(scenario.topology)
-    flows = build_flows(scenario, fabric, source)
-    world = build_world(scenario, fabric, flows, source)
-    return Prepared(scenario, source, fabric, flows, world)
+    workload = build_workload(scenario, fabric, source)
+    world = build_world(scenario, fabric, workload, source)
+    return Prepared(scenario, source, fabric, workload, world)
 
 
 def default_out_dir(scenario: Scenario) -> Path:
@@ -64,11 +69,15 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
         outcome.reason = report
     rows = flow_rows(outcome.world)
     info = summary(outcome.world, prepared.fabric, sc, outcome, rows)
+    info.update(iteration_summary(outcome.world, prepared.workload))
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
-        write_run_dir(target, rows, FLOW_COLUMNS, info,
-                      trace_tables(outcome.world, prepared.fabric, outcome.trace))
+        tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
+        tables["tasks.csv"] = (TASK_COLUMNS, task_rows(outcome.world, prepared.workload))
+        if prepared.workload.collectives:
+            tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, prepared.workload))
+        write_run_dir(target, rows, FLOW_COLUMNS, info, tables)
     return RunResult(outcome, rows, info, target)
 
 

@@ -69,6 +69,7 @@ def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool |
     if status == K.ST_T_LIMIT:
         return RunOutcome(world, "incomplete", f"sim.max_time_ns reached with {n_flows - done} of "
                                                f"{n_flows} flows unfinished", wall_s, load_s, trace)
-    if done < n_flows:  # no event left yet flows are unfinished: cannot happen while timers run
+    n_tasks = int(world.cfg[K.CFG_N_TASKS])
+    if done < n_flows or world.stats[K.C_TASKS_DONE] < n_tasks:  # no event left, work left: cannot happen
         return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace)
     return RunOutcome(world, "finished", "", wall_s, load_s, trace)

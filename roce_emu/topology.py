@@ -10,7 +10,7 @@ from itertools import product
 import networkx as nx
 import numpy as np
 
-from .config.schema import FatTree, LeafSpine, Mesh, SingleSwitch, Torus
+from .config.schema import FatTree, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Fabric:
     routing: str  # "ecmp" (shortest paths) or "dor" (dimension order)
     dims: tuple[int, ...] = ()
     wrap: bool = False
+    host_coords: list[tuple[int, ...]] = field(default=None)  # grid coordinate of each host (one per router)
     # flattened ports, filled by flatten()
     port_node: np.ndarray = field(default=None)
     port_peer: np.ndarray = field(default=None)  # the peer's port on the same link
@@ -85,6 +86,8 @@ def build_fabric(topo) -> Fabric:
         fabric = _leaf_spine(topo)
     elif isinstance(topo, (Torus, Mesh)):
         fabric = _grid(topo, wrap=isinstance(topo, Torus))
+    elif isinstance(topo, MultiDim):
+        fabric = _multi_dim(topo)
     else:  # pragma: no cover - the schema admits no other kind
         raise TypeError(topo)
     return flatten(fabric)
@@ -155,7 +158,61 @@ def _grid(topo, wrap: bool) -> Fabric:
                 nxt[d] = 0
             b.link(router[c], router[tuple(nxt)], "fabric")
     kind = "torus" if wrap else "mesh"
-    return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap)
+    host_coords = [c for c in coords for _ in range(topo.hosts_per_node)]
+    return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap, host_coords=host_coords)
+
+
+def _multi_dim(topo: MultiDim) -> Fabric:
+    """NPU i has coordinate (i mod s0, i // s0 mod s1, ...); it is host i behind router i.
+    Per dimension, the NPUs that differ only in that coordinate form a ring, a full mesh or
+    hang off one switch. Shortest-path ECMP routes between them."""
+    sizes = tuple(d.size for d in topo.dims)
+    n = int(np.prod(sizes))
+    coords = [tuple(int(x) for x in np.unravel_index(i, sizes, order="F")) for i in range(n)]
+    b = _Builder(topo, n)
+    routers = [b.switch(f"npu{i}", layer=1, coord=coords[i]) for i in range(n)]
+    injection = sum(d.rate_gbps * _links_per_npu(d) for d in topo.dims)
+    host_link = topo.tiers.get("host")
+    rate = host_link.rate_gbps if host_link and host_link.rate_gbps is not None else injection
+    delay = host_link.delay_ns if host_link and host_link.delay_ns is not None else 0.0
+    for i in range(n):
+        b.graph.add_edge(i, routers[i], tier="host", rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
+    for k, dim in enumerate(topo.dims):
+        link = {"tier": f"dim{k}", "rate_bps": int(round(dim.rate_gbps * 1e9)),
+                "prop_ps": int(round(dim.delay_ns * 1000))}
+        for group in _groups_along(sizes, k):
+            members = [routers[i] for i in group]
+            if dim.kind == "switch":
+                hub = b.switch(f"dim{k}sw" + "_".join(map(str, _without(coords[group[0]], k))), layer=2)
+                pairs = [(m, hub) for m in members]
+            elif dim.kind == "fully_connected":
+                pairs = [(u, v) for a, u in enumerate(members) for v in members[a + 1:]]
+            else:  # ring; a ring of 2 is one link
+                pairs = [(members[a], members[(a + 1) % len(members)]) for a in range(len(members))]
+                pairs = pairs[:1] if len(members) == 2 else pairs
+            for u, v in pairs:
+                b.graph.add_edge(u, v, **link)
+    return Fabric("multi_dim", b.graph, n, b.names, "ecmp", dims=sizes, host_coords=coords)
+
+
+def _links_per_npu(dim) -> int:
+    if dim.kind == "switch":
+        return 1
+    if dim.kind == "fully_connected":
+        return dim.size - 1
+    return 1 if dim.size == 2 else 2
+
+
+def _groups_along(sizes: tuple[int, ...], k: int) -> list[list[int]]:
+    """NPU ids that differ only in coordinate k, each group ordered by that coordinate."""
+    n = int(np.prod(sizes))
+    ids = np.arange(n).reshape(sizes, order="F")
+    moved = np.moveaxis(ids, k, -1).reshape(-1, sizes[k])
+    return [list(map(int, row)) for row in moved]
+
+
+def _without(coord: tuple[int, ...], k: int) -> tuple[int, ...]:
+    return coord[:k] + coord[k + 1:]
 
 
 def flatten(fabric: Fabric) -> Fabric:

@@ -1,58 +1,179 @@
-"""Workload section -> a flat table of flows (explicit flows first, then expanded patterns)."""
-from dataclasses import dataclass
+"""Workload section -> the task DAG: explicit flows, expanded patterns, collectives and compute.
+
+Flows and patterns start at their ``start_ns``. Collectives and compute tasks form one
+iteration, repeated ``iterations`` times: an item waits per rank for the items named in
+its ``after`` (the same rank's part, or the whole item if the rank took no part), and an
+item without ``after`` waits for the rank's previous iteration.
+"""
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .collectives import ALGORITHMS, Collective, expand
 from .config.schema import Scenario
+from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .errors import ScenarioError
 from .topology import Fabric
 
 
-@dataclass(frozen=True)
-class FlowTable:
-    src: np.ndarray  # int32
-    dst: np.ndarray  # int32
-    size_bytes: np.ndarray  # int64
-    start_ps: np.ndarray  # int64
-    prio: np.ndarray  # int8
+@dataclass
+class Workload:
+    flows: FlowTable
+    tasks: TaskTable
+    collectives: list = field(default_factory=list)  # Collective, task ids final
+    iteration_ends: list = field(default_factory=list)  # per iteration: {rank: join task id}
 
     def __len__(self) -> int:
-        return len(self.src)
+        return len(self.flows)
 
 
 def ns_to_ps(ns: float) -> int:
     return int(round(ns * 1000))
 
 
-def build_flows(scenario: Scenario, fabric: Fabric, source: str) -> FlowTable:
-    """Expand the workload into flows; check host ids against the fabric."""
+def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
+    """Expand the workload into the task DAG; check host ids, names and sizes against the fabric."""
+    b = DagBuilder()
+    _add_flows_and_patterns(b, scenario, fabric, source)
+    collectives, iteration_ends = _add_iterations(b, scenario, fabric, source)
+    if len(b) == 0:
+        raise ScenarioError(source, "workload", "nothing to do: give flows, patterns, collectives or compute")
+    flows, tasks, new_id = b.build()
+    if has_cycle(tasks):  # pragma: no cover - names are ordered before expansion
+        raise ScenarioError(source, "workload", "the tasks wait for each other in a cycle")
+    for c in collectives:
+        c.flows = [int(new_id[k]) for k in c.flows]
+        c.end = {r: int(new_id[k]) for r, k in c.end.items()}
+    ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
+    return Workload(flows, tasks, collectives, ends)
+
+
+def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:
     H = fabric.n_hosts
     default_prio = scenario.network.nic.data_priority
-    rows: list[tuple[int, int, int, int, int]] = []
     for i, flow in enumerate(scenario.workload.flows):
         for end in ("src", "dst"):
             _check_host(source, f"workload.flows.{i}.{end}", getattr(flow, end), H)
         if flow.src == flow.dst:
             raise ScenarioError(source, f"workload.flows.{i}.dst",
                                 f"{flow.dst} is not allowed: a flow needs two different hosts")
-        rows.append((flow.src, flow.dst, flow.bytes, ns_to_ps(flow.start_ns), flow.priority or default_prio))
+        b.flow(flow.src, flow.dst, flow.bytes, flow.priority or default_prio, f"flows.{i}",
+               earliest_ps=ns_to_ps(flow.start_ns))
     rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(1,)))
     for i, pattern in enumerate(scenario.workload.patterns):
         key = f"workload.patterns.{i}"
-        hosts = list(range(H)) if pattern.hosts is None else list(pattern.hosts)
-        for j, h in enumerate(hosts):
-            _check_host(source, f"{key}.hosts.{j}", h, H)
-        if len(set(hosts)) != len(hosts) or len(hosts) < 2:
-            raise ScenarioError(source, f"{key}.hosts", "needs at least 2 distinct hosts")
+        hosts = _hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", H)
         start = ns_to_ps(pattern.start_ns)
         for src, dst in _expand(pattern, hosts, fabric, rng, source, key):
-            rows.append((src, dst, pattern.bytes, start, default_prio))
-    if not rows:
-        raise ScenarioError(source, "workload", "no flows: give workload.flows or workload.patterns")
-    cols = list(zip(*rows))
-    return FlowTable(src=np.array(cols[0], np.int32), dst=np.array(cols[1], np.int32),
-                     size_bytes=np.array(cols[2], np.int64), start_ps=np.array(cols[3], np.int64),
-                     prio=np.array(cols[4], np.int8))
+            b.flow(src, dst, pattern.bytes, default_prio, f"patterns.{i}", earliest_ps=start)
+
+
+def _hosts(source: str, key: str, hosts, n_hosts: int) -> list[int]:
+    hosts = list(range(n_hosts)) if hosts == "all" else list(hosts)
+    for j, h in enumerate(hosts):
+        _check_host(source, f"{key}.hosts.{j}", h, n_hosts)
+    if len(set(hosts)) != len(hosts) or len(hosts) < 2:
+        raise ScenarioError(source, f"{key}.hosts", "needs at least 2 distinct hosts")
+    return hosts
+
+
+def _items(scenario: Scenario, source: str) -> list[tuple[str, str, object]]:
+    """(key, name, spec) of every collective and compute entry, in an order where each comes
+    after the entries it names in ``after``."""
+    items = {}
+    for section, entries in (("collectives", scenario.workload.collectives), ("compute", scenario.workload.compute)):
+        for i, spec in enumerate(entries):
+            key = f"workload.{section}.{i}"
+            name = spec.name or f"{spec.kind}{i}"
+            if name in items:
+                raise ScenarioError(source, f"{key}.name", f"'{name}' is not allowed: the name is already used")
+            items[name] = (key, spec)
+    ordered, state = [], {}
+
+    def visit(name, trail):
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "visiting":
+            raise ScenarioError(source, f"{items[name][0]}.after",
+                                f"waits for itself through {' -> '.join(trail + [name])}")
+        state[name] = "visiting"
+        key, spec = items[name]
+        for j, other in enumerate(spec.after):
+            if other not in items:
+                raise ScenarioError(source, f"{key}.after.{j}", f"'{other}' is not allowed: no collective or "
+                                    f"compute has that name (names: {', '.join(items)})")
+            visit(other, trail + [name])
+        state[name] = "done"
+        ordered.append((key, name, spec))
+
+    for name in items:
+        visit(name, [])
+    return ordered
+
+
+def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str):
+    items = _items(scenario, source)
+    if not items:
+        return [], []
+    H = fabric.n_hosts
+    prio = scenario.network.nic.data_priority
+    collectives, ends = [], []
+    previous: dict[int, int] = {}
+    for it in range(scenario.workload.iterations):
+        done: dict[str, dict[int, int]] = {}
+        whole: dict[str, int] = {}
+
+        def waits(rank, spec):
+            if not spec.after:
+                return [previous[rank]] if rank in previous else []
+            out = []
+            for other in spec.after:
+                if rank in done[other]:
+                    out.append(done[other][rank])
+                else:
+                    if other not in whole:
+                        whole[other] = b.join(other, it, after=list(done[other].values()))
+                    out.append(whole[other])
+            return out
+
+        for key, name, spec in items:
+            hosts = _hosts(source, key, spec.hosts, H)
+            if key.startswith("workload.compute"):
+                duration = ns_to_ps(spec.duration_ns)
+                done[name] = {h: b.compute(h, duration, name, it, after=waits(h, spec)) for h in hosts}
+                continue
+            _check_collective(source, key, spec, hosts, fabric)
+            c = Collective(name, spec.kind, spec.algorithm, hosts, spec.bytes, spec.chunks, it)
+            expand(b, c, prio, {r: waits(r, spec) for r in hosts}, fabric.host_coords, fabric.dims)
+            collectives.append(c)
+            done[name] = c.end
+        per_rank: dict[int, list[int]] = {}
+        for ranks in done.values():
+            for r, k in ranks.items():
+                per_rank.setdefault(r, []).append(k)
+        previous = {r: b.join("iteration", it, after=ks) for r, ks in sorted(per_rank.items())}
+        ends.append(previous)
+    return collectives, ends
+
+
+def _check_collective(source: str, key: str, spec, hosts: list[int], fabric: Fabric) -> None:
+    p = len(hosts)
+    if spec.algorithm not in ALGORITHMS[spec.kind]:
+        raise ScenarioError(source, f"{key}.algorithm", f"'{spec.algorithm}' is not allowed for {spec.kind} "
+                                                        f"(allowed: {', '.join(ALGORITHMS[spec.kind])})")
+    if spec.algorithm == "halving_doubling" and p & (p - 1):
+        raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
+                                                    f"not {p}")
+    if spec.algorithm == "hierarchical":
+        if not fabric.dims or fabric.host_coords is None or len(fabric.host_coords) != fabric.n_hosts \
+                or fabric.n_hosts != int(np.prod(fabric.dims)):
+            raise ScenarioError(source, f"{key}.algorithm", "hierarchical needs a multi_dim, torus or mesh "
+                                                            "topology with one host per router")
+        if sorted(hosts) != list(range(fabric.n_hosts)):
+            raise ScenarioError(source, f"{key}.hosts", "hierarchical runs over all hosts")
+    if spec.bytes < p * spec.chunks:
+        raise ScenarioError(source, f"{key}.bytes", f"{spec.bytes} is not allowed: needs at least one byte per "
+                                                    f"rank and chunk ({p} x {spec.chunks})")
 
 
 def _check_host(source: str, key: str, host: int, n_hosts: int) -> None:

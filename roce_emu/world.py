@@ -6,14 +6,15 @@ from .cc_params import INT_HEADER_BYTES, engine_params, resolved_params
 from .core import cc_dctcp, cc_hpcc
 from .config.schema import Scenario
 from .core import kinds as K
-from .core.loop import schedule_flow_starts
+from .core.loop import schedule_start
 from .core.paths import base_rtt_extremes, route_pick
 from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
-                         World)
+                         TASK_DTYPE, World)
 from .errors import ScenarioError
 from .routing import build_routes
 from .topology import Fabric
-from .workload import FlowTable, ns_to_ps
+from .dag import FlowTable, TaskTable
+from .workload import Workload, ns_to_ps
 
 
 def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> int:
@@ -23,8 +24,9 @@ def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> 
     return 3 * rate_bps * prop_ps // (8 * 10**12) + 3 * max_frame_wire
 
 
-def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: str) -> World:
+def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: str) -> World:
     net = scenario.network
+    flows = workload.flows
     algorithm = net.cc.algorithm
     route_off, route_ports = build_routes(fabric)
     H = fabric.n_hosts
@@ -45,6 +47,7 @@ def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: st
     cfg[K.CFG_STALL_PS] = ns_to_ps(scenario.sim.stall_timeout_ns)
     cfg[K.CFG_N_HOSTS] = H
     cfg[K.CFG_N_FLOWS] = len(flows)
+    cfg[K.CFG_N_TASKS] = len(workload.tasks)
     cfg[K.CFG_CC] = K.CC_NAMES.index(algorithm)
     traces = scenario.output.traces
     cfg[K.CFG_TRACE] = (K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
@@ -90,9 +93,24 @@ def build_world(scenario: Scenario, fabric: Fabric, flows: FlowTable, source: st
         int_rec=np.zeros((pool_cap, int_hops, INT_FIELDS), np.int64),
         int_prev=np.zeros((len(flows), int_hops, INT_FIELDS), np.int64),
         trace=np.zeros((_trace_rows(cfg, len(flows), n_ports), K.TR_COLS), np.int64),
+        task=_tasks(workload.tasks),
+        succ_off=workload.tasks.succ_off,
+        succ=workload.tasks.succ,
     )
-    schedule_flow_starts(world)
+    schedule_start(world)
     return world
+
+
+def _tasks(table: TaskTable) -> np.ndarray:
+    task = np.zeros(len(table), TASK_DTYPE)
+    task["kind"] = np.where(table.is_flow, K.TK_FLOW, K.TK_COMPUTE)
+    task["duration_ps"] = table.duration_ps
+    task["earliest_ps"] = table.earliest_ps
+    task["host"] = table.host
+    task["deps_left"] = table.n_deps
+    task["start_ps"] = -1
+    task["finish_ps"] = -1
+    return task
 
 
 def _trace_rows(cfg, n_flows: int, n_ports: int) -> int:
@@ -126,6 +144,7 @@ def _cc_state(algorithm: str, flow: np.ndarray, ccp: np.ndarray) -> np.ndarray:
 def _heap_capacity(pool_cap: int, n_ports: int, n_flows: int) -> int:
     # every packet has at most one pending event; plus a TX_DONE and a wake-up per port,
     # and per flow a start, a retransmission timer and the CC timers; and a trace sample
+    # (compute tasks' events grow the heap through ST_HEAP_LOW)
     return pool_cap + 2 * n_ports + (2 + K.N_TIMERS) * n_flows + 1 + K.HEAP_MARGIN
 
 

@@ -117,8 +117,30 @@ class Mesh(_TopologyBase):
         return dims
 
 
-Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh], Field(discriminator="kind")]
-TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh")
+class Dimension(Strict):
+    """One dimension of a multi-dimensional fabric: how the NPUs that differ only in this
+    coordinate are connected, and that link's rate and one-way delay."""
+
+    size: int = Field(ge=2, le=1024)
+    kind: Literal["ring", "fully_connected", "switch"] = "ring"
+    rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    delay_ns: float = Field(500.0, ge=0, le=1e9)
+
+
+class MultiDim(_TopologyBase):
+    """NPUs on a grid of dimensions (ASTRA-sim / LIBRA style), dimension 0 varying fastest.
+
+    Each NPU is a host behind its own router; the host-router link (tier ``host``) defaults
+    to the NPU's total injection bandwidth over all dimensions and zero delay."""
+
+    kind: Literal["multi_dim"] = "multi_dim"
+    dims: list[Dimension] = Field(default_factory=lambda: [Dimension(size=4), Dimension(size=4, kind="switch")],
+                                  min_length=1, max_length=6)
+    TIERS: ClassVar[tuple[str, ...]] = ("host",)
+
+
+Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh, MultiDim], Field(discriminator="kind")]
+TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh", "multi_dim")
 
 
 # ---- network ----------------------------------------------------------------------------
@@ -236,9 +258,37 @@ class Pattern(Strict):
     dst: Optional[int] = Field(None, ge=0)
 
 
+NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+
+
+class CollectiveSpec(Strict):
+    """A collective over ``hosts`` (all hosts by default); ``bytes`` is the per-rank buffer
+    (NCCL's convention), cut into ``chunks`` that pipeline through the steps and phases."""
+
+    name: Optional[str] = Field(None, pattern=NAME_PATTERN, max_length=100)
+    kind: Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+    algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+    bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    chunks: int = Field(1, ge=1, le=4096)
+    after: list[str] = []
+
+
+class ComputeSpec(Strict):
+    """A compute task of ``duration_ns`` on each of ``hosts``, after the named tasks."""
+
+    name: str = Field(pattern=NAME_PATTERN, max_length=100)
+    hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    duration_ns: float = Field(ge=0, le=1e15)
+    after: list[str] = []
+
+
 class Workload(Strict):
     flows: list[Flow] = []
     patterns: list[Pattern] = []
+    collectives: list[CollectiveSpec] = []
+    compute: list[ComputeSpec] = []
+    iterations: int = Field(1, ge=1, le=10_000)
 
 
 # ---- run control and output -----------------------------------------------------------------

@@ -20,6 +20,11 @@ EV_NIC_WAKE = I64(3)  #: obj = host port: a paced queue pair may be eligible now
 EV_RTO = I64(4)  #: obj = flow: retransmission timer check
 EV_CC_TIMER = I64(5)  #: obj = flow, arg = CC timer id (TM_*): a congestion-control timer is due
 EV_TRACE = I64(6)  #: sample the traces (per-flow rate, per-port queue)
+EV_TASK_DONE = I64(7)  #: obj = compute task: its duration has passed
+
+# ---- task kinds (World.task): tasks 0..F-1 are the flows, in flow order ----------------
+TK_FLOW = I64(0)  #: done when its receiver holds every byte
+TK_COMPUTE = I64(1)  #: done duration_ps after it starts (also zero-length joins of a DAG)
 
 # ---- packet kinds -----------------------------------------------------------
 PK_FREE = I64(-1)
@@ -95,7 +100,8 @@ CFG_N_FLOWS = 14
 CFG_CC = 15  #: CC_* code of the run's algorithm
 CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
 CFG_TRACE_PS = 17  #: trace sampling interval
-CFG_SIZE = 18
+CFG_N_TASKS = 18
+CFG_SIZE = 19
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 C_NOW_PS = 0
@@ -115,12 +121,13 @@ C_LAST_PROGRESS_PS = 13
 C_CTRL_DROPPED = 14
 C_BUFFER_OVERFLOW = 15  #: admissions refused for the total buffer with PFC on
 C_CNPS = 16  #: congestion notifications sent by receivers (CNP packets or CNP/ECE-flagged ACKs)
-C_SIZE = 17
+C_TASKS_DONE = 17
+C_SIZE = 18
 STAT_NAMES = (
     "now_ps", "events", "data_packets_sent", "data_packets_delivered",
     "data_packets_dropped", "acks_sent", "nacks_sent", "pfc_pauses_sent",
     "pfc_resumes_sent", "ecn_marks", "timeouts", "retransmits", "flows_finished",
-    "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent",
+    "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent", "tasks_finished",
 )
 
 # ---- mutable scalars: indices into World.meta (int64) --------------------------------
@@ -129,4 +136,5 @@ M_EV_SEQ = 1
 M_KICKS = 2
 M_FREE = 3
 M_TRACE_ROWS = 4  #: rows of World.trace in use
-M_SIZE = 5
+M_COMPUTING = 5  #: compute tasks running now (a run waiting on them is not stalled)
+M_SIZE = 6

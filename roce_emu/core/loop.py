@@ -7,12 +7,13 @@ from . import cc
 from .heap import heap_pop, heap_push
 from .jit import njit
 from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
-                    EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TRACE, EV_TX_DONE,
-                    HEAP_MARGIN, I64, M_EV_COUNT, NO_ARG, M_FREE, M_TRACE_ROWS, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET,
+                    EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE, EV_TX_DONE,
+                    HEAP_MARGIN, I64, M_COMPUTING, M_EV_COUNT, NO_ARG, M_FREE, M_TRACE_ROWS, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET,
                     ST_HEAP_LOW, ST_IDLE, ST_POOL_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
 from .nic import flow_start, on_host_arrive, on_rto
 from .packets import pkt_free
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
+from .tasks import schedule_roots, task_done
 from .trace import rows_per_sample, sample
 
 
@@ -81,21 +82,25 @@ def advance(w, t_limit_ps, max_events):
             kick(w, w.flow[obj]["nic_port"])
         elif kind == EV_FLOW_START:
             kick(w, flow_start(w, obj, t))
+        elif kind == EV_TASK_DONE:
+            task_done(w, obj, t)
         elif kind == EV_TRACE:
             sample(w, t)
         drain_kicks(w, t)
-        if stats[C_FLOWS_DONE] < n_flows and t - stats[C_LAST_PROGRESS_PS] > stall_ps:
+        if (stats[C_FLOWS_DONE] < n_flows and meta[M_COMPUTING] == 0
+                and t - stats[C_LAST_PROGRESS_PS] > stall_ps):
             return ST_STALLED
 
 
 @njit
-def schedule_flow_starts(w):
-    """Put every flow's start event on the heap, in flow order (deterministic ties), and the
-    first trace sample (at the first start) if traces are on."""
+def schedule_start(w):
+    """Release the DAG's roots (flows and compute without predecessors), and put the first
+    trace sample at the earliest of them if traces are on."""
+    schedule_roots(w)
     first = -1
-    for f in range(w.flow.shape[0]):
-        heap_push(w.ev, w.meta, w.flow[f]["start_ps"], EV_FLOW_START, I64(f), NO_ARG)
-        if first < 0 or w.flow[f]["start_ps"] < first:
-            first = w.flow[f]["start_ps"]
+    for k in range(w.task.shape[0]):
+        s = w.task[k]["start_ps"]
+        if s >= 0 and (first < 0 or s < first):
+            first = s
     if w.cfg[CFG_TRACE] != 0 and first >= 0:
         heap_push(w.ev, w.meta, first, EV_TRACE, NO_ARG, NO_ARG)

@@ -13,6 +13,7 @@ from .kinds import (CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR,
                     FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import route_pick, ser_ps
+from .tasks import task_done
 
 
 # ---- the ring of active queue pairs per host port ------------------------------------
@@ -232,6 +233,8 @@ def _on_data(w, k, f, node, t):
     expected = r["rcv_nxt"]
     if seq == expected:
         r["rcv_nxt"] = expected + 1
+        if expected + 1 == r["n_pkts"]:  # the receiver holds the whole flow
+            task_done(w, f, t)
         w.stats[C_ACKS] += 1
         return _reply(w, f, PK_ACK, expected + 1, I64(flag), node, k)
     if seq < expected:  # duplicate after a go-back: re-ACK

@@ -149,6 +149,18 @@ CC_DTYPE = np.dtype([
 ], align=True)
 
 
+#: a task of the workload DAG: tasks 0..F-1 are the flows (in flow order), then compute tasks
+TASK_DTYPE = np.dtype([
+    ("duration_ps", np.int64),  # compute: how long it runs
+    ("earliest_ps", np.int64),  # never starts before this (a flow's start_ns)
+    ("start_ps", np.int64),  # -1 until released
+    ("finish_ps", np.int64),  # -1 until done
+    ("host", np.int32),  # compute: where it runs (-1 for a join)
+    ("deps_left", np.int32),  # unfinished predecessors
+    ("kind", np.int8),  # TK_*
+], align=True)
+
+
 class World(NamedTuple):
     cfg: np.ndarray  # int64[CFG_SIZE]
     stats: np.ndarray  # int64[C_SIZE]
@@ -170,3 +182,6 @@ class World(NamedTuple):
     int_rec: np.ndarray  # int64[pool, max hops, INT_FIELDS]: INT carried by each packet (0 hops if not HPCC)
     int_prev: np.ndarray  # int64[flows, max hops, INT_FIELDS]: HPCC's last INT seen per flow
     trace: np.ndarray  # int64[rows, TR_COLS]: trace samples since the driver last flushed
+    task: np.ndarray  # TASK_DTYPE: flows first, then compute tasks
+    succ_off: np.ndarray  # int64[tasks + 1]: CSR rows of each task's successors
+    succ: np.ndarray  # int32: successor task ids

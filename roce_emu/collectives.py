@@ -1,0 +1,250 @@
+"""Collectives as flows with dependencies (added to a DagBuilder).
+
+Every algorithm works on a list of ranks (host ids) and the per-rank buffer of ``nbytes``
+(NCCL's convention: all-reduce and reduce-scatter input, all-gather output, all-to-all
+send buffer). The buffer is cut into ``chunks`` that pipeline: chunk c's flow at a step
+waits for chunk c - 1's flow at the same step on the same rank, so chunk c - 1 moves on
+to the next step (or phase) while chunk c takes its place. A flow waits for the data it
+forwards: the step before it, received at its sender.
+
+    ring              (p - 1) steps around the ring per reduce-scatter / all-gather
+    halving_doubling  recursive halving (reduce-scatter) then doubling (all-gather), p = 2^k
+    direct            every rank sends each other rank its share at once
+    hierarchical      reduce-scatter along dimension 0, 1, ..., then all-gather back, by ring
+                      inside each dimension's groups (the ASTRA-sim / Themis baseline)
+
+For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
+at step s rank i sends to rank i + s, after its previous exchange completed.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dag import DagBuilder
+
+KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+ALGORITHMS = {
+    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical"),
+    "reduce_scatter": ("ring", "direct"),
+    "all_gather": ("ring", "direct"),
+    "all_to_all": ("direct", "ring"),
+}
+#: NCCL's bus-bandwidth factor f(n): busBW = algBW * f
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+}
+
+
+@dataclass
+class Collective:
+    """What one expanded collective is made of (for collectives.csv and the iteration breakdown)."""
+
+    name: str
+    kind: str
+    algorithm: str
+    ranks: list
+    nbytes: int
+    chunks: int
+    iteration: int
+    flows: list = field(default_factory=list)  # provisional task ids
+    end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
+
+
+def split(total: int, parts: int) -> list[int]:
+    """total bytes in parts that differ by at most one byte (the first ones larger)."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+class _Expansion:
+    def __init__(self, b: DagBuilder, c: Collective, prio: int, ready: dict):
+        self.b, self.c, self.prio = b, c, prio
+        self.ready = ready  # rank -> tasks its first sends wait for
+
+    def flow(self, src: int, dst: int, nbytes: int, after) -> int:
+        k = self.b.flow(src, dst, max(int(nbytes), 1), self.prio, self.c.name, self.c.iteration,
+                        after=[a for a in after if a is not None])
+        self.c.flows.append(k)
+        return k
+
+
+def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None) -> Collective:
+    """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
+
+    ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``."""
+    x = _Expansion(b, c, prio, ready)
+    p = len(c.ranks)
+    per_chunk = split(c.nbytes, c.chunks)
+    touching: dict[int, list[int]] = {r: [] for r in c.ranks}
+    prev: dict = {}  # the previous chunk's flow per (phase, step, sender)
+    for chunk in range(c.chunks):
+        size = per_chunk[chunk]
+        starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
+        if c.algorithm == "hierarchical":
+            flows = _hierarchical(x, c.ranks, size, starts, prev, coords, dims)
+        elif c.kind == "all_to_all":
+            flows = (_a2a_direct if c.algorithm == "direct" else _a2a_pairwise)(x, c.ranks, size, starts, prev)
+        elif c.algorithm == "ring":
+            steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1, "all_gather": p - 1}[c.kind]
+            flows = _ring(x, c.ranks, [size] * p, steps, starts, prev, phase="ring")
+        elif c.algorithm == "halving_doubling":
+            flows = _halving_doubling(x, c.ranks, size, starts, prev)
+        else:
+            flows = _direct(x, c.kind, c.ranks, size, starts, prev)
+        for (src, dst), k in flows:
+            touching[src].append(k)
+            touching[dst].append(k)
+    c.end = {r: b.join(c.name, c.iteration, after=touching[r]) for r in c.ranks}
+    return c
+
+
+def _start_join(b: DagBuilder, c: Collective, waits):
+    if not waits:
+        return None
+    if len(waits) == 1:
+        return waits[0]
+    return b.join(c.name, c.iteration, after=waits)
+
+
+def _ring(x: _Expansion, ranks, totals, steps: int, starts, prev, phase):
+    """Steps around the ring ranks[0] -> ranks[1] -> ...: at step s rank i sends segment
+    (i - s) mod p of its buffer (totals[i] bytes, cut in p segments) to rank i + 1."""
+    p = len(ranks)
+    segs = [split(t, p) for t in totals]
+    out = []
+    received = {}  # step -> flow arriving at each position
+    for s in range(steps):
+        now = {}
+        for i in range(p):
+            src, dst = ranks[i], ranks[(i + 1) % p]
+            after = [starts[src]] if s == 0 else [received[s - 1][i]]
+            after.append(prev.get((phase, s, src)))
+            k = x.flow(src, dst, segs[i][(i - s) % p], after)
+            prev[(phase, s, src)] = k
+            now[(i + 1) % p] = k
+            out.append(((src, dst), k))
+        received[s] = now
+    return out
+
+
+def _halving_doubling(x: _Expansion, ranks, size, starts, prev):
+    p = len(ranks)
+    log = p.bit_length() - 1
+    out = []
+    last = {i: starts[ranks[i]] for i in range(p)}  # what each position waits for next
+    held = size
+    for k in range(log):  # recursive halving: exchange half of what is held, distance p/2, p/4, ...
+        d = p >> (k + 1)
+        held_next = held // 2
+        now = {}
+        for i in range(p):
+            partner = i ^ d
+            src, dst = ranks[i], ranks[partner]
+            nbytes = held - held_next if i & d else held_next
+            kf = x.flow(src, dst, nbytes, [last[i], prev.get(("hd", k, src))])
+            prev[("hd", k, src)] = kf
+            now[partner] = kf
+            out.append(((src, dst), kf))
+        last, held = now, held_next
+    for k in range(log):  # recursive doubling: distance 1, 2, ..., sending what is held
+        d = 1 << k
+        now = {}
+        for i in range(p):
+            partner = i ^ d
+            src, dst = ranks[i], ranks[partner]
+            kf = x.flow(src, dst, size >> (log - k) if size >> log else 1, [last[i], prev.get(("hd", log + k, src))])
+            prev[("hd", log + k, src)] = kf
+            now[partner] = kf
+            out.append(((src, dst), kf))
+        last = now
+    return out
+
+
+def _all_pairs(x: _Expansion, ranks, nbytes, ready, prev, tag):
+    """Every rank sends every other rank nbytes(i, j) at once, after ready[sender]."""
+    out = []
+    for i, src in enumerate(ranks):
+        for j, dst in enumerate(ranks):
+            if i != j:
+                k = x.flow(src, dst, nbytes(i, j), [ready[src], prev.get((tag, src, dst))])
+                prev[(tag, src, dst)] = k
+                out.append(((src, dst), k))
+    return out
+
+
+def _direct(x: _Expansion, kind, ranks, size, starts, prev):
+    """Reduce-scatter: rank i sends rank j its segment j; all-gather: rank i sends its segment
+    to everyone (in all-reduce, once it holds every other rank's piece of it)."""
+    seg = split(size, len(ranks))
+    out = []
+    ready_ag = starts
+    if kind in ("reduce_scatter", "all_reduce"):
+        out = _all_pairs(x, ranks, lambda i, j: seg[j], starts, prev, "rs")
+        if kind == "reduce_scatter":
+            return out
+        into: dict[int, list[int]] = {r: [] for r in ranks}
+        for (_, dst), k in out:
+            into[dst].append(k)
+        ready_ag = {r: x.b.join(x.c.name, x.c.iteration, after=into[r]) for r in ranks}
+    return out + _all_pairs(x, ranks, lambda i, j: seg[i], ready_ag, prev, "ag")
+
+
+def _a2a_direct(x: _Expansion, ranks, size, starts, prev):
+    seg = split(size, len(ranks))
+    return _all_pairs(x, ranks, lambda i, j: seg[j], starts, prev, "a2a")
+
+
+def _a2a_pairwise(x: _Expansion, ranks, size, starts, prev):
+    """Step s = 1..p-1: rank i sends to i + s once its step s - 1 send and receive are done."""
+    p = len(ranks)
+    seg = split(size, p)
+    out = []
+    sent = {i: starts[ranks[i]] for i in range(p)}
+    got = {i: None for i in range(p)}
+    for s in range(1, p):
+        now_sent, now_got = {}, {}
+        for i in range(p):
+            j = (i + s) % p
+            src, dst = ranks[i], ranks[j]
+            k = x.flow(src, dst, seg[j], [sent[i], got[i], prev.get(("pw", s, src))])
+            prev[("pw", s, src)] = k
+            now_sent[i] = k
+            now_got[j] = k
+            out.append(((src, dst), k))
+        sent, got = now_sent, now_got
+    return out
+
+
+def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims):
+    """Reduce-scatter by ring along dimension 0, then 1, ... (each on 1/p_k of the data the
+    last left), then all-gather back from the last dimension to the first."""
+    rank_set = set(ranks)
+    order = list(range(len(dims))) + list(range(len(dims) - 1, -1, -1))
+    held = {r: size for r in ranks}
+    done = dict(starts)  # what each rank waits for before its next phase
+    out = []
+    for phase, k in enumerate(order):
+        gather = phase >= len(dims)
+        groups: dict[tuple, list[int]] = {}
+        for r in ranks:
+            groups.setdefault(coords[r][:k] + coords[r][k + 1:], []).append(r)
+        into: dict[int, list[int]] = {r: [] for r in ranks}
+        for key in sorted(groups):
+            group = sorted(groups[key], key=lambda r: coords[r][k])
+            if len(group) < 2:
+                continue
+            if gather:
+                totals = [held[r] * len(group) for r in group]
+            else:
+                totals = [held[r] for r in group]
+            flows = _ring(x, group, totals, len(group) - 1, done, prev, phase=("h", phase))
+            for (src, dst), kf in flows:
+                into[dst].append(kf)
+            out.extend(flows)
+            for r in group:
+                held[r] = totals[group.index(r)] if gather else totals[group.index(r)] // len(group)
+        done = {r: (x.b.join(x.c.name, x.c.iteration, after=into[r]) if into[r] else done[r]) for r in rank_set}
+    return out
