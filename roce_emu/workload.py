@@ -68,12 +68,13 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
             b.flow(src, dst, pattern.bytes, default_prio, f"patterns.{i}", earliest_ps=start)
 
 
-def _hosts(source: str, key: str, hosts, n_hosts: int) -> list[int]:
+def _hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list[int]:
     hosts = list(range(n_hosts)) if hosts == "all" else list(hosts)
     for j, h in enumerate(hosts):
         _check_host(source, f"{key}.hosts.{j}", h, n_hosts)
-    if len(set(hosts)) != len(hosts) or len(hosts) < 2:
-        raise ScenarioError(source, f"{key}.hosts", "needs at least 2 distinct hosts")
+    if len(set(hosts)) != len(hosts) or len(hosts) < minimum:
+        raise ScenarioError(source, f"{key}.hosts", f"needs at least {minimum} distinct host"
+                                                    f"{'s' if minimum > 1 else ''}, each once")
     return hosts
 
 
@@ -137,8 +138,9 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
             return out
 
         for key, name, spec in items:
-            hosts = _hosts(source, key, spec.hosts, H)
-            if key.startswith("workload.compute"):
+            is_compute = key.startswith("workload.compute")
+            hosts = _hosts(source, key, spec.hosts, H, minimum=1 if is_compute else 2)
+            if is_compute:
                 duration = ns_to_ps(spec.duration_ns)
                 done[name] = {h: b.compute(h, duration, name, it, after=waits(h, spec)) for h in hosts}
                 continue

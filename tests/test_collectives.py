@@ -1,0 +1,216 @@
+"""Collectives and iterations against the alpha-beta model (REFERENCE.md §9) and the DAG's arithmetic.
+
+The model, derived for this engine: a step that moves S payload bytes over a path takes
+alpha + S * tau, where alpha is one packet's trip (serialisation and propagation on every
+link) minus its serialisation on the bottleneck, and tau is the bottleneck's time per
+payload byte: the data frame's wire bytes, plus the ACK frame's when the same link also
+carries the ACKs of the data coming the other way (a NIC that both sends and receives).
+"""
+import numpy as np
+import pytest
+
+from conftest import scenario, simulate
+from roce_emu.api import prepare_scenario, run
+from roce_emu.core.paths import ser_ps
+from roce_emu.iteration import collective_rows
+
+MTU, DATA, ACK = 1000, 1082, 86  # payload, data frame and ACK frame on the wire (bytes)
+RATE = 100 * 10**9
+PROP = 1_000_000  # ps
+
+
+def tau_ps(rate=RATE, with_acks=True):
+    """Bottleneck time per payload byte, in ps (a float: it is an average)."""
+    return (DATA + (ACK if with_acks else 0)) * 8e12 / rate / MTU
+
+
+def switch_alpha_ps():
+    """host -> switch -> host: two serialisations and two propagations, minus the bottleneck's one."""
+    return ser_ps(DATA, RATE) + 2 * PROP
+
+
+def run_collective(n_hosts, **collective):
+    res = simulate(scenario(topology={"kind": "single_switch", "hosts": n_hosts},
+                            workload={"collectives": [{"name": "c", **collective}]}))
+    assert res.outcome.status == "finished"
+    return res, res.summary["iteration_ns"][0] * 1000  # ps
+
+
+@pytest.mark.parametrize("kind, algorithm, p, nbytes, steps, payload_per_step", [
+    # ring: 2(p-1) steps of N/p
+    ("all_reduce", "ring", 8, 8_000_000, 14, lambda n, p: [n / p] * 14),
+    # recursive halving then doubling: N/2, N/4, N/8, then N/8, N/4, N/2
+    ("all_reduce", "halving_doubling", 8, 8_000_000, 6, lambda n, p: [n / 2, n / 4, n / 8, n / 8, n / 4, n / 2]),
+    # direct: a reduce-scatter and an all-gather phase, each (p-1) N/p through every NIC
+    ("all_reduce", "direct", 8, 8_000_000, 2, lambda n, p: [(p - 1) * n / p] * 2),
+    ("reduce_scatter", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
+    ("all_gather", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
+    ("all_to_all", "direct", 8, 8_000_000, 1, lambda n, p: [(p - 1) * n / p]),
+    # pairwise exchange: p - 1 steps of N/p
+    ("all_to_all", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
+])
+def test_collective_time_matches_alpha_beta(kind, algorithm, p, nbytes, steps, payload_per_step):
+    res, measured = run_collective(p, kind=kind, algorithm=algorithm, bytes=nbytes)
+    predicted = sum(switch_alpha_ps() + s * tau_ps() for s in payload_per_step(nbytes, p))
+    assert len(payload_per_step(nbytes, p)) == steps
+    print(f"{kind} {algorithm}: {measured / 1e6:.1f} us, alpha-beta {predicted / 1e6:.1f} us")
+    assert measured == pytest.approx(predicted, rel=0.03)
+    assert res.summary["data_packets_dropped"] == 0
+
+
+def test_busbw_approaches_link_goodput():
+    """NCCL's bus bandwidth of a ring all-reduce (collectives.csv): close to the goodput a link
+    leaves after its data and the ACKs of the reverse direction (100 Gb/s * 1000 / 1168)."""
+    sc = scenario(topology={"kind": "single_switch", "hosts": 8},
+                  workload={"collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 16_000_000}]})
+    prepared = prepare_scenario(sc)
+    res = run(prepared, write=False, progress=False)
+    row = collective_rows(res.outcome.world, prepared.workload)[0]
+    assert row["ranks"] == 8 and row["flows"] == 8 * 14
+    assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 2 * 7 / 8)
+    assert row["busbw_gbps"] == pytest.approx(100 * MTU / (DATA + ACK), rel=0.03)
+    assert float(row["time_ns"]) == res.summary["iteration_ns"][0]
+
+
+def _multi_dim(dims, collective):
+    return scenario(topology={"kind": "multi_dim", "dims": dims},
+                    workload={"collectives": [{"name": "ar", "kind": "all_reduce", **collective}]})
+
+
+DIMS_2D = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500},
+           {"size": 4, "kind": "switch", "rate_gbps": 50, "delay_ns": 1000}]
+
+
+def _dim_step(dim, payload):
+    """One ring step inside a dimension: NPU host link (fast, 0 delay) -> dimension link(s) -> host link."""
+    rate = int(dim["rate_gbps"] * 1e9)
+    host_rate = int(sum(d["rate_gbps"] * (1 if d["kind"] == "switch" else 2) for d in DIMS_2D) * 1e9)
+    prop = int(dim["delay_ns"] * 1000)
+    if dim["kind"] == "switch":  # router -> switch -> router: the router's uplink also carries ACKs
+        alpha = 2 * ser_ps(DATA, host_rate) + 2 * ser_ps(DATA, rate) + 2 * prop - ser_ps(DATA, rate)
+        return alpha + payload * tau_ps(rate, with_acks=True)
+    # ring link: the ACKs go back on the reverse link, which carries no data in a ring step
+    alpha = 2 * ser_ps(DATA, host_rate) + ser_ps(DATA, rate) + prop - ser_ps(DATA, rate)
+    return alpha + payload * tau_ps(rate, with_acks=False)
+
+
+def test_hierarchical_all_reduce_is_the_sum_of_its_phases():
+    """4 x 4 multi-dimensional fabric (a 100G ring, then a 50G switch): reduce-scatter on the
+    ring (3 steps of N/4), on the switch (3 steps of N/16), then all-gather back; the
+    dimensions use different links, so the phases just add up."""
+    n = 16_000_000
+    res = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n}))
+    measured = res.summary["iteration_ns"][0] * 1000
+    ring, switch = DIMS_2D
+    phases = 3 * _dim_step(ring, n / 4) + 3 * _dim_step(switch, n / 16)
+    predicted = 2 * phases
+    print(f"hierarchical: {measured / 1e6:.1f} us, sum of phases {predicted / 1e6:.1f} us")
+    assert measured == pytest.approx(predicted, rel=0.03)
+
+
+def test_chunks_pipeline_the_hierarchical_phases():
+    """With 8 chunks, chunk c's switch phase overlaps chunk c + 1's ring phase: faster than one
+    chunk, and no faster than the slowest phase alone."""
+    n = 16_000_000
+    one = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n})).summary["iteration_ns"][0]
+    eight = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n, "chunks": 8}))
+    t8 = eight.summary["iteration_ns"][0]
+    ring_phases = 2 * 3 * _dim_step(DIMS_2D[0], n / 4) / 1000
+    print(f"hierarchical: 1 chunk {one / 1e3:.1f} us, 8 chunks {t8 / 1e3:.1f} us")
+    assert t8 < 0.9 * one
+    assert t8 > ring_phases * 0.97
+
+
+def test_compute_only_iteration_is_its_critical_path():
+    """fwd 100 us on every host, then bwd 50 us; host 0 also runs opt (30 us) after fwd; all in
+    two iterations: each iteration is 150 us, all of it compute on the busiest host."""
+    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
+                            workload={"iterations": 2, "compute": [
+                                {"name": "fwd", "duration_ns": 100_000},
+                                {"name": "bwd", "duration_ns": 50_000, "after": ["fwd"]},
+                                {"name": "opt", "hosts": [0], "duration_ns": 30_000, "after": ["fwd"]}]}))
+    s = res.summary
+    assert s["iteration_ns"] == [150_000.0, 150_000.0]
+    assert s["mean_compute_ns"] == 150_000.0
+    assert s["mean_exposed_communication_ns"] == 0.0
+    assert s["mean_communication_ns"] == 0.0
+    assert s["tasks_finished"] >= 2 * (4 + 4 + 1)
+
+
+def test_fully_overlapped_communication_is_not_exposed():
+    """An all-reduce launched beside 2 ms of compute on every host finishes inside it."""
+    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
+                            workload={"compute": [{"name": "bwd", "duration_ns": 2_000_000}],
+                                      "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 4_000_000}]}))
+    s = res.summary
+    assert s["iteration_ns"] == [2_000_000.0]
+    assert s["mean_exposed_communication_ns"] == 0.0
+    assert 0 < s["mean_communication_ns"] < 2_000_000
+
+
+def test_exposed_communication_after_compute():
+    """The same all-reduce after the compute: the iteration is compute + all-reduce, and the
+    all-reduce's time is all exposed."""
+    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
+                            workload={"compute": [{"name": "bwd", "duration_ns": 200_000}],
+                                      "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 4_000_000,
+                                                       "after": ["bwd"]}]}))
+    s = res.summary
+    comm = s["iteration_ns"][0] - 200_000
+    assert s["mean_exposed_communication_ns"] == pytest.approx(comm, rel=1e-3)
+    assert s["mean_compute_ns"] == 200_000.0
+
+
+@pytest.mark.parametrize("topology", [{"kind": "fat_tree", "k": 4}, {"kind": "torus", "dims": [4, 4]},
+                                      {"kind": "mesh", "dims": [4, 4]}], ids=["fat_tree", "torus", "mesh"])
+def test_all_to_all_time_is_the_busiest_link(topology):
+    """Direct all-to-all of 16 MB per rank over 16 hosts: every flow starts at once, so the
+    time is the most loaded link's bytes (data frames, plus the ACK frames coming back) over
+    its rate. Measured: fat-tree 1748 us (ECMP hashing stacks flows on some links), torus
+    1408 us (every link shares the load; the NICs are the bottleneck), mesh 1503 us (no
+    wrap-around: dimension-order routes crowd the middle links)."""
+    from roce_emu.results import flow_paths
+
+    res = simulate(scenario(topology=topology, workload={"collectives": [
+        {"name": "a2a", "kind": "all_to_all", "algorithm": "direct", "bytes": 16_000_000}]}))
+    w = res.outcome.world
+    wire_bytes = np.zeros(len(w.port))
+    for f in range(len(w.flow)):
+        fwd, rev = flow_paths(w, f)
+        n = int(w.flow[f]["n_pkts"])
+        wire_bytes[fwd] += int(w.flow[f]["size_bytes"]) + n * (DATA - MTU)
+        wire_bytes[rev] += n * ACK
+    bound_ns = float((wire_bytes * 8e9 / w.port["rate_bps"]).max())
+    measured = res.summary["iteration_ns"][0]
+    print(f"{topology['kind']}: {measured / 1e3:.1f} us, busiest link {bound_ns / 1e3:.1f} us")
+    assert bound_ns <= measured <= 1.02 * bound_ns
+
+
+BAD = [
+    ({"collectives": [{"kind": "all_reduce", "algorithm": "halving_doubling", "bytes": 6000}]},
+     {"kind": "single_switch", "hosts": 6}, "workload.collectives.0.hosts: halving_doubling needs a power-of-two"),
+    ({"collectives": [{"kind": "all_gather", "algorithm": "halving_doubling", "bytes": 8000}]},
+     {"kind": "single_switch", "hosts": 4}, "workload.collectives.0.algorithm: 'halving_doubling' is not allowed "
+                                            "for all_gather (allowed: ring, direct)"),
+    ({"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 8000}]},
+     {"kind": "fat_tree", "k": 4}, "hierarchical needs a multi_dim, torus or mesh"),
+    ({"collectives": [{"kind": "all_reduce", "bytes": 3}]}, {"kind": "single_switch", "hosts": 4},
+     "workload.collectives.0.bytes: 3 is not allowed: needs at least one byte per rank and chunk (4 x 1)"),
+    ({"collectives": [{"kind": "all_reduce", "bytes": 8000, "after": ["nope"]}]},
+     {"kind": "single_switch", "hosts": 4}, "workload.collectives.0.after.0: 'nope' is not allowed"),
+    ({"compute": [{"name": "a", "duration_ns": 1, "after": ["b"]}, {"name": "b", "duration_ns": 1, "after": ["a"]}]},
+     {"kind": "single_switch", "hosts": 4}, "waits for itself through a -> b -> a"),
+    ({"compute": [{"name": "a", "duration_ns": 1}, {"name": "a", "duration_ns": 2}]},
+     {"kind": "single_switch", "hosts": 4}, "workload.compute.1.name: 'a' is not allowed: the name is already used"),
+    ({"compute": [{"name": "a", "duration_ns": 1, "hosts": [7]}]}, {"kind": "single_switch", "hosts": 4},
+     "workload.compute.0.hosts.0: 7 is not allowed"),
+]
+
+
+@pytest.mark.parametrize("workload, topology, needle", BAD, ids=[b[2][:40] for b in BAD])
+def test_bad_collectives_and_compute_name_the_key(workload, topology, needle):
+    from roce_emu.errors import ScenarioError
+
+    with pytest.raises(ScenarioError) as err:
+        prepare_scenario(scenario(topology=topology, workload=workload))
+    assert needle in str(err.value)
