@@ -49,6 +49,7 @@ class Collective:
     nbytes: int
     chunks: int
     iteration: int
+    group: int = 0  # which of the item's disjoint groups (e.g. one per tensor-parallel group)
     flows: list = field(default_factory=list)  # provisional task ids
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
 

@@ -14,6 +14,8 @@ from .config.schema import Scenario
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .errors import ScenarioError
 from .topology import Fabric
+from .items import Item
+from .training import training_items
 
 
 @dataclass
@@ -78,77 +80,97 @@ def _hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list
     return hosts
 
 
-def _items(scenario: Scenario, source: str) -> list[tuple[str, str, object]]:
-    """(key, name, spec) of every collective and compute entry, in an order where each comes
-    after the entries it names in ``after``."""
-    items = {}
-    for section, entries in (("collectives", scenario.workload.collectives), ("compute", scenario.workload.compute)):
-        for i, spec in enumerate(entries):
-            key = f"workload.{section}.{i}"
-            name = spec.name or f"{spec.kind}{i}"
-            if name in items:
-                raise ScenarioError(source, f"{key}.name", f"'{name}' is not allowed: the name is already used")
-            items[name] = (key, spec)
+def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item]:
+    items = []
+    H = fabric.n_hosts
+    for i, spec in enumerate(scenario.workload.collectives):
+        key = f"workload.collectives.{i}"
+        hosts = _hosts(source, key, spec.hosts, H)
+        items.append(Item(key, spec.name or f"{spec.kind}{i}", "collective", list(spec.after), groups=[hosts],
+                          collective=spec.kind, algorithm=spec.algorithm, nbytes=spec.bytes, chunks=spec.chunks))
+    for i, spec in enumerate(scenario.workload.compute):
+        key = f"workload.compute.{i}"
+        items.append(Item(key, spec.name, "compute", list(spec.after), hosts=_hosts(source, key, spec.hosts, H, 1),
+                          duration_ps=ns_to_ps(spec.duration_ns)))
+    if scenario.workload.training is not None:
+        items.extend(training_items(scenario.workload.training, fabric, source))
+    return items
+
+
+def _ordered(items: list[Item], source: str) -> list[Item]:
+    """The items in an order where each comes after the items it names (names unique, no cycle)."""
+    by_name: dict[str, Item] = {}
+    for item in items:
+        if item.name in by_name:
+            raise ScenarioError(source, f"{item.key}.name", f"'{item.name}' is not allowed: the name is already used")
+        by_name[item.name] = item
     ordered, state = [], {}
 
-    def visit(name, trail):
-        if state.get(name) == "done":
+    def visit(item, trail):
+        if state.get(item.name) == "done":
             return
-        if state.get(name) == "visiting":
-            raise ScenarioError(source, f"{items[name][0]}.after",
-                                f"waits for itself through {' -> '.join(trail + [name])}")
-        state[name] = "visiting"
-        key, spec = items[name]
-        for j, other in enumerate(spec.after):
-            if other not in items:
-                raise ScenarioError(source, f"{key}.after.{j}", f"'{other}' is not allowed: no collective or "
-                                    f"compute has that name (names: {', '.join(items)})")
-            visit(other, trail + [name])
-        state[name] = "done"
-        ordered.append((key, name, spec))
+        if state.get(item.name) == "visiting":
+            raise ScenarioError(source, f"{item.key}.after",
+                                f"waits for itself through {' -> '.join(trail + [item.name])}")
+        state[item.name] = "visiting"
+        for j, other in enumerate(item.after):
+            if other not in by_name:
+                raise ScenarioError(source, f"{item.key}.after.{j}", f"'{other}' is not allowed: no collective or "
+                                    f"compute has that name (names: {', '.join(by_name)})")
+            visit(by_name[other], trail + [item.name])
+        state[item.name] = "done"
+        ordered.append(item)
 
-    for name in items:
-        visit(name, [])
+    for item in items:
+        visit(item, [])
     return ordered
 
 
 def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str):
-    items = _items(scenario, source)
+    items = _ordered(_scenario_items(scenario, fabric, source), source)
     if not items:
         return [], []
-    H = fabric.n_hosts
     prio = scenario.network.nic.data_priority
+    for item in items:
+        if item.kind == "collective":
+            for group in item.groups:
+                _check_collective(source, item, group, fabric)
     collectives, ends = [], []
     previous: dict[int, int] = {}
     for it in range(scenario.workload.iterations):
         done: dict[str, dict[int, int]] = {}
         whole: dict[str, int] = {}
 
-        def waits(rank, spec):
-            if not spec.after:
+        def waits(rank, item):
+            if not item.after:
                 return [previous[rank]] if rank in previous else []
             out = []
-            for other in spec.after:
+            for other in item.after:
                 if rank in done[other]:
                     out.append(done[other][rank])
-                else:
+                else:  # the rank took no part in it: wait for all of it
                     if other not in whole:
                         whole[other] = b.join(other, it, after=list(done[other].values()))
                     out.append(whole[other])
             return out
 
-        for key, name, spec in items:
-            is_compute = key.startswith("workload.compute")
-            hosts = _hosts(source, key, spec.hosts, H, minimum=1 if is_compute else 2)
-            if is_compute:
-                duration = ns_to_ps(spec.duration_ns)
-                done[name] = {h: b.compute(h, duration, name, it, after=waits(h, spec)) for h in hosts}
-                continue
-            _check_collective(source, key, spec, hosts, fabric)
-            c = Collective(name, spec.kind, spec.algorithm, hosts, spec.bytes, spec.chunks, it)
-            expand(b, c, prio, {r: waits(r, spec) for r in hosts}, fabric.host_coords, fabric.dims)
-            collectives.append(c)
-            done[name] = c.end
+        for item in items:
+            if item.kind == "compute":
+                done[item.name] = {h: b.compute(h, item.duration_ps, item.name, it, after=waits(h, item))
+                                   for h in item.hosts}
+            elif item.kind == "send":
+                done[item.name] = {}
+                for src, dst in item.pairs:
+                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=waits(src, item))
+                    done[item.name][src] = done[item.name][dst] = k
+            else:
+                done[item.name] = {}
+                for g, group in enumerate(item.groups):
+                    c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, it,
+                                   group=g)
+                    expand(b, c, prio, {r: waits(r, item) for r in group}, fabric.host_coords, fabric.dims)
+                    collectives.append(c)
+                    done[item.name].update(c.end)
         per_rank: dict[int, list[int]] = {}
         for ranks in done.values():
             for r, k in ranks.items():
@@ -158,11 +180,12 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
     return collectives, ends
 
 
-def _check_collective(source: str, key: str, spec, hosts: list[int], fabric: Fabric) -> None:
+def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) -> None:
     p = len(hosts)
-    if spec.algorithm not in ALGORITHMS[spec.kind]:
-        raise ScenarioError(source, f"{key}.algorithm", f"'{spec.algorithm}' is not allowed for {spec.kind} "
-                                                        f"(allowed: {', '.join(ALGORITHMS[spec.kind])})")
+    key = spec.key
+    if spec.algorithm not in ALGORITHMS[spec.collective]:
+        raise ScenarioError(source, f"{key}.algorithm", f"'{spec.algorithm}' is not allowed for {spec.collective} "
+                                                        f"(allowed: {', '.join(ALGORITHMS[spec.collective])})")
     if spec.algorithm == "halving_doubling" and p & (p - 1):
         raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
                                                     f"not {p}")
@@ -173,8 +196,8 @@ def _check_collective(source: str, key: str, spec, hosts: list[int], fabric: Fab
                                                             "topology with one host per router")
         if sorted(hosts) != list(range(fabric.n_hosts)):
             raise ScenarioError(source, f"{key}.hosts", "hierarchical runs over all hosts")
-    if spec.bytes < p * spec.chunks:
-        raise ScenarioError(source, f"{key}.bytes", f"{spec.bytes} is not allowed: needs at least one byte per "
+    if spec.nbytes < p * spec.chunks:
+        raise ScenarioError(source, f"{key}.bytes", f"{spec.nbytes} is not allowed: needs at least one byte per "
                                                     f"rank and chunk ({p} x {spec.chunks})")
 
 

@@ -283,11 +283,64 @@ class ComputeSpec(Strict):
     after: list[str] = []
 
 
+class LayerComm(Strict):
+    """A collective a layer triggers on the critical path, within its tensor-parallel group
+    (``group: tp``) or its data-parallel group (``group: dp``, e.g. DLRM's embedding all-to-all)."""
+
+    kind: Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+    bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    group: Literal["tp", "dp"] = "tp"
+    algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+
+
+class Layer(Strict):
+    name: str = Field(pattern=NAME_PATTERN, max_length=100)
+    forward_ns: float = Field(0.0, ge=0, le=1e12)
+    backward_ns: float = Field(0.0, ge=0, le=1e12)  # input- and weight-gradient compute
+    weight_grad_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # all-reduced over the dp group
+    forward_comm: Optional[LayerComm] = None
+    backward_comm: Optional[LayerComm] = None
+
+
+class Model(Strict):
+    """A built-in model whose layers, sizes and compute times roce_emu derives (roce_emu.models)."""
+
+    name: Literal["resnet50", "transformer", "dlrm"]
+    batch_per_rank: int = Field(32, ge=1, le=1 << 20)
+    device_tflops: float = Field(100.0, gt=0, le=1e6)  # sustained fp16/fp32 throughput per rank
+    layers: Optional[int] = Field(None, ge=1, le=1024)  # transformer blocks
+    hidden: int = Field(1024, ge=8, le=1 << 20)  # transformer
+    sequence: int = Field(512, ge=1, le=1 << 20)  # transformer
+
+
+class Training(Strict):
+    """Training iterations as compute and collectives: forward through the layers (and the
+    pipeline stages), backward in reverse, each layer's weight gradients all-reduced over its
+    data-parallel group while the backward pass goes on. Ranks are hosts: tensor-parallel
+    index fastest, then pipeline stage, then data-parallel replica (Megatron's order)."""
+
+    model: Optional[Model] = None
+    layers: list[Layer] = []
+    tp: int = Field(1, ge=1, le=4096)
+    pp: int = Field(1, ge=1, le=4096)
+    dp: Optional[int] = Field(None, ge=1, le=1 << 20)  # default: hosts / (tp * pp)
+    dp_algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+    chunks: int = Field(1, ge=1, le=4096)
+    pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # activations between stages, each way
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.model is None) == (not self.layers):
+            raise ValueError("give either model or layers")
+        return self
+
+
 class Workload(Strict):
     flows: list[Flow] = []
     patterns: list[Pattern] = []
     collectives: list[CollectiveSpec] = []
     compute: list[ComputeSpec] = []
+    training: Optional[Training] = None
     iterations: int = Field(1, ge=1, le=10_000)
 
 

@@ -1,0 +1,21 @@
+"""The named steps an iteration is made of, before they become tasks (workload.py expands them)."""
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Item:
+    """One named step of an iteration: compute on hosts, a collective over one or more
+    disjoint groups, or point-to-point sends; ``after`` names the items it waits for."""
+
+    key: str  # where it came from, for error messages
+    name: str
+    kind: str  # "compute" | "collective" | "send"
+    after: list
+    hosts: list = field(default_factory=list)  # compute
+    duration_ps: int = 0
+    groups: list = field(default_factory=list)  # collective: lists of ranks
+    collective: str = ""
+    algorithm: str = "ring"
+    nbytes: int = 0
+    chunks: int = 1
+    pairs: list = field(default_factory=list)  # send: (src, dst)

@@ -1,0 +1,86 @@
+"""Training iterations: built-in model sizes, overlap of gradient all-reduces with the backward
+pass, tensor-parallel collectives and pipeline sends on the critical path."""
+import pytest
+
+from conftest import scenario, simulate
+from roce_emu.config.schema import Model
+from roce_emu.core.paths import ser_ps
+from roce_emu.models import dlrm, resnet50, transformer
+
+US = 1000  # ns
+
+
+def test_resnet50_layers_match_the_reference_workload():
+    """REFERENCE.md §8.1: 54 layers, 102,011,648 B of fp32 weight gradients, largest 9,437,184 B,
+    smallest 16,384 B, conv1 37,632 B, fc1000 8,192,000 B."""
+    layers = resnet50(Model(name="resnet50"))
+    sizes = [layer.weight_grad_bytes for layer in layers]
+    assert len(layers) == 54
+    assert sum(sizes) == 102_011_648
+    assert (max(sizes), min(sizes)) == (9_437_184, 16_384)
+    assert sizes[0] == 37_632 and sizes[-1] == 8_192_000
+    # compute from FLOPs: ResNet-50 is ~4.1 GMAC per 224x224 image forward
+    model = Model(name="resnet50", batch_per_rank=1, device_tflops=1)
+    forward_flops = sum(layer.forward_ns for layer in resnet50(model)) * 1e3  # ns at 1 TFLOP/s -> FLOPs
+    assert forward_flops == pytest.approx(2 * 4.1e9, rel=0.03)
+
+
+def test_dlrm_and_transformer_sizes():
+    d = dlrm(Model(name="dlrm"))
+    assert sum(layer.weight_grad_bytes for layer in d) == 3_191_808
+    embedding = next(layer for layer in d if layer.name == "embedding")
+    assert embedding.forward_comm.bytes == embedding.backward_comm.bytes == 98_304
+    t = transformer(Model(name="transformer", layers=2, hidden=1024, sequence=512, batch_per_rank=2), tp=4)
+    assert len(t) == 4
+    assert t[0].forward_comm.bytes == 2 * 512 * 1024 * 2  # b s h x 2 B
+    assert sum(layer.weight_grad_bytes for layer in t) == 2 * 12 * 1024 * 1024 * 2 // 4  # 12h^2 fp16 / tp
+
+
+def _two_layers(grad_bytes, hosts=4, **training):
+    return scenario(topology={"kind": "single_switch", "hosts": hosts},
+                    workload={"training": {"layers": [
+                        {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
+                        {"name": "l1", "forward_ns": 100 * US, "backward_ns": 400 * US,
+                         "weight_grad_bytes": grad_bytes}], **training}})
+
+
+def test_gradient_all_reduce_hidden_behind_backward():
+    """l1's 1 MB gradient all-reduce starts when its backward ends (600 us) and needs ~150 us,
+    while l0's backward runs for 200 us: the iteration is its 800 us of compute, nothing exposed."""
+    s = simulate(_two_layers(1_000_000)).summary
+    assert s["iteration_ns"] == [800 * US]
+    assert s["mean_exposed_communication_ns"] == 0.0
+    assert s["mean_compute_ns"] == 800 * US
+
+
+def test_gradient_all_reduce_exposed_when_longer_than_backward():
+    """With 8 MB the ring all-reduce (6 steps of 2 MB) outlasts l0's backward: the iteration is
+    600 us of compute before it plus the all-reduce, and all of it past 800 us is exposed."""
+    s = simulate(_two_layers(8_000_000)).summary
+    tau = (1082 + 86) * 8 / 100e9 / 1000 * 1e9  # ns per payload byte, data and reverse ACKs
+    ring = 6 * (2_000_000 * tau + 2 * US + ser_ps(1082, 100 * 10**9) / 1000)
+    assert s["iteration_ns"][0] == pytest.approx(600 * US + ring, rel=0.02)
+    assert s["mean_exposed_communication_ns"] == pytest.approx(s["iteration_ns"][0] - 800 * US, rel=1e-6)
+
+
+def test_tensor_parallel_and_pipeline_on_the_critical_path():
+    """tp = 2, pp = 2, dp = 1 on 4 hosts, compute only plus one 500 KB tensor-parallel all-reduce
+    in l1's forward and 1 MB of activations between the stages each way: the iteration is the
+    chain fwd l0, send, fwd l1, all-reduce, bwd l1, send, bwd l0."""
+    sc = scenario(topology={"kind": "single_switch", "hosts": 4},
+                  workload={"training": {"tp": 2, "pp": 2, "pipeline_bytes": 1_000_000, "layers": [
+                      {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
+                      {"name": "l1", "forward_ns": 100 * US, "backward_ns": 400 * US,
+                       "forward_comm": {"kind": "all_reduce", "bytes": 500_000}}]}})
+    s = simulate(sc).summary
+    alpha = 2 * US + ser_ps(1082, 100 * 10**9) / 1000
+    send = alpha + 1_000_000 * 1082 * 8 / 100e9 * 1e9 / 1000  # one flow, its ACKs on the other link
+    ar = 2 * (alpha + 250_000 * (1082 + 86) * 8 / 100e9 * 1e9 / 1000)  # 2 ranks: 2 steps of N/2
+    predicted = 800 * US + 2 * send + ar
+    assert s["iteration_ns"][0] == pytest.approx(predicted, rel=0.01)
+
+
+def test_training_workloads_are_deterministic():
+    sc = _two_layers(2_000_000, hosts=4, chunks=2)
+    a, b = simulate(sc), simulate(sc, slice_events=1009)
+    assert a.rows == b.rows and a.summary["iteration_ns"] == b.summary["iteration_ns"]
