@@ -12,7 +12,8 @@ frames (1082 B per 1000 B) and the ACK frames (86 B) of the data it receives; a 
 packet's trip over the fabric's longest route (1 us propagation and one frame's
 serialisation per link). The model knows nothing of routing collisions: where the
 measured time is far above it, links are shared (ECMP hashing on the fat-tree, dimension-
-order routes on the torus and mesh).
+order routes on the torus and mesh). A run that ends in a PFC deadlock (possible on a
+torus: its wrap-around rings close a cycle of buffer dependencies) is reported as such.
 """
 import argparse
 import math
@@ -64,8 +65,12 @@ def main():
                     {"name": "ar", "kind": "all_reduce", "algorithm": algorithm, "bytes": n,
                      "hosts": list(range(p)) if algorithm != "hierarchical" else "all"}]}})
                 res = run(prepare_scenario(sc), write=False, progress=False)
-                measured = res.summary["iteration_ns"][0]
                 model = alpha_beta_ns(algorithm, p, n, links, topology.get("dims", ()))
+                if res.summary["status"] != "finished":  # e.g. a PFC deadlock on a torus: say so
+                    print(f"| {p} | {label} | {algorithm} | {res.summary['status']} | {model / 1e6:.2f} | | | "
+                          f"{res.summary['wall_s']:.0f} |", flush=True)
+                    continue
+                measured = res.summary["iteration_ns"][0]
                 busbw = n * 8 / measured * 2 * (p - 1) / p
                 print(f"| {p} | {label} | {algorithm} | {measured / 1e6:.2f} | {model / 1e6:.2f} | "
                       f"{measured / model:.2f} | {busbw:.1f} | {res.summary['wall_s']:.0f} |", flush=True)

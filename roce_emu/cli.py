@@ -31,6 +31,9 @@ def main():
       roce-emu run scenarios/fat_tree_permutation.yaml --set topology.k=8 --out runs/k8
       roce-emu topo scenarios/torus_neighbours.yaml --draw torus.png
       roce-emu validate scenarios/incast.yaml --set network.switch.pfc.enabled=false
+      roce-emu run scenarios/cc_hpcc.yaml --set network.cc.params.eta=0.9
+      roce-emu run scenarios/training_resnet50.yaml --set network.cc.algorithm=none
+      roce-emu cc dcqcn
     """
 
 
@@ -130,7 +133,8 @@ def validate(scenario, overrides, print_normalized):
     if print_normalized:
         click.echo(yaml.safe_dump(prepared.scenario.model_dump(mode="json"), sort_keys=False))
     else:
-        click.echo(f"{scenario}: ok ({len(prepared.flows)} flows, {prepared.fabric.n_hosts} hosts)")
+        click.echo(f"{scenario}: ok ({len(prepared.flows)} flows, {len(prepared.workload.tasks)} tasks, "
+                   f"{prepared.fabric.n_hosts} hosts)")
 
 
 @main.command("cc")
