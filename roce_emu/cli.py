@@ -137,6 +137,62 @@ def validate(scenario, overrides, print_normalized):
                    f"{prepared.fabric.n_hosts} hosts)")
 
 
+@main.command()
+@click.argument("sweep_or_scenario")
+@click.option("--grid", "grid", multiple=True, metavar="KEY=V1,V2,...",
+              help="A swept key and its values; repeatable (the points are the product).")
+@set_option
+@click.option("--repeat", type=click.IntRange(min=1), default=None,
+              help="Seeds per point: the scenario's seed, seed + 1, ... (default 1).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, help="Local worker processes.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run the points on this dask.distributed scheduler (tcp://host:port) instead.")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Sweep directory (default: sweeps/<scenario name>).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: only on a terminal).")
+def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, progress):
+    """Run a scenario over a grid of overrides and seeds; resumable; results.csv for pandas.
+
+    SWEEP_OR_SCENARIO is a scenario file with --grid options, or a sweep file (YAML:
+    scenario, grid, repeat, set). Each point runs in its own process and writes
+    OUT/points/<hash>/ atomically; running the same sweep again skips finished points. A
+    point that fails is recorded with its status and reason. OUT/results.csv has one row
+    per point: the swept keys, then the summary fields.
+
+    \b
+    Examples:
+      roce-emu sweep scenarios/cc_none.yaml --grid network.cc.algorithm=none,dcqcn,hpcc,timely,dctcp
+      roce-emu sweep scenarios/fat_tree_permutation.yaml --grid topology.k=4,8 --repeat 3 -j 2
+      roce-emu sweep benchmarks/cc_ablation.yaml --scheduler tcp://10.0.0.5:8786 --out sweeps/ablation
+    """
+    from .sweep import SweepSpec, load_sweep_file, parse_grid, run_sweep
+
+    try:
+        path = Path(sweep_or_scenario)
+        if grid or not _is_sweep_file(path):
+            spec = SweepSpec(path, parse_grid(grid), repeat or 1, tuple(overrides))
+        else:
+            spec = load_sweep_file(path)
+            spec.fixed = spec.fixed + tuple(overrides)
+            spec.repeat = repeat or spec.repeat
+        target = out or Path("sweeps") / path.stem
+        ran, total, results = run_sweep(spec, target, jobs=jobs, scheduler=scheduler, progress=progress)
+    except ScenarioError as err:
+        _fail_input(err)
+    except KeyboardInterrupt:
+        click.echo("interrupted: finished points are kept; run the same command to resume", err=True)
+        sys.exit(130)
+    click.echo(f"sweep: {ran} points run, {total - ran} already done -> {results}", err=True)
+
+
+def _is_sweep_file(path: Path) -> bool:
+    """A sweep file has a top-level 'grid' or 'scenario' key; a scenario file has neither."""
+    from .config.load import read_document
+
+    doc = read_document(path)
+    return "grid" in doc or "scenario" in doc
+
+
 @main.command("cc")
 @click.argument("algorithm", required=False, type=click.Choice(["none", "dcqcn", "hpcc", "timely", "dctcp"]))
 def cc_command(algorithm):

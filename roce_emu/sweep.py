@@ -1,0 +1,248 @@
+"""Ablation sweeps: a grid of overrides x seeds, one process per point, resumable, local or on dask.
+
+Every point is the scenario with its overrides applied, validated up front (a bad key or value
+stops the sweep before anything runs). Its results go to ``DIR/points/<hash>/``, where the hash
+is of the resolved scenario, written atomically by the point's own process; a point whose
+directory exists is done and is not run again, so an interrupted sweep resumes where it
+stopped. A point that fails (a deadlock, a combination the fabric cannot hold) is recorded
+with its status and reason and does not stop the others. ``DIR/results.csv`` has one row per
+point: the swept keys, then the summary's scalar fields.
+"""
+import csv
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from .config.load import apply_override, parse_override, read_document
+from .config.schema import Scenario
+from .errors import ScenarioError
+from .output import replace_dir, write_csv
+
+POINT_FILE = "point.json"  # what a point is: its overrides, seed and hash
+
+
+@dataclass(frozen=True)
+class Point:
+    overrides: tuple[str, ...]  # KEY=VALUE, the swept values (and the seed)
+    values: tuple[tuple[str, object], ...]  # (key, value) for results.csv
+    digest: str  # short hash of the resolved scenario
+
+
+@dataclass
+class SweepSpec:
+    scenario: Path
+    grid: dict  # key -> list of values
+    repeat: int = 1  # seeds per point: scenario seed, +1, ...
+    fixed: tuple[str, ...] = ()  # --set overrides applied to every point
+
+
+def parse_grid(texts) -> dict:
+    """``--grid KEY=v1,v2`` options -> {key: [values]} (each value read like a --set value)."""
+    grid = {}
+    for text in texts:
+        key, eq, raw = text.partition("=")
+        key = key.strip()
+        if not eq or not key or any(part == "" for part in key.split(".")):
+            raise ScenarioError("--grid", text, "expected KEY=v1,v2,..., e.g. network.cc.algorithm=none,dcqcn")
+        items = raw.split(",")
+        if any(item.strip() == "" for item in items):
+            raise ScenarioError("--grid", key, f"'{raw}' has an empty value; write KEY=v1,v2,...")
+        if key in grid:
+            raise ScenarioError("--grid", key, "is given twice")
+        grid[key] = [parse_override(f"{key}={item.strip()}")[1] for item in items]
+    return grid
+
+
+def load_sweep_file(path: Path) -> SweepSpec:
+    """A sweep described in YAML: ``scenario: FILE``, ``grid: {key: [values]}``, ``repeat: N``, ``set: [...]``."""
+    doc = read_document(path)
+    allowed = {"scenario", "grid", "repeat", "set"}
+    for key in doc:
+        if key not in allowed:
+            raise ScenarioError(str(path), key, f"unknown key '{key}' (allowed: {', '.join(sorted(allowed))})")
+    if "scenario" not in doc:
+        raise ScenarioError(str(path), "scenario", "required key is missing")
+    grid = doc.get("grid") or {}
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise ScenarioError(str(path), "grid", "must map each key to a non-empty list of values")
+    repeat = doc.get("repeat", 1)
+    if not isinstance(repeat, int) or repeat < 1:
+        raise ScenarioError(str(path), "repeat", f"{repeat!r} is not allowed: a positive integer")
+    return SweepSpec(path.parent / doc["scenario"], grid, repeat, tuple(doc.get("set") or ()))
+
+
+def points(spec: SweepSpec) -> list[Point]:
+    """Every grid point x seed, validated; raises ScenarioError naming the bad key."""
+    base = read_document(Path(spec.scenario))
+    for text in spec.fixed:
+        apply_override(base, *parse_override(text))
+    seed0 = int(base.get("seed", 1)) if isinstance(base.get("seed", 1), int) else 1
+    keys = list(spec.grid)
+    out = []
+    for combo in itertools.product(*(spec.grid[k] for k in keys)):
+        for r in range(spec.repeat):
+            doc = json.loads(json.dumps(base))
+            values = list(zip(keys, combo))
+            for key, value in values:
+                _apply_grid_value(doc, key, value)
+            if spec.repeat > 1:
+                doc["seed"] = seed0 + r
+                values.append(("seed", seed0 + r))
+            scenario = _validate(doc, spec.scenario, values)
+            resolved = json.dumps(scenario.model_dump(mode="json"), sort_keys=True)
+            digest = hashlib.sha256(resolved.encode()).hexdigest()[:12]
+            overrides = tuple(f"{k}={json.dumps(v)}" for k, v in values)
+            out.append(Point(overrides, tuple(values), digest))
+    return out
+
+
+def _apply_grid_value(doc: dict, key: str, value) -> None:
+    try:
+        apply_override(doc, key, value)
+    except ScenarioError as err:
+        raise ScenarioError("--grid", key, err.message) from None
+
+
+def _validate(doc: dict, source: Path, values) -> Scenario:
+    from pydantic import ValidationError
+
+    from .config.load import _as_scenario_error
+
+    try:
+        return Scenario.model_validate(doc)
+    except ValidationError as err:
+        bad = _as_scenario_error(str(source), err)
+        where = ", ".join(f"{k}={v}" for k, v in values)
+        raise ScenarioError("--grid", bad.key, f"{bad.message} (at {where})") from None
+
+
+def run_point(scenario_path: str, overrides: tuple[str, ...], point_dir: str, point: dict) -> dict:
+    """Run one point in this process and write its directory atomically; returns its summary."""
+    from . import api
+
+    target = Path(point_dir)
+    started = time.time()
+    try:
+        prepared = api.prepare(scenario_path, list(overrides))
+        result = api.run(prepared, target, progress=False)
+        summary = result.summary
+    except ScenarioError as err:  # a combination that cannot be built (e.g. buffer vs headroom)
+        summary = {"status": "error", "reason": str(err)}
+        _write_error(target, summary)
+    except Exception as err:  # noqa: BLE001 - recorded, the sweep goes on
+        summary = {"status": "error", "reason": f"{type(err).__name__}: {err}"}
+        _write_error(target, summary)
+    (target / POINT_FILE).write_text(json.dumps({**point, "started": started, "finished": time.time()}) + "\n")
+    return summary
+
+
+def _write_error(target: Path, summary: dict) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    replace_dir(tmp, target)
+
+
+def is_done(point_dir: Path) -> bool:
+    return (point_dir / POINT_FILE).is_file() and (point_dir / "summary.json").is_file()
+
+
+def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None = None,
+              progress: bool | None = None) -> tuple[int, int, Path]:
+    """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv)."""
+    todo_all = points(spec)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "points").mkdir(exist_ok=True)
+    todo = [p for p in todo_all if not is_done(out / "points" / p.digest)]
+    for p in todo:  # a point interrupted before it finished: start it again from nothing
+        shutil.rmtree(out / "points" / p.digest, ignore_errors=True)
+    args = [(str(spec.scenario), p.overrides, str(out / "points" / p.digest),
+             {"hash": p.digest, "overrides": list(p.overrides)}) for p in todo]
+    disable = None if progress is None else not progress
+    bar = tqdm(total=len(todo_all), initial=len(todo_all) - len(todo), unit="point", desc="sweep",
+               disable=disable, dynamic_ncols=True)
+    try:
+        if todo:
+            warm_engine_cache()
+            if scheduler:
+                _run_dask(scheduler, args, bar)
+            else:
+                _run_local(jobs, args, bar)
+    finally:
+        bar.close()
+    path = write_results(out, todo_all)
+    return len(todo), len(todo_all), path
+
+
+def warm_engine_cache() -> None:
+    """Compile (or load) the engine once here, so worker processes only read the cache:
+    several processes compiling into one Numba cache at once can crash (numba#4807)."""
+    from .api import prepare_scenario, run
+
+    sc = Scenario.model_validate({"name": "warm", "topology": {"kind": "single_switch", "hosts": 2},
+                                  "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 1000}]}})
+    run(prepare_scenario(sc), write=False, progress=False)
+
+
+def _run_local(jobs: int, args, bar) -> None:
+    import multiprocessing
+
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(run_point, *a) for a in args]
+        for future in as_completed(futures):
+            future.result()
+            bar.update(1)
+
+
+def _run_dask(address: str, args, bar) -> None:
+    try:
+        from distributed import Client, as_completed as dask_completed
+    except ImportError:
+        raise ScenarioError("--scheduler", address, "needs dask.distributed: pip install 'roce-emu[dask]'") from None
+    with Client(address, timeout="20s") as client:
+        futures = [client.submit(run_point, *a, pure=False) for a in args]
+        for future in dask_completed(futures):
+            future.result()
+            bar.update(1)
+
+
+def _flat(summary: dict) -> dict:
+    """The summary's scalar fields; lists become their mean, nested mappings are left out."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, (dict, list)):
+            continue
+        out[key] = value
+    return out
+
+
+def write_results(out: Path, all_points: list[Point]) -> Path:
+    """results.csv from every point directory, in grid order, written atomically."""
+    rows, columns = [], ["point"]
+    for p in all_points:
+        d = out / "points" / p.digest
+        if not is_done(d):
+            continue
+        summary = json.loads((d / "summary.json").read_text())
+        row = {"point": p.digest, **{k: v for k, v in p.values}, **_flat(summary)}
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+        rows.append(row)
+    swept = [k for k, _ in all_points[0].values] if all_points else []
+    columns = ["point", *swept, *[c for c in columns if c not in swept and c != "point"]]
+    tmp = out / f".results.csv.tmp-{os.getpid()}"
+    write_csv(tmp, columns, [{c: r.get(c, "") for c in columns} for r in rows])
+    os.replace(tmp, out / "results.csv")
+    return out / "results.csv"
+
+

@@ -1,0 +1,118 @@
+"""Sweeps: points and results.csv, resuming after a kill, dask, bad grids."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from roce_emu.sweep import SweepSpec, parse_grid, points, run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = """name: small
+topology: {kind: single_switch, hosts: 3}
+workload:
+  flows:
+    - {src: 1, dst: 0, bytes: 200000}
+    - {src: 2, dst: 0, bytes: 200000}
+"""
+GRID = ["network.cc.algorithm=none,dcqcn", "workload.flows.0.bytes=100000,300000"]
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+def test_two_by_two_sweep_gives_four_points_and_tidy_results(small, tmp_path):
+    out = tmp_path / "sweep"
+    ran, total, csv_path = run_sweep(SweepSpec(small, parse_grid(GRID)), out, jobs=2, progress=False)
+    assert (ran, total) == (4, 4)
+    df = pd.read_csv(csv_path)
+    assert len(df) == 4
+    assert list(df.columns[:3]) == ["point", "network.cc.algorithm", "workload.flows.0.bytes"]
+    for column in ("status", "last_finish_ns", "pfc_pauses_sent", "ecn_marks", "events"):
+        assert column in df.columns
+    assert sorted(zip(df["network.cc.algorithm"], df["workload.flows.0.bytes"])) == [
+        ("dcqcn", 100000), ("dcqcn", 300000), ("none", 100000), ("none", 300000)]
+    assert (df["status"] == "finished").all()
+    assert len(list((out / "points").iterdir())) == 4
+    # running it again does nothing and gives the same table
+    before = csv_path.read_bytes()
+    assert run_sweep(SweepSpec(small, parse_grid(GRID)), out, progress=False)[0] == 0
+    assert csv_path.read_bytes() == before
+
+
+def test_repeat_adds_seeds_and_hashes_follow_the_resolved_scenario(small):
+    pts = points(SweepSpec(small, parse_grid(["topology.hosts=3,4"]), repeat=2))
+    assert [dict(p.values)["seed"] for p in pts] == [1, 2, 1, 2]
+    assert len({p.digest for p in pts}) == 4
+    same = points(SweepSpec(small, parse_grid(["topology.hosts=3"])))
+    assert same[0].digest == pts[0].digest, "seed 1 is the scenario's own seed: the same point"
+
+
+def test_failed_point_is_recorded_and_the_sweep_goes_on(small, tmp_path):
+    grid = parse_grid(["network.switch.buffer_bytes=10000,33554432"])  # the first cannot hold the headroom
+    ran, total, csv_path = run_sweep(SweepSpec(small, grid), tmp_path / "s", progress=False)
+    df = pd.read_csv(csv_path)
+    assert sorted(df["status"]) == ["error", "finished"]
+    assert "network.switch.buffer_bytes" in df.loc[df["status"] == "error", "reason"].iloc[0]
+
+
+@pytest.mark.parametrize("grid, needle", [
+    (["network.cc.algoritm=none,dcqcn"], "network.cc.algoritm"),
+    (["network.cc.algorithm=none,warp"], "network.cc.algorithm"),
+    (["topology.hosts=3,"], "topology.hosts"),
+    (["topology.hosts"], "KEY=v1,v2"),
+])
+def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
+    args = [a for g in grid for a in ("--grid", g)]
+    p = subprocess.run([sys.executable, "-m", "roce_emu", "sweep", small, *args, "--out", tmp_path / "s"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
+    assert not (tmp_path / "s" / "results.csv").exists()
+
+
+def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
+    out = tmp_path / "s"
+    cmd = [sys.executable, "-m", "roce_emu", "sweep", str(small), *[a for g in GRID for a in ("--grid", g)],
+           "--jobs", "1", "--out", str(out), "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        done = [d for d in (out / "points").glob("*") if (d / "point.json").is_file()] if out.exists() else []
+        if done:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert done, "no point finished before the kill"
+    first = {d.name: json.loads((d / "point.json").read_text())["started"] for d in done}
+    assert len(first) < 4, "the sweep finished before it could be killed"
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"{4 - len(first)} points run, {len(first)} already done" in p.stderr
+    for name, started in first.items():
+        assert json.loads((out / "points" / name / "point.json").read_text())["started"] == started
+    assert len(pd.read_csv(out / "results.csv")) == 4
+
+
+def test_dask_local_cluster_gives_the_same_results(small, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    local = run_sweep(SweepSpec(small, parse_grid(GRID)), tmp_path / "local", jobs=2, progress=False)[2]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        remote = run_sweep(SweepSpec(small, parse_grid(GRID)), tmp_path / "dask", scheduler=cluster.scheduler_address,
+                           progress=False)[2]
+    a, b = pd.read_csv(local), pd.read_csv(remote)
+    timing = [c for c in a.columns if c in ("wall_s", "engine_load_s", "events_per_s")]
+    pd.testing.assert_frame_equal(a.drop(columns=timing), b.drop(columns=timing))
