@@ -193,6 +193,36 @@ def _is_sweep_file(path: Path) -> bool:
     return "grid" in doc or "scenario" in doc
 
 
+@main.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Where the figures go (default: DIRECTORY/plots).")
+def plot(directory, out):
+    """Make the standard figures of a run or sweep directory, each as PDF and PNG.
+
+    A sweep (results.csv): time per congestion-control policy per topology normalised to
+    PFC only, the iteration breakdown, PFC pauses and ECN marks per policy. A run
+    (summary.json): FCT slowdown CDF and percentiles by flow size, and, with traces, queue
+    occupancy and per-flow rate over time.
+
+    \b
+    Examples:
+      roce-emu plot runs/cc_hpcc
+      roce-emu plot sweeps/cc_none --out figures/
+    """
+    from .figures import figures_for, save
+
+    try:
+        figures = figures_for(directory)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        click.echo(f"error: {directory}: cannot plot: {err}", err=True)
+        sys.exit(2)
+    target = out or directory / "plots"
+    for name, fig in figures.items():
+        save(fig, target, name)
+    click.echo(f"{len(figures)} figures ({', '.join(figures) or 'none'}) -> {target}", err=True)
+
+
 @main.command("cc")
 @click.argument("algorithm", required=False, type=click.Choice(["none", "dcqcn", "hpcc", "timely", "dctcp"]))
 def cc_command(algorithm):
