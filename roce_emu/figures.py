@@ -53,30 +53,56 @@ def _time_metric(rows) -> tuple[str, str]:
 
 
 # ---- sweep figures (results.csv) ------------------------------------------------------------
+def _swept(rows) -> list[str]:
+    """The swept columns: those between 'point' and the summary's first field ('scenario')."""
+    columns = list(rows[0])
+    end = columns.index("scenario") if "scenario" in columns else len(columns)
+    return columns[1:end]
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
 def policy_time_figure(sweep_dir: Path):
-    """Grouped bars: time per congestion-control policy per topology, normalised to PFC only."""
+    """Grouped bars: time per congestion-control policy per topology, each point divided by the
+    PFC-only point with the same other swept values; one panel per workload-like swept value."""
     rows = [r for r in _read_csv(sweep_dir / "results.csv") if r.get("status") == "finished"]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
     column, label = _time_metric(rows)
+    swept = _swept(rows)
+    others = [k for k in swept if k != "network.cc.algorithm" and not k.startswith("topology") and k != "seed"]
+    baseline = {}
+    for r in rows:
+        if r["cc_algorithm"] == "none":
+            baseline[tuple(r[k] for k in swept if k != "network.cc.algorithm")] = _num(r[column])
+    for r in rows:
+        base = baseline.get(tuple(r[k] for k in swept if k != "network.cc.algorithm"))
+        r["_ratio"] = _num(r[column]) / base if base else np.nan
+    panels = sorted({tuple(r[k] for k in others) for r in rows})
     topologies = sorted({r["topology"] for r in rows})
     policies = _policies(rows)
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots()
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.6 * len(panels)), 3.6), squeeze=False,
+                                 sharey=True)
         width = 0.8 / len(policies)
-        for i, policy in enumerate(policies):
-            heights = []
-            for topo in topologies:
-                mine = [_num(r[column]) for r in rows if r["topology"] == topo and r["cc_algorithm"] == policy]
-                base = [_num(r[column]) for r in rows if r["topology"] == topo and r["cc_algorithm"] == "none"]
-                heights.append(np.mean(mine) / np.mean(base) if mine and base else np.nan)
-            ax.bar(np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width, heights, width,
-                   label=POLICY_LABEL.get(policy, policy))
-        ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
-        ax.set_xticks(np.arange(len(topologies)), topologies)
-        ax.set_xlabel("topology (fabric kind)")
-        ax.set_ylabel(f"{label} (ratio to PFC only)")
-        ax.legend(ncols=min(len(policies), 5), loc="upper center", bbox_to_anchor=(0.5, 1.15))
+        for ax, panel in zip(axes[0], panels):
+            mine = [r for r in rows if tuple(r[k] for k in others) == panel]
+            for i, policy in enumerate(policies):
+                heights = [np.nanmean([r["_ratio"] for r in mine if r["topology"] == topo
+                                       and r["cc_algorithm"] == policy] or [np.nan]) for topo in topologies]
+                ax.bar(np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width, heights, width,
+                       label=POLICY_LABEL.get(policy, policy))
+            ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
+            ax.set_xticks(np.arange(len(topologies)), topologies)
+            ax.set_xlabel("topology (fabric kind)")
+            if panel:
+                ax.set_title(_short(", ".join(panel)), fontsize=8)
+        axes[0][0].set_ylabel(f"{label} (ratio to PFC only)")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, ncols=min(len(policies), 5), loc="upper center", bbox_to_anchor=(0.5, 1.08))
+        fig.tight_layout()
     return fig
 
 

@@ -100,7 +100,7 @@ def points(spec: SweepSpec) -> list[Point]:
             scenario = _validate(doc, spec.scenario, values)
             resolved = json.dumps(scenario.model_dump(mode="json"), sort_keys=True)
             digest = hashlib.sha256(resolved.encode()).hexdigest()[:12]
-            overrides = tuple(f"{k}={json.dumps(v)}" for k, v in values)
+            overrides = tuple(spec.fixed) + tuple(f"{k}={json.dumps(v)}" for k, v in values)
             out.append(Point(overrides, tuple(values), digest))
     return out
 

@@ -116,3 +116,16 @@ def test_dask_local_cluster_gives_the_same_results(small, tmp_path):
     a, b = pd.read_csv(local), pd.read_csv(remote)
     timing = [c for c in a.columns if c in ("wall_s", "engine_load_s", "events_per_s")]
     pd.testing.assert_frame_equal(a.drop(columns=timing), b.drop(columns=timing))
+
+
+def test_sweep_file_with_fixed_overrides(small, tmp_path):
+    from roce_emu.sweep import load_sweep_file
+
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("scenario: small.yaml\nset: [workload.flows.1.bytes=50000]\n"
+                     "grid:\n  topology: [{kind: single_switch, hosts: 3}, {kind: single_switch, hosts: 4}]\n")
+    ran, total, csv_path = run_sweep(load_sweep_file(sweep), tmp_path / "s", progress=False)
+    df = pd.read_csv(csv_path)
+    assert (ran, total) == (2, 2) and list(df["hosts"]) == [3, 4]
+    flows = pd.read_csv(tmp_path / "s" / "points" / df["point"][0] / "flows.csv")
+    assert list(flows["bytes"]) == [200000, 50000], "the fixed override reaches every point"

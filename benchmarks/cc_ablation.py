@@ -1,0 +1,62 @@
+"""The congestion-control ablation: every policy x fat-tree / torus / mesh x the shipped training
+workloads (ResNet-50 data parallel, Transformer tensor + data parallel, DLRM), as one sweep.
+
+    python benchmarks/cc_ablation.py [--jobs 2] [--out sweeps/cc_ablation]
+
+It runs (or resumes) the sweep of benchmarks/cc_ablation.yaml, makes its figures
+(OUT/plots/), copies the headline figure to docs/cc_ablation.png, and prints the iteration
+time of each point normalised to PFC only, as a Markdown table.
+"""
+import argparse
+import csv
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from roce_emu.figures import figures_for, save  # noqa: E402
+from roce_emu.sweep import load_sweep_file, run_sweep  # noqa: E402
+
+POLICIES = ["none", "dcqcn", "hpcc", "timely", "dctcp"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=ROOT / "sweeps" / "cc_ablation")
+    args = ap.parse_args()
+    began = time.perf_counter()
+    ran, total, results = run_sweep(load_sweep_file(ROOT / "benchmarks" / "cc_ablation.yaml"), args.out,
+                                    jobs=args.jobs, progress=True)
+    wall = time.perf_counter() - began
+    for name, fig in figures_for(args.out).items():
+        save(fig, args.out / "plots", name)
+    (ROOT / "docs").mkdir(exist_ok=True)
+    shutil.copy(args.out / "plots" / "policy_time.png", ROOT / "docs" / "cc_ablation.png")
+    with open(results, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    table: dict[tuple, dict] = {}
+    for r in rows:
+        workload = r["workload.training"].split("name': '")[1].split("'")[0] if "name'" in r["workload.training"] \
+            else r["workload.training"]
+        key = (workload, r["topology"])
+        ok = r["status"] == "finished"
+        table.setdefault(key, {})[r["network.cc.algorithm"]] = float(r["mean_iteration_ns"]) if ok else r["status"]
+    print(f"\n{ran} of {total} points run in {wall:.0f} s (--jobs {args.jobs})\n")
+    print("| workload | topology | PFC only (ms) | " + " | ".join(POLICIES[1:]) + " |")
+    print("|---|---|---|" + "---|" * (len(POLICIES) - 1))
+    for (workload, topology), by_policy in sorted(table.items()):
+        base = by_policy.get("none")
+        cells = []
+        for p in POLICIES[1:]:
+            v = by_policy.get(p)
+            cells.append(f"{v / base:.3f}" if isinstance(v, float) and isinstance(base, float) else str(v))
+        base_txt = f"{base / 1e6:.3f}" if isinstance(base, float) else str(base)
+        print(f"| {workload} | {topology} | {base_txt} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
