@@ -165,6 +165,8 @@ def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None =
     todo = [p for p in todo_all if not is_done(out / "points" / p.digest)]
     for p in todo:  # a point interrupted before it finished: start it again from nothing
         shutil.rmtree(out / "points" / p.digest, ignore_errors=True)
+    for leftover in (out / "points").glob(".*.tmp-*"):  # half-written by a killed sweep
+        shutil.rmtree(leftover, ignore_errors=True)
     args = [(str(spec.scenario), p.overrides, str(out / "points" / p.digest),
              {"hash": p.digest, "overrides": list(p.overrides)}) for p in todo]
     disable = None if progress is None else not progress

@@ -106,6 +106,7 @@ def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
     for name, started in first.items():
         assert json.loads((out / "points" / name / "point.json").read_text())["started"] == started
     assert len(pd.read_csv(out / "results.csv")) == 4
+    assert not list((out / "points").glob(".*")), "half-written point directories left behind"
 
 
 def test_dask_local_cluster_gives_the_same_results(small, tmp_path):
