@@ -141,7 +141,10 @@ def run_point(scenario_path: str, overrides: tuple[str, ...], point_dir: str, po
     except Exception as err:  # noqa: BLE001 - recorded, the sweep goes on
         summary = {"status": "error", "reason": f"{type(err).__name__}: {err}"}
         _write_error(target, summary)
-    (target / POINT_FILE).write_text(json.dumps({**point, "started": started, "finished": time.time()}) + "\n")
+    # written last and atomically: a point is done exactly when this file exists
+    tmp = target / f".{POINT_FILE}.tmp"
+    tmp.write_text(json.dumps({**point, "started": started, "finished": time.time()}) + "\n")
+    os.replace(tmp, target / POINT_FILE)
     return summary
 
 

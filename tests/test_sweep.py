@@ -82,8 +82,11 @@ def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
 
 
 def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
+    """Points of ~1 s each (so the kill lands while the sweep is running), --jobs 1, SIGKILL to
+    the whole process group as soon as the first point is done."""
     out = tmp_path / "s"
-    cmd = [sys.executable, "-m", "roce_emu", "sweep", str(small), *[a for g in GRID for a in ("--grid", g)],
+    grid = ["network.cc.algorithm=none,dcqcn", "workload.flows.0.bytes=150000000,200000000"]
+    cmd = [sys.executable, "-m", "roce_emu", "sweep", str(small), *[a for g in grid for a in ("--grid", g)],
            "--jobs", "1", "--out", str(out), "--no-progress"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -92,7 +95,7 @@ def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
         done = [d for d in (out / "points").glob("*") if (d / "point.json").is_file()] if out.exists() else []
         if done:
             break
-        time.sleep(0.05)
+        time.sleep(0.005)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert done, "no point finished before the kill"
