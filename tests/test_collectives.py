@@ -128,7 +128,7 @@ def test_compute_only_iteration_is_its_critical_path():
                             workload={"iterations": 2, "compute": [
                                 {"name": "fwd", "duration_ns": 100_000},
                                 {"name": "bwd", "duration_ns": 50_000, "after": ["fwd"]},
-                                {"name": "opt", "hosts": [0], "duration_ns": 30_000, "after": ["fwd"]}]}))
+                                {"name": "opt", "host": 0, "duration_ns": 30_000, "after": ["fwd"]}]}))
     s = res.summary
     assert s["iteration_ns"] == [150_000.0, 150_000.0]
     assert s["mean_compute_ns"] == 150_000.0

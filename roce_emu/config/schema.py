@@ -275,12 +275,22 @@ class CollectiveSpec(Strict):
 
 
 class ComputeSpec(Strict):
-    """A compute task of ``duration_ns`` on each of ``hosts``, after the named tasks."""
+    """A compute task of ``duration_ns`` on each of ``hosts`` (or on the one ``host``), after the
+    named tasks."""
 
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
+    host: Optional[int] = Field(None, ge=0)
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
     duration_ns: float = Field(ge=0, le=1e15)
     after: list[str] = []
+
+    @model_validator(mode="after")
+    def _one_host_key(self):
+        if self.host is not None:
+            if self.hosts != "all":
+                raise ValueError("give host or hosts, not both")
+            object.__setattr__(self, "hosts", [self.host])
+        return self
 
 
 class LayerComm(Strict):
