@@ -60,8 +60,16 @@ def _swept(rows) -> list[str]:
     return columns[1:end]
 
 
-def _short(value: str, limit: int = 40) -> str:
-    return value if len(value) <= limit else value[: limit - 3] + "..."
+def _panel_label(values: tuple) -> str:
+    """A swept value for a panel title: the 'name' inside a mapping (a model, say), else the value."""
+    import re
+
+    parts = []
+    for value in values:
+        names = re.findall(r"'name': '([^']+)'", value)
+        parts.append(" / ".join(names) if names else value)
+    text = ", ".join(parts)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def policy_time_figure(sweep_dir: Path):
@@ -98,7 +106,7 @@ def policy_time_figure(sweep_dir: Path):
             ax.set_xticks(np.arange(len(topologies)), topologies)
             ax.set_xlabel("topology (fabric kind)")
             if panel:
-                ax.set_title(_short(", ".join(panel)), fontsize=8)
+                ax.set_title(_panel_label(panel), fontsize=9)
         axes[0][0].set_ylabel(f"{label} (ratio to PFC only)")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, ncols=min(len(policies), 5), loc="upper center", bbox_to_anchor=(0.5, 1.08))
@@ -107,28 +115,39 @@ def policy_time_figure(sweep_dir: Path):
 
 
 def breakdown_figure(sweep_dir: Path):
-    """Stacked bars per point: compute, exposed communication and idle time per iteration."""
+    """Stacked bars per point: compute, exposed communication and idle time per iteration, one
+    panel per workload-like swept value."""
     rows = [r for r in _read_csv(sweep_dir / "results.csv")
             if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""]
     if not rows:
         return None
-    rows.sort(key=lambda r: (r.get("topology", ""), POLICY_ORDER.index(r["cc_algorithm"])
-                             if r.get("cc_algorithm") in POLICY_ORDER else 99))
-    labels = [f"{r.get('topology', '')}\n{POLICY_LABEL.get(r.get('cc_algorithm'), r.get('cc_algorithm'))}"
-              for r in rows]
+    swept = _swept(rows)
+    others = [k for k in swept if k != "network.cc.algorithm" and not k.startswith("topology") and k != "seed"]
+    rank = {p: i for i, p in enumerate(POLICY_ORDER)}
+    rows.sort(key=lambda r: (r.get("topology", ""), rank.get(r.get("cc_algorithm"), 99)))
+    panels = sorted({tuple(r[k] for k in others) for r in rows})
     parts = [("mean_compute_ns", "compute"), ("mean_exposed_communication_ns", "exposed communication"),
              ("mean_idle_ns", "idle (waiting for other ranks)")]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(max(6.4, 0.5 * len(rows)), 3.6))
-        bottom = np.zeros(len(rows))
-        for column, name in parts:
-            values = np.array([_num(r[column], 0.0) for r in rows]) / 1e6
-            ax.bar(np.arange(len(rows)), values, 0.7, bottom=bottom, label=name)
-            bottom += values
-        ax.set_xticks(np.arange(len(rows)), labels, fontsize=7)
-        ax.set_xlabel("point (topology, congestion control)")
-        ax.set_ylabel("time per iteration (ms)")
-        ax.legend()
+        width = max(len([r for r in rows if tuple(r[k] for k in others) == p]) for p in panels)
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, (0.3 * width + 1.2) * len(panels)), 3.8),
+                                 squeeze=False)
+        for ax, panel in zip(axes[0], panels):
+            mine = [r for r in rows if tuple(r[k] for k in others) == panel]
+            bottom = np.zeros(len(mine))
+            for column, name in parts:
+                values = np.array([_num(r[column], 0.0) for r in mine]) / 1e6
+                ax.bar(np.arange(len(mine)), values, 0.7, bottom=bottom, label=name)
+                bottom += values
+            labels = [f"{r.get('topology', '')} {POLICY_LABEL.get(r.get('cc_algorithm'), r.get('cc_algorithm'))}"
+                      for r in mine]
+            ax.set_xticks(np.arange(len(mine)), labels, fontsize=7, rotation=90)
+            ax.set_xlabel("point (topology, congestion control)")
+            ax.set_ylabel("time per iteration (ms)")
+            if panel:
+                ax.set_title(_panel_label(panel), fontsize=9)
+        axes[0][-1].legend(fontsize=7)
+        fig.tight_layout()
     return fig
 
 
@@ -258,7 +277,7 @@ def save(fig, out_dir: Path, name: str) -> list[Path]:
     paths = []
     for ext in ("pdf", "png"):
         path = out_dir / f"{name}.{ext}"
-        fig.savefig(path, metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(path, bbox_inches="tight", dpi=150, metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(path)
     plt.close(fig)
     return paths
