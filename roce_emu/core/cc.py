@@ -42,17 +42,12 @@ def on_timer(w, f, timer, t):
         cc_dcqcn.on_timer(w, f, timer, t)
 
 
-@njit
-def on_send(w, f, wire_bytes):
-    if w.cfg[CFG_CC] == CC_DCQCN:
-        cc_dcqcn.on_send(w, f, wire_bytes)
+on_send = cc_dcqcn.on_send  # DCQCN's byte counter is the only per-packet send hook
 
 
 @njit
-def receiver_notify(w, f, marked, t):
-    """How the receiver answers a data packet that carried a CE mark or not (NOTIFY_*)."""
-    if not marked:
-        return NOTIFY_NONE
+def receiver_notify(w, f, t):
+    """How the receiver answers a data packet that carried a CE mark (NOTIFY_*)."""
     cc = w.cfg[CFG_CC]
     if cc == CC_DCQCN and w.ccp[cc_dcqcn.P_VARIANT] == cc_dcqcn.VARIANT_PAPER:
         if cc_dcqcn.receiver_wants_cnp(w, f, t):
@@ -62,11 +57,6 @@ def receiver_notify(w, f, marked, t):
     if cc == CC_DCQCN or cc == CC_DCTCP:
         w.stats[C_CNPS] += 1
     return NOTIFY_FLAG
-
-
-@njit
-def stamps_int(w):
-    return w.cfg[CFG_CC] == CC_HPCC
 
 
 stamp_int = cc_hpcc.stamp

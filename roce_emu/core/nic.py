@@ -7,7 +7,7 @@ priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queu
 from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
+from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
                     CFG_NACK_PS, CFG_N_HOSTS, CFG_RTO_PS, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, EV_NIC_WAKE, EV_RTO,
                     FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
@@ -110,7 +110,8 @@ def _emit_data(w, p, f, t):
     wire = frame + w.cfg[CFG_IFG]
     r["next_tx_ps"] = t + ser_ps(wire, r["rate_bps"])
     w.ccs[f]["last_wire"] = wire
-    cc.on_send(w, f, wire)
+    if w.cfg[CFG_CC] == CC_DCQCN:  # the only algorithm that counts bytes sent
+        cc.on_send(w, f, wire)
     if r["snd_nxt"] >= r["n_pkts"]:
         ring_remove(w, p, f)
     return k
@@ -184,7 +185,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data):
     k = pkt_alloc(w, kind, I64(f), seq, size, CTRL_PRIO, I64(r["src"]))
     w.pkt[k]["ecn"] = ecn
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
-    if kind != PK_CNP and cc.stamps_int(w):
+    if kind != PK_CNP and w.cfg[CFG_CC] == CC_HPCC:
         cc.echo_int(w, k_data, k)
     p = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], I64(node), I64(r["src"]), r["ecmp_hash"])
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))
@@ -224,7 +225,7 @@ def _on_data(w, k, f, node, t):
     r = w.flow[f]
     r["pkts_delivered"] += 1
     w.stats[C_DATA_DELIVERED] += 1
-    notify = cc.receiver_notify(w, f, w.pkt[k]["ecn"] != 0, t)
+    notify = cc.receiver_notify(w, f, t) if w.pkt[k]["ecn"] != 0 else cc.NOTIFY_NONE
     flag = 1 if notify == cc.NOTIFY_FLAG else 0
     port = -1
     if notify == cc.NOTIFY_CNP:

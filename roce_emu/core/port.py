@@ -8,7 +8,7 @@ starts to leave.
 from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, I64, KICK_CAP, M_KICKS, NO_ARG, NPRIO,
+from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, I64, KICK_CAP, M_KICKS, NO_ARG, NPRIO,
                     PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
@@ -74,7 +74,7 @@ def _try_send(w, p, t):
     wire = w.pkt[k]["frame_bytes"] + w.cfg[CFG_IFG]
     if w.pkt[k]["kind"] == PK_DATA:
         pt["tx_data_pkts"] += 1
-        if pt["at_host"] == 0 and cc.stamps_int(w):
+        if pt["at_host"] == 0 and w.cfg[CFG_CC] == CC_HPCC:
             cc.stamp_int(w, k, p, t)
     pt["tx_bytes"] += wire
     heap_push(w.ev, w.meta, t + ser_ps(wire, pt["rate_bps"]), EV_TX_DONE, I64(p), NO_ARG)
