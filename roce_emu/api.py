@@ -6,7 +6,7 @@ from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World
 from .diagnose import stall_report
-from .driver import RunOutcome, simulate
+from .driver import Limits, RunOutcome, simulate
 from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .output import write_run_dir
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
@@ -61,7 +61,8 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
         slice_events: int | None = None, write: bool = True) -> RunResult:
     """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``."""
     sc = prepared.scenario
-    outcome = simulate(prepared.world, ns_to_ps(sc.sim.max_time_ns), slice_events or sc.sim.slice_events,
+    limits = Limits(ns_to_ps(sc.sim.max_time_ns), sc.sim.max_events, sc.sim.max_wall_s)
+    outcome = simulate(prepared.world, limits, slice_events or sc.sim.slice_events,
                        progress=progress, label=sc.name)
     if outcome.status == "stalled":
         deadlock, report = stall_report(outcome.world, prepared.fabric)

@@ -1,5 +1,6 @@
 """Command line: ``roce-emu run | topo | validate | cc | cache``. Thin: parse, call the API, report."""
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,18 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 set_option = click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE",
     help="Override a scenario key by its dotted path (list items by index); repeatable.")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where Python next runs (between engine slices), unwinding like Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def _stop_on_sigterm() -> None:
+    signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 def _fail_input(err: ScenarioError) -> None:
@@ -64,11 +77,15 @@ def run(scenario, overrides, out, progress, slice_events):
         prepared = api.prepare(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
+    _stop_on_sigterm()
     try:
         result = api.run(prepared, out, progress=progress, slice_events=slice_events)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
         sys.exit(130)
+    except Terminated:
+        click.echo("terminated: nothing written", err=True)
+        sys.exit(143)
     s = result.summary
     if not result.ok:
         click.echo(f"error: {s['status']}: {s['reason']} (results in {result.out})", err=True)
@@ -176,12 +193,13 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
             spec.fixed = spec.fixed + tuple(overrides)
             spec.repeat = repeat or spec.repeat
         target = out or Path("sweeps") / path.stem
+        _stop_on_sigterm()
         ran, total, results = run_sweep(spec, target, jobs=jobs, scheduler=scheduler, progress=progress)
     except ScenarioError as err:
         _fail_input(err)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as err:
         click.echo("interrupted: finished points are kept; run the same command to resume", err=True)
-        sys.exit(130)
+        sys.exit(143 if isinstance(err, Terminated) else 130)
     click.echo(f"sweep: {ran} points run, {total - ran} already done -> {results}", err=True)
 
 

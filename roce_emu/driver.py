@@ -30,12 +30,24 @@ def flush_trace(world: World, chunks: list) -> None:
         world.meta[K.M_TRACE_ROWS] = 0
 
 
-def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool | None = None,
+@dataclass(frozen=True)
+class Limits:
+    """When a run stops if its work is not done: simulated time, events, and wall-clock time.
+
+    The first two are deterministic (the event budget of every slice is cut to what is left);
+    the wall-clock limit is checked between slices, so where it stops depends on the machine."""
+
+    max_time_ps: int
+    max_events: int = 10**10
+    max_wall_s: float = 86_400.0
+
+
+def simulate(world: World, limits: Limits, slice_events: int, progress: bool | None = None,
              label: str = "") -> RunOutcome:
-    """Advance the world until every event is processed, the time limit, or a stall."""
+    """Advance the world until every event is processed, a limit, or a stall."""
     n_flows = int(world.cfg[K.CFG_N_FLOWS])
     loading = time.perf_counter()
-    advance(world, max_time_ps, 0)  # compile or load the kernels: not part of the run's time
+    advance(world, limits.max_time_ps, 0)  # compile or load the kernels: not part of the run's time
     began = time.perf_counter()
     load_s = began - loading
     # progress None lets tqdm decide: a bar on a terminal, nothing otherwise
@@ -43,9 +55,17 @@ def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool |
     chunks: list[np.ndarray] = []
     bar = tqdm(total=n_flows, unit="flow", desc=label or "simulating", disable=disable, leave=False,
                dynamic_ncols=True)
+    limit_reason = ""
     try:
         while True:
-            status = advance(world, max_time_ps, slice_events)
+            left = limits.max_events - int(world.stats[K.C_EVENTS])
+            if left <= 0:
+                limit_reason = f"sim.max_events ({limits.max_events}) reached"
+                break
+            if time.perf_counter() - began > limits.max_wall_s:
+                limit_reason = f"sim.max_wall_s ({limits.max_wall_s:g} s) reached"
+                break
+            status = advance(world, limits.max_time_ps, min(slice_events, left))
             done = int(world.stats[K.C_FLOWS_DONE])
             bar.update(done - bar.n)
             bar.set_postfix_str(f"t={world.stats[K.C_NOW_PS] / 1e6:.1f} us", refresh=False)
@@ -64,11 +84,13 @@ def simulate(world: World, max_time_ps: int, slice_events: int, progress: bool |
     trace = np.concatenate(chunks) if chunks else np.zeros((0, K.TR_COLS), np.int64)
     wall_s = time.perf_counter() - began
     done = int(world.stats[K.C_FLOWS_DONE])
+    unfinished = f"with {n_flows - done} of {n_flows} flows unfinished"
+    if limit_reason:
+        return RunOutcome(world, "incomplete", f"{limit_reason} {unfinished}", wall_s, load_s, trace)
     if status == K.ST_STALLED:
         return RunOutcome(world, "stalled", "", wall_s, load_s, trace)
     if status == K.ST_T_LIMIT:
-        return RunOutcome(world, "incomplete", f"sim.max_time_ns reached with {n_flows - done} of "
-                                               f"{n_flows} flows unfinished", wall_s, load_s, trace)
+        return RunOutcome(world, "incomplete", f"sim.max_time_ns reached {unfinished}", wall_s, load_s, trace)
     n_tasks = int(world.cfg[K.CFG_N_TASKS])
     if done < n_flows or world.stats[K.C_TASKS_DONE] < n_tasks:  # no event left, work left: cannot happen
         return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace)

@@ -356,7 +356,9 @@ class Workload(Strict):
 
 # ---- run control and output -----------------------------------------------------------------
 class Sim(Strict):
-    max_time_ns: float = Field(1e9, gt=0, le=1e15)
+    max_time_ns: float = Field(1e9, gt=0, le=1e15)  # simulated time
+    max_events: int = Field(10**10, ge=1, le=10**15)  # about an hour at 3 M events/s
+    max_wall_s: float = Field(86_400.0, gt=0, le=1e7)  # wall-clock seconds
     stall_timeout_ns: float = Field(20e6, gt=0, le=1e15)
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
 

@@ -1,0 +1,55 @@
+"""Interrupted runs leave no partial results: SIGINT and SIGTERM on a real process; run limits."""
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import scenario, simulate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signal_during_a_run_writes_nothing(tmp_path, sig, code, word):
+    out = tmp_path / "run"
+    # a run of several seconds: the all-to-all with 20 MB per pair
+    proc = subprocess.Popen([sys.executable, "-m", "roce_emu", "run", "scenarios/fat_tree_all_to_all.yaml",
+                             "--set", "workload.patterns.0.bytes=20000000", "--out", str(out), "--no-progress"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4.0)  # past start-up (loading the compiled engine), into the simulation
+    assert proc.poll() is None, "the run ended before the signal"
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=120)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert proc.returncode == code, stderr
+    assert len(lines) == 1 and word in lines[0] and "Traceback" not in stderr
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary directory left behind"
+
+
+def test_event_limit_stops_deterministically():
+    sc = scenario(topology={"kind": "single_switch", "hosts": 3},
+                  workload={"flows": [{"src": 1, "dst": 0, "bytes": 10**7}, {"src": 2, "dst": 0, "bytes": 10**7}]},
+                  sim={"max_events": 30_000})
+    a, b = simulate(sc), simulate(sc, slice_events=777)
+    for res in (a, b):
+        assert res.outcome.status == "incomplete"
+        assert res.summary["events"] == 30_000
+        assert "sim.max_events (30000) reached with 2 of 2 flows unfinished" in res.summary["reason"]
+    assert a.rows == b.rows
+
+
+def test_wall_clock_limit_stops_a_runaway():
+    """The largest flow the schema allows (2^50 B) would run for days; the wall-clock limit ends
+    it after the first slice past 0.2 s, with status incomplete and the reason."""
+    sc = scenario(topology={"kind": "single_switch", "hosts": 2},
+                  workload={"flows": [{"src": 1, "dst": 0, "bytes": 2**50}]},
+                  sim={"max_wall_s": 0.2, "max_time_ns": 1e15, "slice_events": 100_000})
+    began = time.perf_counter()
+    res = simulate(sc)
+    assert time.perf_counter() - began < 30
+    assert res.outcome.status == "incomplete"
+    assert "sim.max_wall_s (0.2 s) reached" in res.summary["reason"]
