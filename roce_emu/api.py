@@ -7,6 +7,7 @@ from .config.schema import Scenario
 from .core.state import World
 from .diagnose import stall_report
 from .driver import Limits, RunOutcome, simulate
+from .invariants import engine_fault
 from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .output import write_run_dir
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
@@ -58,12 +59,14 @@ def default_out_dir(scenario: Scenario) -> Path:
 
 
 def run(prepared: Prepared, out: Path | None = None, progress: bool | None = None,
-        slice_events: int | None = None, write: bool = True) -> RunResult:
+        slice_events: int | None = None, write: bool = True, check: bool = False) -> RunResult:
     """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``."""
     sc = prepared.scenario
     limits = Limits(ns_to_ps(sc.sim.max_time_ns), sc.sim.max_events, sc.sim.max_wall_s)
     outcome = simulate(prepared.world, limits, slice_events or sc.sim.slice_events,
-                       progress=progress, label=sc.name)
+                       progress=progress, label=sc.name, check=check)
+    if outcome.status == "invariant" and not outcome.reason:
+        outcome.reason = engine_fault(outcome.world, prepared.fabric)
     if outcome.status == "stalled":
         deadlock, report = stall_report(outcome.world, prepared.fabric)
         outcome.status = "deadlock" if deadlock else "stalled"

@@ -59,7 +59,9 @@ def main():
               help="Progress bar on stderr (default: only on a terminal).")
 @click.option("--slice-events", type=click.IntRange(min=1), default=None,
               help="Events per engine slice between progress updates (results do not depend on it).")
-def run(scenario, overrides, out, progress, slice_events):
+@click.option("--check", is_flag=True, default=False,
+              help="Also run the expensive invariant checks (queues, packet pool) after every slice.")
+def run(scenario, overrides, out, progress, slice_events, check):
     """Simulate a scenario; write flows.csv and summary.json to the run directory.
 
     The directory is written atomically: it is complete or absent. Exit code 0 when the
@@ -79,7 +81,7 @@ def run(scenario, overrides, out, progress, slice_events):
         _fail_input(err)
     _stop_on_sigterm()
     try:
-        result = api.run(prepared, out, progress=progress, slice_events=slice_events)
+        result = api.run(prepared, out, progress=progress, slice_events=slice_events, check=check)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
         sys.exit(130)

@@ -9,6 +9,7 @@ from tqdm import tqdm
 from .core import kinds as K
 from .core.loop import advance
 from .core.state import World
+from .invariants import InvariantError, check_world
 from .world import grow
 
 
@@ -43,8 +44,9 @@ class Limits:
 
 
 def simulate(world: World, limits: Limits, slice_events: int, progress: bool | None = None,
-             label: str = "") -> RunOutcome:
-    """Advance the world until every event is processed, a limit, or a stall."""
+             label: str = "", check: bool = False) -> RunOutcome:
+    """Advance the world until every event is processed, a limit, a stall or a broken invariant;
+    with ``check``, also run the expensive invariant checks after every slice."""
     n_flows = int(world.cfg[K.CFG_N_FLOWS])
     loading = time.perf_counter()
     advance(world, limits.max_time_ps, 0)  # compile or load the kernels: not part of the run's time
@@ -56,6 +58,7 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
     bar = tqdm(total=n_flows, unit="flow", desc=label or "simulating", disable=disable, leave=False,
                dynamic_ncols=True)
     limit_reason = ""
+    broken = ""
     try:
         while True:
             left = limits.max_events - int(world.stats[K.C_EVENTS])
@@ -66,6 +69,12 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
                 limit_reason = f"sim.max_wall_s ({limits.max_wall_s:g} s) reached"
                 break
             status = advance(world, limits.max_time_ps, min(slice_events, left))
+            if check:
+                try:
+                    check_world(world)
+                except InvariantError as err:
+                    broken = str(err)
+                    break
             done = int(world.stats[K.C_FLOWS_DONE])
             bar.update(done - bar.n)
             bar.set_postfix_str(f"t={world.stats[K.C_NOW_PS] / 1e6:.1f} us", refresh=False)
@@ -85,6 +94,8 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
     wall_s = time.perf_counter() - began
     done = int(world.stats[K.C_FLOWS_DONE])
     unfinished = f"with {n_flows - done} of {n_flows} flows unfinished"
+    if broken or status == K.ST_INVARIANT:  # the engine's own check leaves the reason to the caller
+        return RunOutcome(world, "invariant", broken, wall_s, load_s, trace)
     if limit_reason:
         return RunOutcome(world, "incomplete", f"{limit_reason} {unfinished}", wall_s, load_s, trace)
     if status == K.ST_STALLED:

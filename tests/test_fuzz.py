@@ -87,9 +87,9 @@ def _check_outcome(path, overrides=()):
         text = str(err)
         assert "\n" not in text and text.startswith(str(path)) or text.startswith("--set"), text
         return "rejected"
-    result = run(prepared, write=False, progress=False)
+    result = run(prepared, write=False, progress=False, check=True)
     world = result.outcome.world
-    assert result.outcome.status in ("finished", "incomplete", "deadlock", "stalled")
+    assert result.outcome.status in ("finished", "incomplete", "deadlock", "stalled"), result.outcome.reason
     assert_conservation(world)
     for row in result.rows:
         if row["fct_ns"] != "":

@@ -73,7 +73,17 @@ ST_POOL_LOW = 3  #: packet pool nearly empty: grow and call again
 ST_HEAP_LOW = 4  #: event heap nearly full: grow and call again
 ST_STALLED = 5  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
 ST_TRACE_FULL = 6  #: the trace buffer cannot take another sample: flush it and call again
-STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full")
+ST_INVARIANT = 7  #: an engine invariant broke (meta[M_FAULT]): the run stops at that event
+STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full", "invariant")
+
+# ---- invariant violations (meta[M_FAULT]); meta[M_FAULT_OBJ] names the entity --------------
+F_NONE = 0
+F_BUFFER_NEGATIVE = 1  #: obj = switch node: its buffer or an ingress counter went below zero
+F_BUFFER_OVER = 2  #: obj = switch node: more bytes held than its buffer
+F_DOUBLE_FREE = 3  #: obj = packet: freed twice
+F_QUEUE_NEGATIVE = 4  #: obj = port: an egress queue's byte count went below zero
+FAULT_NAMES = ("", "buffer accounting below zero at switch node", "buffer over capacity at switch node",
+               "packet freed twice", "egress queue bytes below zero at port")
 
 # Free slots the loop keeps in the pool and the heap before taking an event:
 # one event allocates and schedules only a handful of packets and events.
@@ -137,4 +147,7 @@ M_KICKS = 2
 M_FREE = 3
 M_TRACE_ROWS = 4  #: rows of World.trace in use
 M_COMPUTING = 5  #: compute tasks running now (a run waiting on them is not stalled)
-M_SIZE = 6
+M_FAULT = 6  #: F_* of the first broken invariant, 0 while all hold
+M_FAULT_OBJ = 7
+M_FAULT_KIND = 8  #: the kind of the event that broke it
+M_SIZE = 9

@@ -8,8 +8,9 @@ from .heap import heap_pop, heap_push
 from .jit import njit
 from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
                     EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE, EV_TX_DONE,
-                    HEAP_MARGIN, I64, M_COMPUTING, M_EV_COUNT, NO_ARG, M_FREE, M_TRACE_ROWS, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET,
-                    ST_HEAP_LOW, ST_IDLE, ST_POOL_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
+                    HEAP_MARGIN, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_TRACE_ROWS, NO_ARG,
+                    PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE, ST_INVARIANT, ST_POOL_LOW,
+                    ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
 from .nic import flow_start, on_host_arrive, on_rto
 from .packets import pkt_free
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
@@ -87,6 +88,9 @@ def advance(w, t_limit_ps, max_events):
         elif kind == EV_TRACE:
             sample(w, t)
         drain_kicks(w, t)
+        if meta[M_FAULT] != 0:
+            meta[M_FAULT_KIND] = kind
+            return ST_INVARIANT
         if (stats[C_FLOWS_DONE] < n_flows and meta[M_COMPUTING] == 0
                 and t - stats[C_LAST_PROGRESS_PS] > stall_ps):
             return ST_STALLED

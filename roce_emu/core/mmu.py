@@ -9,9 +9,9 @@ threshold by the resume offset. With PFC off, a packet is dropped when the buffe
 """
 from .jit import njit
 from .kinds import (CFG_ECN_ON, CFG_PFC_BYTES, CFG_PFC_ON, CFG_RESERVE, CFG_RESUME_OFF, CTRL_PRIO,
-                    C_BUFFER_OVERFLOW, C_DATA_DROPPED, C_ECN_MARKS, C_PAUSES, C_RESUMES, I64, NO_ID, PK_PAUSE,
-                    PK_RESUME)
-from .packets import fifo_push, pkt_alloc
+                    C_BUFFER_OVERFLOW, C_DATA_DROPPED, C_ECN_MARKS, C_PAUSES, C_RESUMES, F_BUFFER_NEGATIVE,
+                    F_BUFFER_OVER, I64, NO_ID, PK_PAUSE, PK_RESUME)
+from .packets import fault, fifo_push, pkt_alloc
 from .rng import rand_unit
 
 
@@ -53,6 +53,8 @@ def admit(w, node, p_in, prio, size):
     nd["used_bytes"] = used
     if used > nd["max_used"]:
         nd["max_used"] = used
+    if used > nd["buffer_bytes"]:
+        fault(w, F_BUFFER_OVER, node)
     return True
 
 
@@ -74,6 +76,8 @@ def release(w, node, p_in, prio, size):
     nd = w.node[node]
     nd["shared_used"] -= from_shared
     nd["used_bytes"] -= size
+    if nd["used_bytes"] < 0 or nd["shared_used"] < 0 or q["in_bytes"] < 0:
+        fault(w, F_BUFFER_NEGATIVE, node)
 
 
 @njit

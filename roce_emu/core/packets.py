@@ -1,6 +1,6 @@
 """Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
 from .jit import njit
-from .kinds import M_FREE, PK_FREE
+from .kinds import F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT, M_FAULT_OBJ, M_FREE, PK_FREE
 
 
 @njit
@@ -24,7 +24,18 @@ def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
 
 
 @njit
+def fault(w, code, obj):
+    """Record the first broken invariant; the loop stops after the current event."""
+    if w.meta[M_FAULT] == 0:
+        w.meta[M_FAULT] = code
+        w.meta[M_FAULT_OBJ] = obj
+
+
+@njit
 def pkt_free(w, k):
+    if w.pkt[k]["kind"] == PK_FREE:
+        fault(w, F_DOUBLE_FREE, k)
+        return
     w.pkt[k]["kind"] = PK_FREE
     n = w.meta[M_FREE]
     w.pkt_free[n] = k
@@ -62,4 +73,6 @@ def fifo_pop(w, p, prio):
     size = w.pkt[k]["frame_bytes"]
     q["bytes"] -= size
     w.port[p]["q_bytes"] -= size
+    if q["bytes"] < 0:
+        fault(w, F_QUEUE_NEGATIVE, p)
     return k

@@ -1,0 +1,68 @@
+"""Engine invariants: the reports of the cheap ones the engine checks at every event, and the
+expensive ones ``--check`` runs between slices (every packet in at most one queue, queue byte
+counts equal to their packets, the free list holding exactly the free packets)."""
+import numpy as np
+
+from .core import kinds as K
+from .core.state import World
+from .topology import Fabric
+
+
+class InvariantError(Exception):
+    """An invariant broke; the message names the time, the event or check, and the entity."""
+
+
+def engine_fault(world: World, fabric: Fabric) -> str:
+    """One line for the invariant the engine stopped on."""
+    code = int(world.meta[K.M_FAULT])
+    obj = int(world.meta[K.M_FAULT_OBJ])
+    kind = int(world.meta[K.M_FAULT_KIND])
+    events = ("flow start", "transmission done", "packet arrival", "NIC wake-up", "retransmission timer",
+              "CC timer", "trace sample", "task done")
+    what = K.FAULT_NAMES[code]
+    if code in (K.F_BUFFER_NEGATIVE, K.F_BUFFER_OVER):
+        what += f" {fabric.names[obj]}"
+    elif code == K.F_QUEUE_NEGATIVE:
+        what += f" {obj} ({fabric.names[world.port['node'][obj]]})"
+    else:
+        what += f" {obj}"
+    return f"invariant broken at t={int(world.stats[K.C_NOW_PS]) / 1000:g} ns during a {events[kind]} event: {what}"
+
+
+def check_world(world: World) -> None:
+    """The expensive invariants; raises InvariantError naming the first that fails."""
+    t_ns = int(world.stats[K.C_NOW_PS]) / 1000
+    pkt = world.pkt
+    seen = np.zeros(len(pkt), np.int64)
+    pq = world.pq
+    for p, prio in zip(*np.nonzero(pq["head"] >= 0)):
+        k = int(pq[p, prio]["head"])
+        total = 0
+        steps = 0
+        while k >= 0:
+            seen[k] += 1
+            total += int(pkt[k]["frame_bytes"])
+            if pkt[k]["kind"] == K.PK_FREE:
+                raise InvariantError(f"t={t_ns:g} ns: free packet {k} in the queue of port {p} priority {prio}")
+            k = int(pkt[k]["nxt"])
+            steps += 1
+            if steps > len(pkt):
+                raise InvariantError(f"t={t_ns:g} ns: the queue of port {p} priority {prio} loops")
+        if total != int(pq[p, prio]["bytes"]):
+            raise InvariantError(f"t={t_ns:g} ns: port {p} priority {prio} counts {int(pq[p, prio]['bytes'])} B "
+                                 f"but holds {total} B")
+    if (seen > 1).any():
+        k = int(np.argmax(seen > 1))
+        raise InvariantError(f"t={t_ns:g} ns: packet {k} is in {int(seen[k])} queues")
+    n_free = int(world.meta[K.M_FREE])
+    free_ids = world.pkt_free[:n_free]
+    if len(np.unique(free_ids)) != n_free or (pkt["kind"][free_ids] != K.PK_FREE).any():
+        raise InvariantError(f"t={t_ns:g} ns: the free list holds a packet in use or the same packet twice")
+    if int((pkt["kind"] == K.PK_FREE).sum()) != n_free:
+        raise InvariantError(f"t={t_ns:g} ns: {int((pkt['kind'] == K.PK_FREE).sum())} free packets, "
+                             f"{n_free} on the free list")
+    queued = pq["bytes"].sum(axis=1)
+    if (queued != world.port["q_bytes"]).any():
+        p = int(np.argmax(queued != world.port["q_bytes"]))
+        raise InvariantError(f"t={t_ns:g} ns: port {p} queue total {int(world.port['q_bytes'][p])} B, "
+                             f"its priorities hold {int(queued[p])} B")
