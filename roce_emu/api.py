@@ -11,9 +11,9 @@ from .invariants import engine_fault
 from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .output import write_run_dir
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
-from .topology import Fabric, build_fabric
+from .topology import Fabric, build_fabric, fabric_size
 from .workload import Workload, build_workload, ns_to_ps
-from .world import build_world
+from .world import build_world, check_fabric_memory
 
 
 @dataclass
@@ -48,6 +48,7 @@ def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
 
 
 def prepare_scenario(scenario: Scenario, source: str = "<scenario>") -> Prepared:
+    check_fabric_memory(*fabric_size(scenario.topology), source)
     fabric = build_fabric(scenario.topology)
     workload = build_workload(scenario, fabric, source)
     world = build_world(scenario, fabric, workload, source)

@@ -76,6 +76,25 @@ class _Builder:
                             prop_ps=int(round(spec.delay_ns * 1000)))
 
 
+def fabric_size(topo) -> tuple[int, int]:
+    """(hosts, nodes) of a topology section, from its numbers alone (before building anything)."""
+    if isinstance(topo, SingleSwitch):
+        return topo.hosts, topo.hosts + 1
+    if isinstance(topo, FatTree):
+        half = topo.k // 2
+        hosts = topo.k * half * half * topo.oversubscription
+        return hosts, hosts + topo.k * topo.k + half * half
+    if isinstance(topo, LeafSpine):
+        hosts = topo.leaves * topo.hosts_per_leaf
+        return hosts, hosts + topo.leaves + topo.spines
+    if isinstance(topo, (Torus, Mesh)):
+        routers = int(np.prod(topo.dims))
+        return routers * topo.hosts_per_node, routers * (topo.hosts_per_node + 1)
+    npus = int(np.prod([d.size for d in topo.dims]))
+    switches = sum(npus // d.size for d in topo.dims if d.kind == "switch")
+    return npus, 2 * npus + switches
+
+
 def build_fabric(topo) -> Fabric:
     """The networkx fabric of a validated ``topology`` section, flattened into ports."""
     if isinstance(topo, SingleSwitch):

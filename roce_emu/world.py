@@ -1,5 +1,7 @@
 """Compile a scenario into the engine's world: flat arrays with capacities, and growing them."""
 
+import os
+
 import numpy as np
 
 from .cc_params import INT_HEADER_BYTES, engine_params, resolved_params
@@ -24,10 +26,54 @@ def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> 
     return 3 * rate_bps * prop_ps // (8 * 10**12) + 3 * max_frame_wire
 
 
+#: bytes per routing-table row while it is built in Python (a tuple in a list) and then stored
+ROUTE_ROW_BYTES = 120
+MAX_MEMORY_SHARE = 0.8  # refuse a world that would need more than this share of the free memory
+
+
+def estimate_bytes(fabric: Fabric, workload: Workload) -> int:
+    """Memory to build and start the world: routing rows (node x host), packets and events for
+    the initial pools, per-flow and per-task state. Pools grow later with the work."""
+    n_ports = len(fabric.port_node)
+    n_flows, n_tasks = len(workload.flows), len(workload.tasks)
+    pool = 4096 + 64 * n_ports + 4 * n_flows
+    per_flow = FLOW_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 6 * K.N_TIMERS
+    return (fabric.n_nodes * fabric.n_hosts * ROUTE_ROW_BYTES + pool * (PKT_DTYPE.itemsize + 4 + 2 * EV_DTYPE.itemsize)
+            + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + n_flows * per_flow
+            + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
+
+
+def available_bytes() -> int:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not on Linux
+        return 1 << 62
+
+
+def check_memory(fabric: Fabric, workload: Workload, source: str) -> None:
+    """Refuse a scenario whose world would not fit in memory, with the estimate."""
+    _refuse_above(estimate_bytes(fabric, workload), f"{fabric.n_nodes} nodes x {fabric.n_hosts} hosts of routes, "
+                  f"{len(workload.flows)} flows", source)
+
+
+def check_fabric_memory(hosts: int, nodes: int, source: str) -> None:
+    """Before building a fabric: its routing rows and graph alone must fit."""
+    _refuse_above(nodes * hosts * ROUTE_ROW_BYTES + nodes * 2000, f"{nodes} nodes x {hosts} hosts of routes",
+                  source)
+
+
+def _refuse_above(need: int, what: str, source: str) -> None:
+    free = available_bytes()
+    if need > MAX_MEMORY_SHARE * free:
+        raise ScenarioError(source, "topology", f"needs about {need / 1e9:.1f} GB to build ({what}), but "
+                            f"{free / 1e9:.1f} GB is free: make the fabric or the workload smaller")
+
+
 def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: str) -> World:
     net = scenario.network
     flows = workload.flows
     algorithm = net.cc.algorithm
+    check_memory(fabric, workload, source)
     route_off, route_ports = build_routes(fabric)
     H = fabric.n_hosts
     int_bytes = INT_HEADER_BYTES.get(algorithm, 0)

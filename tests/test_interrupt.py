@@ -53,3 +53,30 @@ def test_wall_clock_limit_stops_a_runaway():
     assert time.perf_counter() - began < 30
     assert res.outcome.status == "incomplete"
     assert "sim.max_wall_s (0.2 s) reached" in res.summary["reason"]
+
+
+def test_a_fabric_too_big_for_memory_is_refused_up_front(tmp_path):
+    """A 1024 x 1024 torus needs ~1e6 x 1e6 routing rows: refused before anything is built."""
+    from roce_emu.api import prepare
+    from roce_emu.errors import ScenarioError
+
+    path = tmp_path / "big.yaml"
+    path.write_text("topology: {kind: torus, dims: [1024, 1024]}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1}]}\n")
+    began = time.perf_counter()
+    with pytest.raises(ScenarioError) as err:
+        prepare(path)
+    assert time.perf_counter() - began < 5
+    assert "topology: needs about" in str(err.value) and "GB is free" in str(err.value)
+
+
+def test_sizes_agree_with_the_built_fabrics():
+    from roce_emu.config.schema import Scenario
+    from roce_emu.topology import build_fabric, fabric_size
+
+    for topo in ({"kind": "fat_tree", "k": 4, "oversubscription": 2}, {"kind": "torus", "dims": [3, 4]},
+                 {"kind": "mesh", "dims": [2, 3], "hosts_per_node": 2}, {"kind": "leaf_spine"},
+                 {"kind": "single_switch", "hosts": 5},
+                 {"kind": "multi_dim", "dims": [{"size": 3}, {"size": 2, "kind": "switch"}]}):
+        t = Scenario.model_validate({"topology": topo}).topology
+        fabric = build_fabric(t)
+        assert fabric_size(t) == (fabric.n_hosts, fabric.n_nodes), topo
