@@ -18,8 +18,6 @@ at step s rank i sends to rank i + s, after its previous exchange completed.
 """
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from .dag import DagBuilder
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")

@@ -8,7 +8,6 @@ stopped. A point that fails (a deadlock, a combination the fabric cannot hold) i
 with its status and reason and does not stop the others. ``DIR/results.csv`` has one row per
 point: the swept keys, then the summary's scalar fields.
 """
-import csv
 import hashlib
 import itertools
 import json

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import advance_to, scenario, simulate
-from roce_emu.api import prepare_scenario, run
+from roce_emu.api import prepare_scenario
 from roce_emu.core import cc_dcqcn, cc_dctcp, cc_hpcc, cc_timely
 from roce_emu.core import kinds as K
 from roce_emu.metrics import jain_index, queue_series, rate_series, throughput_bps

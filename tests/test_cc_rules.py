@@ -5,7 +5,7 @@ import pytest
 from conftest import advance_to, one_flow, scenario, simulate
 from roce_emu.api import prepare_scenario
 from roce_emu.config import load_scenario
-from roce_emu.core import cc, cc_dcqcn, cc_hpcc, cc_timely
+from roce_emu.core import cc, cc_hpcc, cc_timely
 from roce_emu.core import kinds as K
 from roce_emu.core.packets import pkt_alloc
 from roce_emu.core.state import INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
