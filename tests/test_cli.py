@@ -17,7 +17,7 @@ def cli(*args, cwd=None):
                           cwd=cwd or ROOT, stdin=subprocess.DEVNULL, timeout=600)
 
 
-@pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["cc"], ["cache"]])
+@pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["sweep"], ["plot"], ["cc"], ["cache"]])
 def test_help_teaches_with_an_example(cmd):
     p = cli(*cmd, "--help")
     assert p.returncode == 0
