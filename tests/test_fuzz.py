@@ -111,7 +111,8 @@ def _capped(doc):
     return doc, [f"sim.max_events={CAP['max_events']}", f"sim.max_wall_s={CAP['max_wall_s']}"]
 
 
-@settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 1500)), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 1500)), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          print_blob=True)
 @given(base=st.sampled_from(range(len(BASES))), mutations=st.lists(MUTATION, min_size=1, max_size=3))
 def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations):
     doc = copy.deepcopy(BASES[base])
@@ -127,7 +128,8 @@ def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations
     _check_outcome(path, caps)
 
 
-@settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 1500)), deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 1500)), deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          print_blob=True)
 @given(data=st.one_of(st.binary(max_size=200),
                       st.text(max_size=200).map(lambda s: s.encode("utf-8", "surrogatepass")
                                                 if not any(0xD800 <= ord(c) <= 0xDFFF for c in s) else b"\xff"),
