@@ -85,7 +85,8 @@ def _check_outcome(path, overrides=()):
         prepared = prepare(path, list(overrides))
     except ScenarioError as err:
         text = str(err)
-        assert "\n" not in text and text.startswith(str(path)) or text.startswith("--set"), text
+        assert "\n" not in text, text
+        assert text.startswith((str(path), "--set")), text
         return "rejected"
     result = run(prepared, write=False, progress=False, check=True)
     world = result.outcome.world
