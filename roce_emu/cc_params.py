@@ -186,6 +186,11 @@ def resolved_params(algorithm: str, params: dict, line_gbps: float) -> dict:
     return {p.name: params.get(p.name, p.default_for(variant, line_gbps)) for p in TABLES[algorithm]}
 
 
+def needs_fabric_rtt(algorithm: str) -> bool:
+    """True if a parameter of the algorithm defaults to the fabric's largest base RTT."""
+    return any(p.default is None for p in TABLES[algorithm])
+
+
 def engine_params(algorithm: str, values: dict, base_rtt_ps: int) -> np.ndarray:
     """The float array the engine indexes: user units scaled to ps, bit/s and bytes."""
     out = np.zeros(SIZES[algorithm], np.float64)

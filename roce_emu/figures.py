@@ -60,6 +60,12 @@ def _swept(rows) -> list[str]:
     return columns[1:end]
 
 
+def _panel_keys(rows) -> list[str]:
+    """Swept keys other than the policy, the topology and the seed: one panel per value of them
+    (a workload, say)."""
+    return [k for k in _swept(rows) if k != "network.cc.algorithm" and not k.startswith("topology") and k != "seed"]
+
+
 def _panel_label(values: tuple) -> str:
     """A swept value for a panel title: the 'name' inside a mapping (a model, say), else the value."""
     import re
@@ -80,7 +86,7 @@ def policy_time_figure(sweep_dir: Path):
         return None
     column, label = _time_metric(rows)
     swept = _swept(rows)
-    others = [k for k in swept if k != "network.cc.algorithm" and not k.startswith("topology") and k != "seed"]
+    others = _panel_keys(rows)
     baseline = {}
     for r in rows:
         if r["cc_algorithm"] == "none":
@@ -121,8 +127,7 @@ def breakdown_figure(sweep_dir: Path):
             if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""]
     if not rows:
         return None
-    swept = _swept(rows)
-    others = [k for k in swept if k != "network.cc.algorithm" and not k.startswith("topology") and k != "seed"]
+    others = _panel_keys(rows)
     rank = {p: i for i, p in enumerate(POLICY_ORDER)}
     rows.sort(key=lambda r: (r.get("topology", ""), rank.get(r.get("cc_algorithm"), 99)))
     panels = sorted({tuple(r[k] for k in others) for r in rows})

@@ -18,8 +18,8 @@ from .workload import Workload
 
 TASK_COLUMNS = ("task_id", "kind", "name", "iteration", "host", "src", "dst", "bytes", "start_ns", "finish_ns",
                 "duration_ns")
-COLLECTIVE_COLUMNS = ("name", "group", "iteration", "kind", "algorithm", "ranks", "bytes", "chunks", "flows", "start_ns",
-                      "finish_ns", "time_ns", "algbw_gbps", "busbw_gbps")
+COLLECTIVE_COLUMNS = ("name", "group", "iteration", "kind", "algorithm", "ranks", "bytes", "chunks", "flows",
+                      "start_ns", "finish_ns", "time_ns", "algbw_gbps", "busbw_gbps")
 
 
 def task_rows(world: World, workload: Workload) -> list[dict]:
@@ -56,7 +56,8 @@ def collective_rows(world: World, workload: Workload) -> list[dict]:
         algbw = c.nbytes * 8 / (time_ps / 1e3) if time_ps > 0 else None  # bit/ns = Gb/s
         n = len(c.ranks)
         rows.append({
-            "name": c.name, "group": c.group, "iteration": c.iteration, "kind": c.kind, "algorithm": c.algorithm, "ranks": n,
+            "name": c.name, "group": c.group, "iteration": c.iteration, "kind": c.kind, "algorithm": c.algorithm,
+            "ranks": n,
             "bytes": c.nbytes, "chunks": c.chunks, "flows": len(c.flows), "start_ns": ps_to_ns(start),
             "finish_ns": ps_to_ns(finish), "time_ns": ps_to_ns(time_ps) if done else "",
             "algbw_gbps": round(algbw, 6) if algbw else "",

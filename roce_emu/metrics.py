@@ -16,15 +16,20 @@ def jain_index(values) -> float:
     return float(x.sum() ** 2 / denominator) if denominator > 0 else 1.0
 
 
+def _rows(trace: np.ndarray, kind, obj: int) -> np.ndarray:
+    """The trace rows of one flow (TR_RATE) or one port (TR_QUEUE), in time order."""
+    return trace[(trace[:, 1] == kind) & (trace[:, 2] == obj)]
+
+
 def acked_series(trace: np.ndarray, flow: int) -> tuple[np.ndarray, np.ndarray]:
     """(t_ps, bytes acknowledged) of one flow at each sample while it was sending."""
-    rows = trace[(trace[:, 1] == K.TR_RATE) & (trace[:, 2] == flow)]
+    rows = _rows(trace, K.TR_RATE, flow)
     return rows[:, 0], rows[:, 5]
 
 
 def rate_series(trace: np.ndarray, flow: int) -> tuple[np.ndarray, np.ndarray]:
     """(t_ps, pacing rate in bit/s) of one flow at each sample while it was sending."""
-    rows = trace[(trace[:, 1] == K.TR_RATE) & (trace[:, 2] == flow)]
+    rows = _rows(trace, K.TR_RATE, flow)
     return rows[:, 0], rows[:, 3]
 
 
@@ -40,5 +45,5 @@ def throughput_bps(trace: np.ndarray, flow: int, t0_ps: int, t1_ps: int) -> floa
 
 def queue_series(trace: np.ndarray, port: int) -> tuple[np.ndarray, np.ndarray]:
     """(t_ps, egress queue bytes) of one switch port at each sample."""
-    rows = trace[(trace[:, 1] == K.TR_QUEUE) & (trace[:, 2] == port)]
+    rows = _rows(trace, K.TR_QUEUE, port)
     return rows[:, 0], rows[:, 3]

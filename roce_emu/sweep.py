@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .config.load import apply_override, parse_override, read_document
+from .config.load import apply_override, parse_override, read_document, validate_document
 from .config.schema import Scenario
 from .errors import ScenarioError
 from .output import replace_dir, write_csv
@@ -112,14 +112,9 @@ def _apply_grid_value(doc: dict, key: str, value) -> None:
 
 
 def _validate(doc: dict, source: Path, values) -> Scenario:
-    from pydantic import ValidationError
-
-    from .config.load import _as_scenario_error
-
     try:
-        return Scenario.model_validate(doc)
-    except ValidationError as err:
-        bad = _as_scenario_error(str(source), err)
+        return validate_document(doc, str(source))
+    except ScenarioError as bad:
         where = ", ".join(f"{k}={v}" for k, v in values)
         raise ScenarioError("--grid", bad.key, f"{bad.message} (at {where})") from None
 

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from .cc_params import INT_HEADER_BYTES, engine_params, resolved_params
+from .cc_params import INT_HEADER_BYTES, engine_params, needs_fabric_rtt, resolved_params
 from .core import cc_dctcp, cc_hpcc
 from .config.schema import Scenario
 from .core import kinds as K
@@ -102,14 +102,18 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     port = _ports(scenario, fabric)
     node = _nodes(scenario, fabric, port, source)
     flow = _flows(scenario, fabric, flows, route_off, route_ports)
-    base_rtt_ps, max_switch_hops = base_rtt_extremes(
-        route_off, route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
-        int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+    # the all-pairs route walk (O(hosts^2)) only for an algorithm that needs the fabric's base
+    # RTT (HPCC, DCTCP) or INT room per hop (HPCC)
+    base_rtt_ps, max_switch_hops = 0, 0
+    if needs_fabric_rtt(algorithm) or int_bytes:
+        base_rtt_ps, max_switch_hops = base_rtt_extremes(
+            route_off, route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
+            int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
     line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
     cc_values = resolved_params(algorithm, dict(net.cc.params), line_gbps)
     ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))
     ccs = _cc_state(algorithm, flow, ccp)
-    int_hops = max_switch_hops if algorithm == "hpcc" else 0
+    int_hops = max_switch_hops if int_bytes else 0
     n_ports = len(port)
     pool_cap = 4096 + 64 * n_ports + 4 * len(flows)
     pq = np.zeros((n_ports, K.NPRIO), PQ_DTYPE)

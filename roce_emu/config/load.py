@@ -88,10 +88,15 @@ def load_scenario(path: Path | str, overrides: list[str] = ()) -> Scenario:
     for text in overrides:
         key, value = parse_override(text)
         apply_override(doc, key, value)
+    return validate_document(doc, str(path))
+
+
+def validate_document(doc: dict, source: str) -> Scenario:
+    """Validate a scenario mapping; any problem becomes one ScenarioError line naming source."""
     try:
         return Scenario.model_validate(doc)
     except ValidationError as err:
-        raise _as_scenario_error(str(path), err) from None
+        raise _as_scenario_error(source, err) from None
 
 
 # ---- turning pydantic's errors into one helpful line ------------------------------------------

@@ -48,7 +48,7 @@ CC_TIMELY = I64(3)
 CC_DCTCP = I64(4)
 CC_NAMES = ("none", "dcqcn", "hpcc", "timely", "dctcp")
 
-#: congestion-control timers per flow (one pending event each, see cc_timer.py)
+#: congestion-control timers per flow (one pending event each, see cc_base.py)
 TM_ALPHA = I64(0)
 TM_DECREASE = I64(1)
 TM_INCREASE = I64(2)

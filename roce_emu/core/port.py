@@ -8,8 +8,8 @@ starts to leave.
 from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, I64, KICK_CAP, M_KICKS, NO_ARG, NPRIO,
-                    PK_DATA)
+from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, I64, KICK_CAP,
+                    M_KICKS, NO_ARG, NPRIO, PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
 from .packets import fifo_pop, fifo_push, pkt_free

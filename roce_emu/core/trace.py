@@ -2,8 +2,8 @@
 switch port's egress queue, as rows of World.trace that the driver flushes between slices."""
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64, M_TRACE_ROWS, NO_ARG,
-                    TRACE_QUEUE_ON, TRACE_RATE_ON, TR_QUEUE, TR_RATE)
+from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64,
+                    M_TRACE_ROWS, NO_ARG, TRACE_QUEUE_ON, TRACE_RATE_ON, TR_QUEUE, TR_RATE)
 
 
 @njit
