@@ -11,6 +11,16 @@ from .errors import ScenarioError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+
+def _usage_error_one_line(self, file=None) -> None:
+    """A bad option or argument is bad input like any other: one line naming it, exit code 2
+    (click would print the usage, a hint and the error on three lines)."""
+    where = f"{self.ctx.command_path}: " if self.ctx is not None else ""
+    click.echo(f"error: {where}{self.format_message()}", err=True, file=file)
+
+
+click.UsageError.show = _usage_error_one_line
+
 set_option = click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE",
     help="Override a scenario key by its dotted path (list items by index); repeatable.")

@@ -109,3 +109,18 @@ def test_bad_files(tmp_path):
         p = cli("run", path, "--out", tmp_path / "out")
         assert p.returncode == 2 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["cc", "bogus"], "'bogus' is not one of"),
+    (["sweep", "scenarios/incast.yaml", "--jobs", "0"], "'--jobs'"),
+    (["run"], "Missing argument 'SCENARIO'"),
+    (["run", "scenarios/incast.yaml", "--slice-events", "0"], "'--slice-events'"),
+    (["plot", "no/such/dir"], "'DIRECTORY'"),
+    (["nosuch"], "No such command 'nosuch'"),
+])
+def test_bad_options_are_one_line_exit_2(args, needle):
+    p = cli(*args)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("error: roce-emu"), p.stderr
