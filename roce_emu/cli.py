@@ -115,16 +115,20 @@ def run(scenario, overrides, out, progress, slice_events, check):
 @set_option
 @click.option("--draw", "draw_to", type=click.Path(path_type=Path), default=None,
               help="Also draw the fabric to this file (.png or .pdf).")
-def topo(scenario, overrides, draw_to):
+@click.option("--links", "list_links", is_flag=True,
+              help="List every link instead (CSV: node_a,node_b,tier,rate_gbps,delay_ns), with the node "
+                   "names that faults: use.")
+def topo(scenario, overrides, draw_to, list_links):
     """Summarise a scenario's fabric: hosts, switches, links, diameter, bisection bandwidth.
 
     \b
-    Example:
+    Examples:
       roce-emu topo scenarios/fat_tree_permutation.yaml --set topology.k=8 --draw ft8.pdf
+      roce-emu topo scenarios/link_failure.yaml --links | grep core2
     """
     from .config import load_scenario
     from .topology import build_fabric
-    from .topo_summary import describe, draw
+    from .topo_summary import describe, draw, link_rows
 
     try:
         sc = load_scenario(scenario, list(overrides))
@@ -133,6 +137,9 @@ def topo(scenario, overrides, draw_to):
     except ScenarioError as err:
         _fail_input(err)
     fabric = build_fabric(sc.topology)
+    if list_links:
+        click.echo("\n".join(link_rows(fabric)))
+        return
     for key, value in describe(fabric).items():
         click.echo(f"{key:>24}: {value}")
     if draw_to is not None:

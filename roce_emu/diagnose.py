@@ -1,10 +1,27 @@
-"""Explain a stalled run: paused ports and priorities, the pause cycle if any, the stuck flows."""
+"""Explain a stalled run: paused ports and priorities, the pause cycle if any, links down, the stuck flows."""
 import networkx as nx
 import numpy as np
 
 from .core import kinds as K
+from .core.paths import flow_path
 from .core.state import World
 from .topology import Fabric
+
+
+def _links_down(world: World, names: list[str]) -> list[str]:
+    port = world.port
+    return [f"{names[port[p]['node']]}-{names[port[port[p]['peer_port']]['node']]}"
+            for p in np.flatnonzero(port["down"] != 0) if p < port[p]["peer_port"]]
+
+
+def _cut_off(world: World, f: int) -> bool:
+    """No live path for the flow's data in the routes in use now (a failure cut it off)."""
+    r = world.flow[f]
+    off = world.route_off[int(world.meta[K.M_ROUTE_EPOCH])]
+    path = flow_path(off, world.route_ports, world.port["node"], world.port["peer_port"],
+                     int(world.cfg[K.CFG_N_HOSTS]), int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
+    reached = world.port["node"][world.port["peer_port"][path[-1]]] == r["dst"] if len(path) else False
+    return not reached or bool((world.port["down"][path] != 0).any())
 
 
 def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, str]:
@@ -26,8 +43,8 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
     flow = world.flow
     stuck = np.flatnonzero(flow["state"] != K.FL_DONE)
     stuck_text = ", ".join(
-        f"{f} (h{flow[f]['src']}->h{flow[f]['dst']}, {flow[f]['snd_una']}/{flow[f]['n_pkts']} packets acked)"
-        for f in stuck[:limit])
+        f"{f} (h{flow[f]['src']}->h{flow[f]['dst']}, {flow[f]['snd_una']}/{flow[f]['n_pkts']} packets acked"
+        f"{', no live path' if _cut_off(world, f) else ''})" for f in stuck[:limit])
     if len(stuck) > limit:
         stuck_text += f", and {len(stuck) - limit} more"
     ports_text = "; ".join(described[:limit]) + (f"; and {len(described) - limit} more" if len(described) > limit
@@ -41,5 +58,7 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
         head = f"PFC deadlock at t={t_ns:.0f} ns: pause cycle {loop}"
     else:
         head = f"stall at t={t_ns:.0f} ns: no flow progressed for {quiet_ns:.0f} ns"
-    return cycle is not None, (f"{head}; paused ports: {ports_text or 'none'}; "
+    down = _links_down(world, names)
+    down_text = f"; links down: {', '.join(down[:limit])}{' and more' if len(down) > limit else ''}" if down else ""
+    return cycle is not None, (f"{head}; paused ports: {ports_text or 'none'}{down_text}; "
                                f"stuck flows ({len(stuck)}): {stuck_text or 'none'}")

@@ -18,11 +18,11 @@ def engine_fault(world: World, fabric: Fabric) -> str:
     obj = int(world.meta[K.M_FAULT_OBJ])
     kind = int(world.meta[K.M_FAULT_KIND])
     events = ("flow start", "transmission done", "packet arrival", "NIC wake-up", "retransmission timer",
-              "CC timer", "trace sample", "task done")
+              "CC timer", "trace sample", "task done", "link change")
     what = K.FAULT_NAMES[code]
     if code in (K.F_BUFFER_NEGATIVE, K.F_BUFFER_OVER):
         what += f" {fabric.names[obj]}"
-    elif code == K.F_QUEUE_NEGATIVE:
+    elif code in (K.F_QUEUE_NEGATIVE, K.F_KICKS_FULL):
         what += f" {obj} ({fabric.names[world.port['node'][obj]]})"
     else:
         what += f" {obj}"

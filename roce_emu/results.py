@@ -20,19 +20,20 @@ def ps_to_ns(ps: int) -> str:
 
 
 def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ports a flow's data and its ACKs cross."""
+    """The ports a flow's data and its ACKs cross in the healthy fabric (route epoch 0)."""
     r = world.flow[f]
     n_hosts = int(world.cfg[K.CFG_N_HOSTS])
-    args = (world.route_off, world.route_ports, world.port["node"], world.port["peer_port"], n_hosts)
+    args = (world.route_off[0], world.route_ports, world.port["node"], world.port["peer_port"], n_hosts)
     fwd = flow_path(*args, int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
     rev = flow_path(*args, int(r["dst"]), int(r["src"]), int(r["ecmp_hash"]))
     return fwd, rev
 
 
 def ideal_fct(world: World, f: int, fwd: np.ndarray, rev: np.ndarray) -> int:
-    """The flow's FCT alone on its idle data path fwd and ACK path rev, in ps (paths.ideal_fct_ps)."""
+    """The flow's FCT alone on its idle, healthy data path fwd and ACK path rev (no slow links),
+    in ps (paths.ideal_fct_ps)."""
     cfg = world.cfg
-    rate = world.port["rate_bps"]
+    rate = world.port["nominal_bps"]
     prop = world.port["prop_ps"]
     return int(ideal_fct_ps(int(world.flow[f]["size_bytes"]), cfg[K.CFG_MTU], cfg[K.CFG_DATA_HDR],
                             cfg[K.CFG_ACK_BYTES], cfg[K.CFG_IFG], rate[fwd], prop[fwd], rate[rev], prop[rev]))

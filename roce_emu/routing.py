@@ -3,6 +3,11 @@
 The result is CSR over rows ``node * n_hosts + dst``: the egress ports a packet for host
 ``dst`` may take at ``node``. Hosts never forward; the engine picks among several
 ports by flow hash, so a flow keeps one path (no reordering).
+
+With dead links (a ``link_down`` fault), shortest paths are taken over the links left;
+dimension-order routing keeps a switch's route where its whole path is intact and
+takes a shortest path over the links left otherwise. A switch cut off from a host has
+no route to it (an empty row: the engine drops such packets).
 """
 from collections import deque
 
@@ -11,13 +16,14 @@ import numpy as np
 from .topology import Fabric
 
 
-def build_routes(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets, ports): CSR rows node * n_hosts + dst."""
+def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, ports): CSR rows node * n_hosts + dst, avoiding the ports in dead (both ports
+    of every dead link). A host's row keeps its one uplink: it has no other way out."""
     H = fabric.n_hosts
     if fabric.routing == "dor":
-        per_switch = _dor_choices(fabric)
+        per_switch = _dor_choices(fabric, dead)
     else:
-        per_switch = _shortest_path_choices(fabric)
+        per_switch = _shortest_path_choices(fabric, dead)
     rows: list[tuple[int, ...]] = []
     attach = [fabric.host_attachment(h) for h in range(H)]
     for node in range(fabric.n_nodes):
@@ -36,21 +42,21 @@ def build_routes(fabric: Fabric) -> tuple[np.ndarray, np.ndarray]:
     return off, ports
 
 
-def _switch_neighbours(fabric: Fabric, s: int) -> list[tuple[int, int]]:
-    """(neighbour switch, port) pairs of switch s, in port order."""
+def _switch_neighbours(fabric: Fabric, s: int, dead: frozenset[int]) -> list[tuple[int, int]]:
+    """(neighbour switch, port) pairs of switch s over live links, in port order."""
     out = []
     for p in fabric.node_ports[s]:
         v = int(fabric.port_node[fabric.port_peer[p]])
-        if v >= fabric.n_hosts:
+        if v >= fabric.n_hosts and p not in dead:
             out.append((v, p))
     return out
 
 
-def _shortest_path_choices(fabric: Fabric) -> dict[int, dict[int, tuple[int, ...]]]:
+def _shortest_path_choices(fabric: Fabric, dead: frozenset[int]) -> dict[int, dict[int, tuple[int, ...]]]:
     """For every switch s and every host-attachment switch a: ports of s on shortest paths to a."""
     H = fabric.n_hosts
     switches = range(H, fabric.n_nodes)
-    neighbours = {s: _switch_neighbours(fabric, s) for s in switches}
+    neighbours = {s: _switch_neighbours(fabric, s, dead) for s in switches}
     targets = sorted({fabric.host_attachment(h) for h in range(H)})
     choices: dict[int, dict[int, tuple[int, ...]]] = {s: {} for s in switches}
     for a in targets:
@@ -70,9 +76,11 @@ def _shortest_path_choices(fabric: Fabric) -> dict[int, dict[int, tuple[int, ...
     return choices
 
 
-def _dor_choices(fabric: Fabric) -> dict[int, dict[int, tuple[int, ...]]]:
+def _dor_choices(fabric: Fabric, dead: frozenset[int]) -> dict[int, dict[int, tuple[int, ...]]]:
     """Dimension-order routing: correct dimension 0 first; on a torus the shorter way round
-    (ties go the positive way)."""
+    (ties go the positive way). Where a dead link cuts the dimension-order path, the
+    shortest-path choices over the live links instead (loop-free: an intact dimension-order
+    path is also shortest in the damaged fabric)."""
     coord = {n: fabric.graph.nodes[n]["coord"] for n in range(fabric.n_hosts, fabric.n_nodes)}
     by_coord = {c: n for n, c in coord.items()}
     choices: dict[int, dict[int, tuple[int, ...]]] = {}
@@ -91,4 +99,23 @@ def _dor_choices(fabric: Fabric) -> dict[int, dict[int, tuple[int, ...]]]:
             nxt = list(c)
             nxt[d] = (c[d] + step) % size
             choices[s][t] = (fabric.port_towards(s, by_coord[tuple(nxt)]),)
+    if not dead:
+        return choices
+    shortest = _shortest_path_choices(fabric, dead)
+    peer_node = fabric.port_node[fabric.port_peer]
+    for t in coord:
+        intact = {t: True}
+        for s in coord:
+            path = []
+            node = s
+            while node not in intact:  # walk the dimension-order path until a known node
+                path.append(node)
+                node = int(peer_node[choices[node][t][0]])
+            ok = intact[node]
+            for u in reversed(path):
+                ok = ok and choices[u][t][0] not in dead
+                intact[u] = ok
+        for s in coord:
+            if not intact[s]:
+                choices[s][t] = shortest[s][t]
     return choices

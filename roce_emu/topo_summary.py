@@ -47,7 +47,18 @@ def describe(fabric: Fabric) -> dict:
         "diameter (links)": host_diameter(fabric),
         "bisection (Gb/s)": f"{bisection_bps(fabric) / 1e9:g}",
         "routing": "ECMP over shortest paths" if fabric.routing == "ecmp" else "dimension order",
+        "node names": f"h0 .. h{fabric.n_hosts - 1}, {fabric.names[fabric.n_hosts]} .. {fabric.names[-1]} "
+                      "(--links lists them)",
     }
+
+
+def link_rows(fabric: Fabric) -> list[str]:
+    """CSV lines: a header, then every link by its nodes' names, tier, rate and delay."""
+    rows = ["node_a,node_b,tier,rate_gbps,delay_ns"]
+    for u, v, d in sorted(fabric.graph.edges(data=True), key=lambda e: (min(e[:2]), max(e[:2]))):
+        a, b = sorted((u, v))
+        rows.append(f"{fabric.names[a]},{fabric.names[b]},{d['tier']},{d['rate_bps'] / 1e9:g},{d['prop_ps'] / 1000:g}")
+    return rows
 
 
 def draw(fabric: Fabric, path: Path) -> None:

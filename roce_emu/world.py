@@ -13,7 +13,7 @@ from .core.paths import base_rtt_extremes, route_pick
 from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
                          TASK_DTYPE, World)
 from .errors import ScenarioError
-from .routing import build_routes
+from .faults import compile_faults
 from .topology import Fabric
 from .dag import FlowTable, TaskTable
 from .workload import Workload, ns_to_ps
@@ -28,17 +28,19 @@ def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> 
 
 #: bytes per routing-table row while it is built in Python (a tuple in a list) and then stored
 ROUTE_ROW_BYTES = 120
+STORED_ROUTE_ROW_BYTES = 16  # per extra route epoch (link failures): an offset and a port or two
 MAX_MEMORY_SHARE = 0.8  # refuse a world that would need more than this share of the free memory
 
 
-def estimate_bytes(fabric: Fabric, workload: Workload) -> int:
-    """Memory to build and start the world: routing rows (node x host), packets and events for
-    the initial pools, per-flow and per-task state. Pools grow later with the work."""
+def estimate_bytes(fabric: Fabric, workload: Workload, route_epochs: int = 1) -> int:
+    """Memory to build and start the world: routing rows (node x host, per route epoch), packets
+    and events for the initial pools, per-flow and per-task state. Pools grow later with the work."""
     n_ports = len(fabric.port_node)
+    rows = fabric.n_nodes * fabric.n_hosts
     n_flows, n_tasks = len(workload.flows), len(workload.tasks)
     pool = 4096 + 64 * n_ports + 4 * n_flows
     per_flow = FLOW_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 6 * K.N_TIMERS
-    return (fabric.n_nodes * fabric.n_hosts * ROUTE_ROW_BYTES + pool * (PKT_DTYPE.itemsize + 4 + 2 * EV_DTYPE.itemsize)
+    return (rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES + pool * (PKT_DTYPE.itemsize + 4 + 2 * EV_DTYPE.itemsize)
             + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + n_flows * per_flow
             + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
 
@@ -50,9 +52,10 @@ def available_bytes() -> int:
         return 1 << 62
 
 
-def check_memory(fabric: Fabric, workload: Workload, source: str) -> None:
+def check_memory(fabric: Fabric, workload: Workload, source: str, route_epochs: int = 1) -> None:
     """Refuse a scenario whose world would not fit in memory, with the estimate."""
-    _refuse_above(estimate_bytes(fabric, workload), f"{fabric.n_nodes} nodes x {fabric.n_hosts} hosts of routes, "
+    _refuse_above(estimate_bytes(fabric, workload, route_epochs),
+                  f"{fabric.n_nodes} nodes x {fabric.n_hosts} hosts of routes x {route_epochs} route epochs, "
                   f"{len(workload.flows)} flows", source)
 
 
@@ -73,8 +76,10 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     net = scenario.network
     flows = workload.flows
     algorithm = net.cc.algorithm
-    check_memory(fabric, workload, source)
-    route_off, route_ports = build_routes(fabric)
+    most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
+    check_memory(fabric, workload, source, most_epochs)
+    plan = compile_faults(scenario, fabric, source)
+    route_off, route_ports = plan.route_off, plan.route_ports
     H = fabric.n_hosts
     int_bytes = INT_HEADER_BYTES.get(algorithm, 0)
     cfg = np.zeros(K.CFG_SIZE, np.int64)
@@ -101,14 +106,18 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
 
     port = _ports(scenario, fabric)
     node = _nodes(scenario, fabric, port, source)
-    flow = _flows(scenario, fabric, flows, route_off, route_ports)
+    flow = _flows(scenario, fabric, flows, route_off[0], route_ports)
     # the all-pairs route walk (O(hosts^2)) only for an algorithm that needs the fabric's base
-    # RTT (HPCC, DCTCP) or INT room per hop (HPCC)
+    # RTT (HPCC, DCTCP) or INT room per hop (HPCC); the base RTT of the healthy fabric, the INT
+    # room for the longest detour a failure forces
     base_rtt_ps, max_switch_hops = 0, 0
     if needs_fabric_rtt(algorithm) or int_bytes:
-        base_rtt_ps, max_switch_hops = base_rtt_extremes(
-            route_off, route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
-            int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+        frame_wire = int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG])
+        for epoch in range(len(route_off)):
+            rtt, hops = base_rtt_extremes(route_off[epoch], route_ports, port["node"], port["peer_port"],
+                                          port["rate_bps"], port["prop_ps"], H, frame_wire)
+            base_rtt_ps = rtt if epoch == 0 else base_rtt_ps
+            max_switch_hops = max(max_switch_hops, hops)
     line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
     cc_values = resolved_params(algorithm, dict(net.cc.params), line_gbps)
     ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))
@@ -127,8 +136,8 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
         stats=np.zeros(K.C_SIZE, np.int64),
         meta=meta,
         rng=np.maximum(rng_state, np.uint64(1)),
-        ev=np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)), EV_DTYPE),
-        kick=np.zeros(K.KICK_CAP, np.int32),
+        ev=np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)) + len(plan.actions), EV_DTYPE),
+        kick=np.zeros(K.NPRIO * n_ports + K.KICK_CAP, np.int32),
         pkt=_new_packets(pool_cap),
         pkt_free=np.arange(pool_cap - 1, -1, -1, dtype=np.int32),  # pops the lowest id first
         port=port,
@@ -146,6 +155,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
         task=_tasks(workload.tasks),
         succ_off=workload.tasks.succ_off,
         succ=workload.tasks.succ,
+        link_plan=plan.actions,
     )
     schedule_start(world)
     return world
@@ -194,7 +204,7 @@ def _cc_state(algorithm: str, flow: np.ndarray, ccp: np.ndarray) -> np.ndarray:
 def _heap_capacity(pool_cap: int, n_ports: int, n_flows: int) -> int:
     # every packet has at most one pending event; plus a TX_DONE and a wake-up per port,
     # and per flow a start, a retransmission timer and the CC timers; and a trace sample
-    # (compute tasks' events grow the heap through ST_HEAP_LOW)
+    # (compute tasks' events grow the heap through ST_HEAP_LOW; link actions are added at build)
     return pool_cap + 2 * n_ports + (2 + K.N_TIMERS) * n_flows + 1 + K.HEAP_MARGIN
 
 
@@ -226,6 +236,7 @@ def _ports(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["node"] = fabric.port_node
     port["peer_port"] = fabric.port_peer
     port["rate_bps"] = rate
+    port["nominal_bps"] = rate
     port["prop_ps"] = fabric.port_prop_ps
     port["at_host"] = is_host_port
     port["tx_pkt"] = -1

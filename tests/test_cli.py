@@ -60,6 +60,17 @@ def test_topo_summary_of_a_k4_fat_tree(tmp_path):
     assert (tmp_path / "ft.png").stat().st_size > 1000
 
 
+def test_topo_links_lists_the_names_faults_use():
+    import csv
+    import io
+    p = cli("topo", SCEN / "fat_tree_permutation.yaml", "--links")
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert len(rows) == 48
+    assert {"node_a": "agg0.1", "node_b": "core2", "tier": "agg_core", "rate_gbps": "100",
+            "delay_ns": "1000"} in rows
+
+
 GOOD = (SCEN / "incast.yaml").read_text()
 
 BAD_CASES = {

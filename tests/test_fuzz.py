@@ -29,6 +29,11 @@ BASES = [
      "network": {"cc": {"algorithm": "hpcc"}},
      "workload": {"training": {"layers": [{"name": "l0", "forward_ns": 100, "backward_ns": 200,
                                            "weight_grad_bytes": 8000}], "tp": 2}}},
+    {"name": "e", "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
+     "network": {"routing": {"convergence_ns": 2000}, "nic": {"rto_ns": 20000}},
+     "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 200000}]},
+     "faults": [{"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 3000, "until_ns": 9000},
+                {"kind": "lossy_port", "port": ["leaf1", "h1"], "loss": 0.05}]},
 ]
 KEYS = [
     "name", "seed", "topology.kind", "topology.hosts", "topology.k", "topology.dims", "topology.link.rate_gbps",
@@ -40,12 +45,15 @@ KEYS = [
     "workload.collectives.0.algorithm", "workload.collectives.0.bytes", "workload.compute.0.after",
     "workload.iterations", "workload.training.tp", "sim.max_time_ns", "sim.stall_timeout_ns",
     "output.traces", "output.trace_interval_ns", "bogus", "topology.bogus", "network.cc.params.bogus",
+    "faults", "faults.0.kind", "faults.0.link", "faults.0.link.1", "faults.0.at_ns", "faults.0.until_ns",
+    "faults.1.loss", "faults.1.port", "faults.1.rate_gbps", "network.routing.convergence_ns",
 ]
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-10**20, 10**20), st.sampled_from([0, 1, 2, 3, 64, 1000, 2**50, 2**63]),
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
     st.sampled_from(["none", "dcqcn", "hpcc", "timely", "dctcp", "ring", "direct", "hierarchical",
-                     "halving_doubling", "fat_tree", "torus", "mesh", "multi_dim", "all", "rate", "queue"]),
+                     "halving_doubling", "fat_tree", "torus", "mesh", "multi_dim", "all", "rate", "queue",
+                     "link_down", "slow_link", "lossy_port", "leaf0", "spine1", "h0", "sw0"]),
 )
 VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                         st.dictionaries(st.text(max_size=6), inner, max_size=3)),

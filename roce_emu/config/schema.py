@@ -211,12 +211,21 @@ class Cc(Strict):
         return self
 
 
+class Routing(Strict):
+    """How the switches react to a link failure or repair: the new tables take effect
+    convergence_ns after the change (fast hardware repair is well under a millisecond;
+    BGP with BFD takes tens to hundreds)."""
+
+    convergence_ns: float = Field(100_000.0, ge=0, le=1e15)
+
+
 class Network(Strict):
     mtu_bytes: int = Field(1000, ge=64, le=65536)
     wire: Wire = Wire()
     switch: Switch = Switch()
     nic: Nic = Nic()
     cc: Cc = Cc()
+    routing: Routing = Routing()
 
     @model_validator(mode="after")
     def _data_larger_than_ack(self):
@@ -354,6 +363,48 @@ class Workload(Strict):
     iterations: int = Field(1, ge=1, le=10_000)
 
 
+# ---- faults in the modelled network -------------------------------------------------------
+FAULT_KINDS = ("link_down", "slow_link", "lossy_port")
+#: the keys each kind needs, beside kind, at_ns and until_ns
+FAULT_NEEDS = {"link_down": ("link",), "slow_link": ("link", "rate_gbps"), "lossy_port": ("port", "loss")}
+NodeName = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class Fault(Strict):
+    """A fault from at_ns until until_ns (for the rest of the run without it).
+
+    link_down: the link [a, b] carries nothing (the switches reroute after
+    network.routing.convergence_ns). slow_link: the link [a, b] runs at rate_gbps both ways.
+    lossy_port: node a's port towards b ("port: [a, b]") loses each packet it sends with
+    probability loss (data, ACK, NACK and CNP; PFC frames are spared). Nodes are named as
+    ``roce-emu topo`` lists them (h0, h1, ... for hosts)."""
+
+    kind: Literal["link_down", "slow_link", "lossy_port"]
+    link: Optional[list[NodeName]] = Field(None, min_length=2, max_length=2)
+    port: Optional[list[NodeName]] = Field(None, min_length=2, max_length=2)
+    at_ns: float = Field(0.0, ge=0, le=1e15)
+    until_ns: Optional[float] = Field(None, gt=0, le=1e15)
+    rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    loss: Optional[float] = Field(None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _keys_of_kind(self):
+        needs = FAULT_NEEDS[self.kind]
+        for key in ("link", "port", "rate_gbps", "loss"):
+            given = getattr(self, key) is not None
+            if key in needs and not given:
+                raise ValueError(f"{AT}{key} is required by kind '{self.kind}' (it needs: {', '.join(needs)})")
+            if key not in needs and given:
+                raise ValueError(f"{AT}{key} is not used by kind '{self.kind}' (it needs: {', '.join(needs)})")
+        if self.until_ns is not None and self.until_ns <= self.at_ns:
+            raise ValueError(f"{AT}until_ns {self.until_ns:g} is not allowed: it must be after at_ns ({self.at_ns:g})")
+        return self
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.link if self.link is not None else self.port
+
+
 # ---- run control and output -----------------------------------------------------------------
 class Sim(Strict):
     max_time_ns: float = Field(1e9, gt=0, le=1e15)  # simulated time
@@ -380,6 +431,7 @@ class Scenario(Strict):
     workload: Workload = Workload()
     sim: Sim = Sim()
     output: Output = Output()
+    faults: list[Fault] = Field([], max_length=10_000)
 
     @model_validator(mode="after")
     def _stall_after_rto(self):

@@ -63,7 +63,7 @@ def _measure(w, f, k):
     best_tau = 0.0
     for i in range(min(w.pkt[k]["n_int"], c["n_hops"])):
         tau = float(now[i, INT_TS_PS] - prev[i, INT_TS_PS])
-        if tau <= 0.0:
+        if tau <= 0.0 or now[i, INT_PORT] != prev[i, INT_PORT]:  # no interval, or rerouted
             continue
         rate = float(w.port[now[i, INT_PORT]]["rate_bps"])
         tx_rate = (now[i, INT_TX_BYTES] - prev[i, INT_TX_BYTES]) * 8.0 * PS_PER_S / tau

@@ -21,6 +21,14 @@ EV_RTO = I64(4)  #: obj = flow: retransmission timer check
 EV_CC_TIMER = I64(5)  #: obj = flow, arg = CC timer id (TM_*): a congestion-control timer is due
 EV_TRACE = I64(6)  #: sample the traces (per-flow rate, per-port queue)
 EV_TASK_DONE = I64(7)  #: obj = compute task: its duration has passed
+EV_LINK = I64(8)  #: obj = row of World.link_plan: a scheduled change to a link or to the routes
+
+# ---- network-fault actions (World.link_plan rows' "action") ----------------------------
+LA_DOWN = I64(0)  #: the link of port and its peer stops carrying packets
+LA_UP = I64(1)  #: the link carries packets again
+LA_RATE = I64(2)  #: both directions of the link serialise at rate_bps
+LA_LOSS = I64(3)  #: the port loses each packet it sends with probability loss (PFC frames excepted)
+LA_ROUTES = I64(4)  #: the switches' tables become route epoch "epoch" (World.route_off[epoch])
 
 # ---- task kinds (World.task): tasks 0..F-1 are the flows, in flow order ----------------
 TK_FLOW = I64(0)  #: done when its receiver holds every byte
@@ -82,14 +90,15 @@ F_BUFFER_NEGATIVE = 1  #: obj = switch node: its buffer or an ingress counter we
 F_BUFFER_OVER = 2  #: obj = switch node: more bytes held than its buffer
 F_DOUBLE_FREE = 3  #: obj = packet: freed twice
 F_QUEUE_NEGATIVE = 4  #: obj = port: an egress queue's byte count went below zero
+F_KICKS_FULL = 5  #: obj = port: the stack of ports to restart overflowed (a port would stay idle)
 FAULT_NAMES = ("", "buffer accounting below zero at switch node", "buffer over capacity at switch node",
-               "packet freed twice", "egress queue bytes below zero at port")
+               "packet freed twice", "egress queue bytes below zero at port", "restart stack full at port")
 
 # Free slots the loop keeps in the pool and the heap before taking an event:
 # one event allocates and schedules only a handful of packets and events.
 POOL_MARGIN = 64
 HEAP_MARGIN = 64
-KICK_CAP = 64
+KICK_CAP = 64  #: restart-stack room beyond one entry per (port, priority)
 
 # ---- scalar configuration: indices into World.cfg (int64) ----------------------
 CFG_MTU = 0  #: payload bytes per data packet
@@ -128,16 +137,19 @@ C_TIMEOUTS = 10
 C_RETRANSMITS = 11
 C_FLOWS_DONE = 12
 C_LAST_PROGRESS_PS = 13
-C_CTRL_DROPPED = 14
+C_CTRL_DROPPED = 14  #: ACK, NACK, CNP and PFC frames lost to network faults
 C_BUFFER_OVERFLOW = 15  #: admissions refused for the total buffer with PFC on
 C_CNPS = 16  #: congestion notifications sent by receivers (CNP packets or CNP/ECE-flagged ACKs)
 C_TASKS_DONE = 17
-C_SIZE = 18
+C_LINK_LOST = 18  #: data packets lost to network faults (down links, lossy ports, no route); also in C_DATA_DROPPED
+C_ROUTE_UPDATES = 19  #: route epochs installed after link failures or repairs
+C_SIZE = 20
 STAT_NAMES = (
     "now_ps", "events", "data_packets_sent", "data_packets_delivered",
     "data_packets_dropped", "acks_sent", "nacks_sent", "pfc_pauses_sent",
     "pfc_resumes_sent", "ecn_marks", "timeouts", "retransmits", "flows_finished",
     "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent", "tasks_finished",
+    "data_packets_lost_on_links", "route_updates",
 )
 
 # ---- mutable scalars: indices into World.meta (int64) --------------------------------
@@ -150,4 +162,6 @@ M_COMPUTING = 5  #: compute tasks running now (a run waiting on them is not stal
 M_FAULT = 6  #: F_* of the first broken invariant, 0 while all hold
 M_FAULT_OBJ = 7
 M_FAULT_KIND = 8  #: the kind of the event that broke it
-M_SIZE = 9
+M_ROUTE_EPOCH = 9  #: the routing table in use (World.route_off[epoch])
+M_PLAN_LEFT = 10  #: link actions not yet applied (a run waiting on one is not stalled)
+M_SIZE = 11

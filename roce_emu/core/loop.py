@@ -7,12 +7,14 @@ from . import cc
 from .heap import heap_pop, heap_push
 from .jit import njit
 from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
-                    EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE, EV_TX_DONE,
-                    HEAP_MARGIN, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_TRACE_ROWS, NO_ARG,
+                    EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE,
+                    EV_TX_DONE, HEAP_MARGIN, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
+                    M_TRACE_ROWS, NO_ARG,
                     PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE, ST_INVARIANT, ST_POOL_LOW,
                     ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
+from .links import apply_link_action, schedule_link_plan
 from .nic import flow_start, on_host_arrive, on_rto
-from .packets import pkt_free
+from .packets import pkt_free, pkt_lose
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
 from .tasks import schedule_roots, task_done
 from .trace import rows_per_sample, sample
@@ -20,6 +22,9 @@ from .trace import rows_per_sample, sample
 
 @njit
 def _on_arrive(w, k, p_in, t):
+    if w.port[p_in]["down"] != 0:  # the link failed while the packet was on it
+        pkt_lose(w, k)
+        return
     pk = w.pkt[k]
     kind = pk["kind"]
     if kind == PK_PAUSE or kind == PK_RESUME:
@@ -87,19 +92,23 @@ def advance(w, t_limit_ps, max_events):
             task_done(w, obj, t)
         elif kind == EV_TRACE:
             sample(w, t)
+        elif kind == EV_LINK:
+            apply_link_action(w, obj, t)
         drain_kicks(w, t)
         if meta[M_FAULT] != 0:
             meta[M_FAULT_KIND] = kind
             return ST_INVARIANT
-        if (stats[C_FLOWS_DONE] < n_flows and meta[M_COMPUTING] == 0
+        if (stats[C_FLOWS_DONE] < n_flows and meta[M_COMPUTING] == 0 and meta[M_PLAN_LEFT] == 0
                 and t - stats[C_LAST_PROGRESS_PS] > stall_ps):
             return ST_STALLED
 
 
 @njit
 def schedule_start(w):
-    """Release the DAG's roots (flows and compute without predecessors), and put the first
-    trace sample at the earliest of them if traces are on."""
+    """Schedule the link plan (first, so a fault wins ties), release the DAG's roots (flows and
+    compute without predecessors), and put the first trace sample at the earliest of them if
+    traces are on."""
+    schedule_link_plan(w)
     schedule_roots(w)
     first = -1
     for k in range(w.task.shape[0]):

@@ -8,11 +8,11 @@ from . import cc
 from .heap import heap_push
 from .jit import njit
 from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
-                    CFG_NACK_PS, CFG_N_HOSTS, CFG_RTO_PS, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
+                    CFG_NACK_PS, CFG_RTO_PS, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, EV_NIC_WAKE, EV_RTO,
                     FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
-from .paths import route_pick, ser_ps
+from .paths import next_hop, ser_ps
 from .tasks import task_done
 
 
@@ -187,7 +187,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data):
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if kind != PK_CNP and w.cfg[CFG_CC] == CC_HPCC:
         cc.echo_int(w, k_data, k)
-    p = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], I64(node), I64(r["src"]), r["ecmp_hash"])
+    p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))
     return p
 

@@ -1,6 +1,7 @@
 """Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
 from .jit import njit
-from .kinds import F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT, M_FAULT_OBJ, M_FREE, PK_FREE
+from .kinds import (C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
+                    M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE)
 
 
 @njit
@@ -40,6 +41,18 @@ def pkt_free(w, k):
     n = w.meta[M_FREE]
     w.pkt_free[n] = k
     w.meta[M_FREE] = n + 1
+
+
+@njit
+def pkt_lose(w, k):
+    """A network fault (down link, lossy port, no route) destroyed packet k: count it and free it."""
+    if w.pkt[k]["kind"] == PK_DATA:
+        w.stats[C_DATA_DROPPED] += 1
+        w.stats[C_LINK_LOST] += 1
+        w.flow[w.pkt[k]["flow"]]["pkts_dropped"] += 1
+    else:
+        w.stats[C_CTRL_DROPPED] += 1
+    pkt_free(w, k)
 
 
 @njit

@@ -2,18 +2,28 @@
 import numpy as np
 
 from .jit import njit, njit_alloc
+from .kinds import CFG_N_HOSTS, M_ROUTE_EPOCH
 from .rng import mix64
 
 
 @njit
 def route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash):
-    """Egress port at ``node`` towards host ``dst``: one of the equal-cost choices, by flow hash."""
+    """Egress port at ``node`` towards host ``dst``: one of the equal-cost choices, by flow hash;
+    -1 if the node has no route (a failure cut it off)."""
     row = node * n_hosts + dst
     lo = route_off[row]
     n = route_off[row + 1] - lo
     if n == 1:
-        return route_ports[lo]
-    return route_ports[lo + np.int64(mix64(ecmp_hash, node) % np.uint64(n))]
+        return np.int64(route_ports[lo])
+    if n <= 0:
+        return np.int64(-1)
+    return np.int64(route_ports[lo + np.int64(mix64(ecmp_hash, node) % np.uint64(n))])
+
+
+@njit
+def next_hop(w, node, dst, ecmp_hash):
+    """Egress port at ``node`` towards host ``dst`` in the routing tables in use now."""
+    return route_pick(w.route_off[w.meta[M_ROUTE_EPOCH]], w.route_ports, w.cfg[CFG_N_HOSTS], node, dst, ecmp_hash)
 
 
 @njit_alloc
@@ -24,6 +34,8 @@ def flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src, dst, e
     node = src
     while node != dst or n == 0:
         p = route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash)
+        if p < 0:
+            break
         out[n] = p
         n += 1
         node = port_node[peer_port[p]]

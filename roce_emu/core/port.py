@@ -3,26 +3,30 @@
 A port serialises one packet at a time (store-and-forward). Control traffic has strict
 priority; data priorities are served round-robin unless paused by PFC. Switches
 account a data packet in the MMU on arrival and release it, marking ECN, when it
-starts to leave.
+starts to leave. A port whose link is down sends nothing: a switch discards what is
+queued for it (stale routes still point there until they converge), a NIC holds it.
 """
 from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CFG_N_HOSTS, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, I64, KICK_CAP,
-                    M_KICKS, NO_ARG, NPRIO, PK_DATA)
+from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
+                    NPRIO, PK_DATA, PK_PAUSE, PK_RESUME)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
-from .packets import fifo_pop, fifo_push, pkt_free
-from .paths import route_pick, ser_ps
+from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose
+from .paths import next_hop, ser_ps
+from .rng import rand_unit
 
 
 @njit
 def kick(w, p):
     """Ask port p to start sending if it is idle (processed by drain_kicks)."""
     n = w.meta[M_KICKS]
-    if n < KICK_CAP:
+    if n < w.kick.shape[0]:
         w.kick[n] = p
         w.meta[M_KICKS] = n + 1
+    else:
+        fault(w, F_KICKS_FULL, p)
 
 
 @njit
@@ -44,22 +48,43 @@ def _switch_dequeue(w, p):
         if q["head"] >= 0 and q["paused"] == 0:
             pt["rr_prio"] = prio % (NPRIO - 1)
             k = fifo_pop(w, p, prio)
-            node = pt["node"]
-            pk = w.pkt[k]
-            p_in = pk["in_port"]
-            release(w, node, p_in, prio, pk["frame_bytes"])
+            _leave_switch(w, p, k)
             if ecn_mark(w, p, prio):
-                pk["ecn"] = 1
-            if check_resume(w, node, p_in, prio):
-                kick(w, p_in)
+                w.pkt[k]["ecn"] = 1
             return k
     return -1
+
+
+@njit
+def _leave_switch(w, p, k):
+    """A data packet leaves switch port p's queue: free its buffer, XON its ingress if due."""
+    pk = w.pkt[k]
+    node = w.port[p]["node"]
+    p_in = pk["in_port"]
+    release(w, node, p_in, I64(pk["prio"]), pk["frame_bytes"])
+    if check_resume(w, node, p_in, I64(pk["prio"])):
+        kick(w, p_in)
+
+
+@njit
+def _discard_queued(w, p):
+    """Switch port p's link is down: everything queued for it is lost."""
+    for prio in range(NPRIO):
+        while w.pq[p, prio]["head"] >= 0:
+            k = fifo_pop(w, p, I64(prio))
+            if prio != CTRL_PRIO:
+                _leave_switch(w, p, k)
+            pkt_lose(w, k)
 
 
 @njit
 def _try_send(w, p, t):
     pt = w.port[p]
     if pt["busy"] != 0:
+        return
+    if pt["down"] != 0:
+        if pt["at_host"] == 0:
+            _discard_queued(w, p)
         return
     if w.pq[p, CTRL_PRIO]["head"] >= 0:
         k = fifo_pop(w, p, CTRL_PRIO)
@@ -87,8 +112,17 @@ def on_tx_done(w, p, t):
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
-    heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+    if pt["down"] != 0 or (pt["loss"] > 0.0 and not _is_pfc(w, k) and rand_unit(w.rng) < pt["loss"]):
+        pkt_lose(w, k)
+    else:
+        heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     kick(w, p)
+
+
+@njit
+def _is_pfc(w, k):
+    kind = w.pkt[k]["kind"]
+    return kind == PK_PAUSE or kind == PK_RESUME
 
 
 @njit
@@ -97,8 +131,10 @@ def on_switch_arrive(w, k, p_in, t):
     pk = w.pkt[k]
     node = w.port[p_in]["node"]
     f = pk["flow"]
-    e = route_pick(w.route_off, w.route_ports, w.cfg[CFG_N_HOSTS], I64(node), I64(pk["dst"]),
-                   w.flow[f]["ecmp_hash"])
+    e = next_hop(w, I64(node), I64(pk["dst"]), w.flow[f]["ecmp_hash"])
+    if e < 0 or w.port[e]["down"] != 0:  # cut off, or a stale route to a dead link
+        pkt_lose(w, k)
+        return
     if pk["kind"] != PK_DATA:
         fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)

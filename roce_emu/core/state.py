@@ -44,11 +44,13 @@ TIMER_DUE = 0
 TIMER_ARMED = 1
 
 PORT_DTYPE = np.dtype([
-    ("rate_bps", np.int64),
+    ("rate_bps", np.int64),  # serialisation rate now (a slow_link fault changes it)
+    ("nominal_bps", np.int64),  # the fabric's rate (ideal FCTs use it)
     ("prop_ps", np.int64),
     ("kmin_bytes", np.int64),  # ECN RED thresholds on the egress queue
     ("kmax_bytes", np.int64),
     ("pmax", np.float64),
+    ("loss", np.float64),  # probability of losing each packet sent (a lossy_port fault)
     ("headroom_bytes", np.int64),  # PFC headroom of this ingress port
     ("pfc_shift", np.int64),  # dynamic threshold alpha = 2**-shift
     ("tx_bytes", np.int64),  # wire bytes sent
@@ -67,6 +69,16 @@ PORT_DTYPE = np.dtype([
     ("act_count", np.int32),
     ("busy", np.uint8),
     ("at_host", np.uint8),
+    ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it
+], align=True)
+
+#: a scheduled network change (faults: in the scenario), applied by an EV_LINK event
+LINK_PLAN_DTYPE = np.dtype([
+    ("t_ps", np.int64),
+    ("value", np.int64),  # LA_RATE: the new rate (bit/s); LA_ROUTES: the route epoch
+    ("loss", np.float64),  # LA_LOSS: the new loss probability
+    ("action", np.int32),  # LA_*
+    ("port", np.int32),  # the port (LA_DOWN, LA_UP, LA_RATE act on its peer too)
 ], align=True)
 
 #: per (port, priority): the egress FIFO and PFC pause, and the ingress MMU accounting
@@ -167,13 +179,13 @@ class World(NamedTuple):
     meta: np.ndarray  # int64[M_SIZE]: heap count and sequence, kick count, free packets
     rng: np.ndarray  # uint64[1]: xorshift state (ECN marking)
     ev: np.ndarray  # EV_DTYPE heap
-    kick: np.ndarray  # int32[KICK_CAP]: ports to (re)start, a stack
+    kick: np.ndarray  # int32[NPRIO * ports + KICK_CAP]: ports to (re)start, a stack
     pkt: np.ndarray  # PKT_DTYPE pool
     pkt_free: np.ndarray  # int32 stack of free packet ids
     port: np.ndarray  # PORT_DTYPE
     pq: np.ndarray  # PQ_DTYPE[P, NPRIO] (kinds.NPRIO priorities)
     node: np.ndarray  # NODE_DTYPE
-    route_off: np.ndarray  # int64[n_nodes * n_hosts + 1]: CSR rows node * n_hosts + dst
+    route_off: np.ndarray  # int64[epochs, n_nodes * n_hosts + 1]: per route epoch, CSR rows node * n_hosts + dst
     route_ports: np.ndarray  # int32
     flow: np.ndarray  # FLOW_DTYPE
     ccp: np.ndarray  # float64: the algorithm's parameters (indices in its cc_* module)
@@ -185,3 +197,4 @@ class World(NamedTuple):
     task: np.ndarray  # TASK_DTYPE: flows first, then compute tasks
     succ_off: np.ndarray  # int64[tasks + 1]: CSR rows of each task's successors
     succ: np.ndarray  # int32: successor task ids
+    link_plan: np.ndarray  # LINK_PLAN_DTYPE: the scenario's faults as timed actions, in time order

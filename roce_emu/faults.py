@@ -1,0 +1,137 @@
+"""The scenario's ``faults:`` compiled into the engine's link plan and the route epochs.
+
+Every fault becomes timed actions on one port (World.link_plan rows, kinds.LA_*). Link
+failures and repairs also change the routing: ``network.routing.convergence_ns`` after
+each change, the switches install tables computed without the links down at that
+moment. Those tables are computed here, once per distinct set of dead links, so the
+engine switches between them with no Python in the loop.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config.schema import Fault, Scenario
+from .core import kinds as K
+from .core.state import LINK_PLAN_DTYPE
+from .errors import ScenarioError
+from .routing import build_routes
+from .topology import Fabric
+from .workload import ns_to_ps
+
+INFINITE_PS = np.iinfo(np.int64).max
+
+
+@dataclass
+class LinkPlan:
+    actions: np.ndarray  # LINK_PLAN_DTYPE, in time order
+    dead_per_epoch: list[frozenset[int]]  # route epoch i was computed without these ports (epoch 0: none)
+    route_off: np.ndarray  # int64[epochs, rows + 1], absolute offsets into route_ports
+    route_ports: np.ndarray  # int32, every epoch's rows one after the other
+
+
+@dataclass(frozen=True)
+class _Window:
+    """One fault resolved to a port and a time window [start_ps, end_ps)."""
+    index: int
+    fault: Fault
+    port: int
+    peer: int  # the port at the link's other end
+    start_ps: int
+    end_ps: int  # INFINITE_PS: until the end of the run
+
+
+def compile_faults(scenario: Scenario, fabric: Fabric, source: str) -> LinkPlan:
+    windows = [_resolve(i, fault, fabric, source) for i, fault in enumerate(scenario.faults)]
+    _refuse_overlaps(windows, source)
+    rows: list[tuple[int, int, int, float, int]] = []  # (t_ps, action, port, loss, value)
+    for w in windows:
+        rows.extend(_actions(w, fabric))
+    epochs, tables, route_rows = _route_epochs(windows, fabric, ns_to_ps(scenario.network.routing.convergence_ns))
+    rows.extend(route_rows)
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep the file's order
+    actions = np.zeros(len(rows), LINK_PLAN_DTYPE)
+    for j, i in enumerate(order):
+        t_ps, action, port, loss, value = rows[i]
+        actions[j] = (t_ps, value, loss, action, port)
+    route_off = np.stack([off + sum(len(p) for _, p in tables[:i]) for i, (off, _) in enumerate(tables)])
+    route_ports = np.concatenate([ports for _, ports in tables])
+    return LinkPlan(actions, epochs, route_off, route_ports)
+
+
+def _resolve(i: int, fault: Fault, fabric: Fabric, source: str) -> _Window:
+    key = f"faults.{i}.{'link' if fault.link is not None else 'port'}"
+    ids = {name: n for n, name in enumerate(fabric.names)}
+    nodes = []
+    for j, name in enumerate(fault.nodes):
+        if name not in ids:
+            examples = ", ".join(fabric.names[:2] + fabric.names[fabric.n_hosts:fabric.n_hosts + 2])
+            raise ScenarioError(source, f"{key}.{j}", f"'{name}' is not allowed: no node of this {fabric.kind} "
+                                f"has that name (names like {examples}; roce-emu topo lists them)")
+        nodes.append(ids[name])
+    try:
+        port = fabric.port_towards(nodes[0], nodes[1])
+    except KeyError:
+        raise ScenarioError(source, key, f"{fault.nodes} is not allowed: no link joins {fault.nodes[0]} and "
+                            f"{fault.nodes[1]}") from None
+    end = ns_to_ps(fault.until_ns) if fault.until_ns is not None else INFINITE_PS
+    return _Window(i, fault, port, int(fabric.port_peer[port]), ns_to_ps(fault.at_ns), end)
+
+
+def _target(w: _Window) -> tuple[str, int]:
+    """What two faults must not both act on at once: the link (both ports) or the one port."""
+    if w.fault.kind == "lossy_port":
+        return w.fault.kind, w.port
+    return w.fault.kind, min(w.port, w.peer)
+
+
+def _refuse_overlaps(windows: list[_Window], source: str) -> None:
+    seen: dict[tuple[str, int], list[_Window]] = {}
+    for w in windows:
+        for other in seen.setdefault(_target(w), []):
+            if w.start_ps < other.end_ps and other.start_ps < w.end_ps:
+                raise ScenarioError(source, f"faults.{w.index}", f"overlaps faults.{other.index}: two {w.fault.kind} "
+                                    f"faults on the same {'port' if w.fault.kind == 'lossy_port' else 'link'} "
+                                    "must not overlap in time")
+        seen[_target(w)].append(w)
+
+
+def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int]]:
+    """The fault's start and, if it ends, its end, as (t_ps, action, port, loss, value)."""
+    kind = w.fault.kind
+    nominal = int(fabric.port_rate_bps[w.port])
+    if kind == "link_down":
+        start, end = (K.LA_DOWN, 0.0, 0), (K.LA_UP, 0.0, 0)
+    elif kind == "slow_link":
+        start, end = (K.LA_RATE, 0.0, int(round(w.fault.rate_gbps * 1e9))), (K.LA_RATE, 0.0, nominal)
+    else:
+        start, end = (K.LA_LOSS, float(w.fault.loss), 0), (K.LA_LOSS, 0.0, 0)
+    out = [(w.start_ps, int(start[0]), w.port, start[1], start[2])]
+    if w.end_ps != INFINITE_PS:
+        out.append((w.end_ps, int(end[0]), w.port, end[1], end[2]))
+    return out
+
+
+def _route_epochs(windows: list[_Window], fabric: Fabric,
+                  convergence_ps: int) -> tuple[list[frozenset[int]], list[tuple], list[tuple]]:
+    """The route epochs (epoch 0: the healthy fabric), their tables, and the LA_ROUTES rows that
+    install them convergence_ps after each change of the set of links down. A change that leaves
+    every table as it was (a host's only link: no way round it) installs nothing."""
+    downs = [w for w in windows if w.fault.kind == "link_down"]
+    changes = sorted({w.start_ps for w in downs} | {w.end_ps for w in downs if w.end_ps != INFINITE_PS})
+    epochs: list[frozenset[int]] = [frozenset()]
+    tables = [build_routes(fabric)]
+    rows = []
+    current = 0
+    for t in changes:
+        dead = frozenset(p for w in downs if w.start_ps <= t < w.end_ps for p in (w.port, w.peer))
+        table = build_routes(fabric, dead)
+        epoch = next((i for i, (off, ports) in enumerate(tables)
+                      if np.array_equal(off, table[0]) and np.array_equal(ports, table[1])), None)
+        if epoch is None:
+            epoch = len(tables)
+            epochs.append(dead)
+            tables.append(table)
+        if epoch != current:
+            rows.append((t + convergence_ps, int(K.LA_ROUTES), -1, 0.0, epoch))
+            current = epoch
+    return epochs, tables, rows
