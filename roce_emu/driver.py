@@ -59,6 +59,7 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
                dynamic_ncols=True)
     limit_reason = ""
     broken = ""
+    status = K.ST_BUDGET  # stays so if a limit stops the run before its first slice
     try:
         while True:
             left = limits.max_events - int(world.stats[K.C_EVENTS])
@@ -94,15 +95,15 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
     wall_s = time.perf_counter() - began
     done = int(world.stats[K.C_FLOWS_DONE])
     unfinished = f"with {n_flows - done} of {n_flows} flows unfinished"
+    all_done = done == n_flows and world.stats[K.C_TASKS_DONE] == int(world.cfg[K.CFG_N_TASKS])
     if broken or status == K.ST_INVARIANT:  # the engine's own check leaves the reason to the caller
         return RunOutcome(world, "invariant", broken, wall_s, load_s, trace)
+    if all_done:  # a limit met after the work ended (waiting for a fault due later) cuts nothing short
+        return RunOutcome(world, "finished", "", wall_s, load_s, trace)
     if limit_reason:
         return RunOutcome(world, "incomplete", f"{limit_reason} {unfinished}", wall_s, load_s, trace)
     if status == K.ST_STALLED:
         return RunOutcome(world, "stalled", "", wall_s, load_s, trace)
     if status == K.ST_T_LIMIT:
         return RunOutcome(world, "incomplete", f"sim.max_time_ns reached {unfinished}", wall_s, load_s, trace)
-    n_tasks = int(world.cfg[K.CFG_N_TASKS])
-    if done < n_flows or world.stats[K.C_TASKS_DONE] < n_tasks:  # no event left, work left: cannot happen
-        return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace)
-    return RunOutcome(world, "finished", "", wall_s, load_s, trace)
+    return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace)  # work left: cannot happen

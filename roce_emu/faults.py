@@ -24,7 +24,6 @@ INFINITE_PS = np.iinfo(np.int64).max
 @dataclass
 class LinkPlan:
     actions: np.ndarray  # LINK_PLAN_DTYPE, in time order
-    dead_per_epoch: list[frozenset[int]]  # route epoch i was computed without these ports (epoch 0: none)
     route_off: np.ndarray  # int64[epochs, rows + 1], absolute offsets into route_ports
     route_ports: np.ndarray  # int32, every epoch's rows one after the other
 
@@ -41,12 +40,13 @@ class _Window:
 
 
 def compile_faults(scenario: Scenario, fabric: Fabric, source: str) -> LinkPlan:
+    """The link plan of the scenario's faults; ScenarioError for a name, link or overlap that is wrong."""
     windows = [_resolve(i, fault, fabric, source) for i, fault in enumerate(scenario.faults)]
     _refuse_overlaps(windows, source)
     rows: list[tuple[int, int, int, float, int]] = []  # (t_ps, action, port, loss, value)
     for w in windows:
         rows.extend(_actions(w, fabric))
-    epochs, tables, route_rows = _route_epochs(windows, fabric, ns_to_ps(scenario.network.routing.convergence_ns))
+    tables, route_rows = _route_epochs(windows, fabric, ns_to_ps(scenario.network.routing.convergence_ns))
     rows.extend(route_rows)
     order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep the file's order
     actions = np.zeros(len(rows), LINK_PLAN_DTYPE)
@@ -55,7 +55,7 @@ def compile_faults(scenario: Scenario, fabric: Fabric, source: str) -> LinkPlan:
         actions[j] = (t_ps, value, loss, action, port)
     route_off = np.stack([off + sum(len(p) for _, p in tables[:i]) for i, (off, _) in enumerate(tables)])
     route_ports = np.concatenate([ports for _, ports in tables])
-    return LinkPlan(actions, epochs, route_off, route_ports)
+    return LinkPlan(actions, route_off, route_ports)
 
 
 def _resolve(i: int, fault: Fault, fabric: Fabric, source: str) -> _Window:
@@ -111,14 +111,12 @@ def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int
     return out
 
 
-def _route_epochs(windows: list[_Window], fabric: Fabric,
-                  convergence_ps: int) -> tuple[list[frozenset[int]], list[tuple], list[tuple]]:
-    """The route epochs (epoch 0: the healthy fabric), their tables, and the LA_ROUTES rows that
-    install them convergence_ps after each change of the set of links down. A change that leaves
-    every table as it was (a host's only link: no way round it) installs nothing."""
+def _route_epochs(windows: list[_Window], fabric: Fabric, convergence_ps: int) -> tuple[list[tuple], list[tuple]]:
+    """The route epochs' tables (epoch 0: the healthy fabric) and the LA_ROUTES rows that install
+    them convergence_ps after each change of the set of links down. A change that leaves every
+    table as it was (a host's only link: no way round it) installs nothing."""
     downs = [w for w in windows if w.fault.kind == "link_down"]
     changes = sorted({w.start_ps for w in downs} | {w.end_ps for w in downs if w.end_ps != INFINITE_PS})
-    epochs: list[frozenset[int]] = [frozenset()]
     tables = [build_routes(fabric)]
     rows = []
     current = 0
@@ -129,9 +127,8 @@ def _route_epochs(windows: list[_Window], fabric: Fabric,
                       if np.array_equal(off, table[0]) and np.array_equal(ports, table[1])), None)
         if epoch is None:
             epoch = len(tables)
-            epochs.append(dead)
             tables.append(table)
         if epoch != current:
             rows.append((t + convergence_ps, int(K.LA_ROUTES), -1, 0.0, epoch))
             current = epoch
-    return epochs, tables, rows
+    return tables, rows

@@ -358,3 +358,17 @@ def test_random_fault_schedules_end_with_every_flow_done(faults, cc, convergence
         assert float(row["fct_ns"]) >= float(row["ideal_fct_ns"])
     event("packets lost" if result.summary["data_packets_lost_on_links"] else "no packet lost")
     event("rerouted" if result.summary["route_updates"] else "routes unchanged")
+
+
+def test_a_fault_due_after_the_work_does_not_make_the_run_incomplete():
+    """The flows end long before the fault (and the fault after sim.max_time_ns): finished."""
+    sc = leaf_spine([{"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 5e9}], size=10_000)
+    result = simulate(sc)
+    assert result.outcome.status == "finished" and result.summary["flows_finished"] == 1
+
+
+def test_a_wall_clock_limit_before_the_first_slice_is_incomplete():
+    sc = leaf_spine([], sim={"max_wall_s": 1e-9})
+    result = simulate(sc)
+    assert result.outcome.status == "incomplete"
+    assert "sim.max_wall_s" in result.outcome.reason
