@@ -40,7 +40,8 @@ def estimate_bytes(fabric: Fabric, workload: Workload, route_epochs: int = 1) ->
     n_flows, n_tasks = len(workload.flows), len(workload.tasks)
     pool = 4096 + 64 * n_ports + 4 * n_flows
     per_flow = FLOW_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 6 * K.N_TIMERS
-    return (rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES + pool * (PKT_DTYPE.itemsize + 4 + 2 * EV_DTYPE.itemsize)
+    routes = rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES
+    return (routes + pool * (PKT_DTYPE.itemsize + 4 + 2 * EV_DTYPE.itemsize)
             + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + n_flows * per_flow
             + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
 
