@@ -118,16 +118,20 @@ def _route_epochs(windows: list[_Window], fabric: Fabric, convergence_ps: int) -
     downs = [w for w in windows if w.fault.kind == "link_down"]
     changes = sorted({w.start_ps for w in downs} | {w.end_ps for w in downs if w.end_ps != INFINITE_PS})
     tables = [build_routes(fabric)]
+    epoch_of: dict[frozenset[int], int] = {frozenset(): 0}  # a dead set seen before (a repair) is not rebuilt
     rows = []
     current = 0
     for t in changes:
         dead = frozenset(p for w in downs if w.start_ps <= t < w.end_ps for p in (w.port, w.peer))
-        table = build_routes(fabric, dead)
-        epoch = next((i for i, (off, ports) in enumerate(tables)
-                      if np.array_equal(off, table[0]) and np.array_equal(ports, table[1])), None)
-        if epoch is None:
-            epoch = len(tables)
-            tables.append(table)
+        if dead not in epoch_of:
+            table = build_routes(fabric, dead)
+            epoch = next((i for i, (off, ports) in enumerate(tables)
+                          if np.array_equal(off, table[0]) and np.array_equal(ports, table[1])), None)
+            if epoch is None:
+                epoch = len(tables)
+                tables.append(table)
+            epoch_of[dead] = epoch
+        epoch = epoch_of[dead]
         if epoch != current:
             rows.append((t + convergence_ps, int(K.LA_ROUTES), -1, 0.0, epoch))
             current = epoch

@@ -113,12 +113,11 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     # room for the longest detour a failure forces
     base_rtt_ps, max_switch_hops = 0, 0
     if needs_fabric_rtt(algorithm) or int_bytes:
-        frame_wire = int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG])
-        for epoch in range(len(route_off)):
-            rtt, hops = base_rtt_extremes(route_off[epoch], route_ports, port["node"], port["peer_port"],
-                                          port["rate_bps"], port["prop_ps"], H, frame_wire)
-            base_rtt_ps = rtt if epoch == 0 else base_rtt_ps
-            max_switch_hops = max(max_switch_hops, hops)
+        walk = (route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
+                int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+        base_rtt_ps, max_switch_hops = base_rtt_extremes(route_off[0], *walk)
+        for epoch in range(1, len(route_off) if int_bytes else 1):  # detours only matter for INT room
+            max_switch_hops = max(max_switch_hops, base_rtt_extremes(route_off[epoch], *walk)[1])
     line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
     cc_values = resolved_params(algorithm, dict(net.cc.params), line_gbps)
     ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))

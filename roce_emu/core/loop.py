@@ -14,7 +14,7 @@ from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE
                     ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
 from .links import apply_link_action, schedule_link_plan
 from .nic import flow_start, on_host_arrive, on_rto
-from .packets import pkt_free, pkt_lose
+from .packets import is_pfc, pkt_free, pkt_lose
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
 from .tasks import schedule_roots, task_done
 from .trace import rows_per_sample, sample
@@ -27,7 +27,7 @@ def _on_arrive(w, k, p_in, t):
         return
     pk = w.pkt[k]
     kind = pk["kind"]
-    if kind == PK_PAUSE or kind == PK_RESUME:
+    if is_pfc(kind):
         # PFC acts on our egress port of the same link, for the priority it names
         w.pq[p_in, pk["seq"]]["paused"] = 1 if kind == PK_PAUSE else 0
         pkt_free(w, k)

@@ -1,7 +1,7 @@
 """Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
 from .jit import njit
 from .kinds import (C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
-                    M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE)
+                    M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE, PK_PAUSE, PK_RESUME)
 
 
 @njit
@@ -41,6 +41,12 @@ def pkt_free(w, k):
     n = w.meta[M_FREE]
     w.pkt_free[n] = k
     w.meta[M_FREE] = n + 1
+
+
+@njit
+def is_pfc(kind):
+    """PFC PAUSE or RESUME: link-local frames that act on the port they arrive at."""
+    return kind == PK_PAUSE or kind == PK_RESUME
 
 
 @njit

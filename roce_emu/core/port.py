@@ -10,10 +10,10 @@ from . import cc
 from .heap import heap_push
 from .jit import njit
 from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
-                    NPRIO, PK_DATA, PK_PAUSE, PK_RESUME)
+                    NPRIO, PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
-from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose
+from .packets import fault, fifo_pop, fifo_push, is_pfc, pkt_free, pkt_lose
 from .paths import next_hop, ser_ps
 from .rng import rand_unit
 
@@ -112,17 +112,11 @@ def on_tx_done(w, p, t):
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
-    if pt["down"] != 0 or (pt["loss"] > 0.0 and not _is_pfc(w, k) and rand_unit(w.rng) < pt["loss"]):
+    if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
     else:
         heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     kick(w, p)
-
-
-@njit
-def _is_pfc(w, k):
-    kind = w.pkt[k]["kind"]
-    return kind == PK_PAUSE or kind == PK_RESUME
 
 
 @njit
