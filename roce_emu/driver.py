@@ -7,10 +7,11 @@ import numpy as np
 from tqdm import tqdm
 
 from .core import kinds as K
+from .core.fastforward import advance_ff
 from .core.loop import advance
 from .core.state import World
 from .invariants import InvariantError, check_world
-from .world import grow
+from .world import grow, grow_fast_forward, new_fast_forward
 
 
 @dataclass
@@ -44,12 +45,20 @@ class Limits:
 
 
 def simulate(world: World, limits: Limits, slice_events: int, progress: bool | None = None,
-             label: str = "", check: bool = False) -> RunOutcome:
+             label: str = "", check: bool = False, fast_forward: bool = False) -> RunOutcome:
     """Advance the world until every event is processed, a limit, a stall or a broken invariant;
-    with ``check``, also run the expensive invariant checks after every slice."""
+    with ``check``, also run the expensive invariant checks after every slice; with
+    ``fast_forward``, skip the periods in which the network repeats itself (exactly)."""
     n_flows = int(world.cfg[K.CFG_N_FLOWS])
+    fast = new_fast_forward(world) if fast_forward else None
+
+    def step(budget: int) -> int:
+        if fast is None:
+            return advance(world, limits.max_time_ps, budget)
+        return advance_ff(world, fast, limits.max_time_ps, budget)
+
     loading = time.perf_counter()
-    advance(world, limits.max_time_ps, 0)  # compile or load the kernels: not part of the run's time
+    step(0)  # compile or load the kernels: not part of the run's time
     began = time.perf_counter()
     load_s = began - loading
     # progress None lets tqdm decide: a bar on a terminal, nothing otherwise
@@ -69,7 +78,7 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
             if time.perf_counter() - began > limits.max_wall_s:
                 limit_reason = f"sim.max_wall_s ({limits.max_wall_s:g} s) reached"
                 break
-            status = advance(world, limits.max_time_ps, min(slice_events, left))
+            status = step(min(slice_events, left))
             if check:
                 try:
                     check_world(world)
@@ -83,6 +92,9 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
                 continue
             if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW):
                 world = grow(world)
+            if fast is not None and status in (K.ST_HEAP_LOW, K.ST_FF_GROW):
+                fast = grow_fast_forward(fast, world)
+            if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW, K.ST_FF_GROW):
                 continue
             if status == K.ST_TRACE_FULL:
                 flush_trace(world, chunks)

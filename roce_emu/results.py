@@ -94,7 +94,7 @@ def in_flight_per_flow(world: World) -> np.ndarray:
 def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -> dict:
     stats = world.stats
     counters = {name: int(stats[i]) for i, name in enumerate(K.STAT_NAMES)
-                if name not in ("now_ps", "events", "last_progress_ps")}
+                if name not in ("now_ps", "events", "last_progress_ps", "skipped_ps")}
     switches = slice(fabric.n_hosts, None)
     slowdowns = np.array([float(r["slowdown"]) for r in rows if r["slowdown"] != ""])
     fcts = np.array([float(r["fct_ns"]) for r in rows if r["fct_ns"] != ""])
@@ -125,6 +125,9 @@ def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -
         "mean_slowdown": float(slowdowns.mean()) if len(slowdowns) else None,
         "p50_slowdown": float(np.percentile(slowdowns, 50)) if len(slowdowns) else None,
         "p99_slowdown": float(np.percentile(slowdowns, 99)) if len(slowdowns) else None,
+        "fast_forward": scenario.sim.fast_forward,
+        "fast_forward_exact": True,  # every jump repeats a period the engine simulated (no approximation)
+        "skipped_ns": float(ps_to_ns(int(stats[K.C_FF_PS])) or 0),
         "events": events,
         "wall_s": round(outcome.wall_s, 6),
         "engine_load_s": round(outcome.load_s, 6),

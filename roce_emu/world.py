@@ -7,11 +7,12 @@ import numpy as np
 from .cc_params import INT_HEADER_BYTES, engine_params, needs_fabric_rtt, resolved_params
 from .core import cc_dctcp, cc_hpcc
 from .config.schema import Scenario
+from .core import fastforward as ff
 from .core import kinds as K
 from .core.loop import schedule_start
 from .core.paths import base_rtt_extremes, route_pick
 from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
-                         TASK_DTYPE, World)
+                         TASK_DTYPE, FastForward, World)
 from .errors import ScenarioError
 from .faults import compile_faults
 from .topology import Fabric
@@ -131,12 +132,13 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     meta = np.zeros(K.M_SIZE, np.int64)
     meta[K.M_FREE] = pool_cap
     rng_state = np.random.SeedSequence(scenario.seed, spawn_key=(3,)).generate_state(1, np.uint64)
+    ev = np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)) + len(plan.actions), EV_DTYPE)
     world = World(
         cfg=cfg,
         stats=np.zeros(K.C_SIZE, np.int64),
         meta=meta,
         rng=np.maximum(rng_state, np.uint64(1)),
-        ev=np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)) + len(plan.actions), EV_DTYPE),
+        ev=ev,
         kick=np.zeros(K.NPRIO * n_ports + K.KICK_CAP, np.int32),
         pkt=_new_packets(pool_cap),
         pkt_free=np.arange(pool_cap - 1, -1, -1, dtype=np.int32),  # pops the lowest id first
@@ -159,6 +161,42 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     )
     schedule_start(world)
     return world
+
+
+#: first size of the fast-forward signature: fields per port, per flow in flight
+FF_FIELDS_PER_PORT = 16
+FF_FIELDS_PER_FLOW = 64
+FF_FLOATS_PER_FLOW = 8
+
+
+def new_fast_forward(world: World, cap: int = 0, fcap: int = 0) -> FastForward:
+    """The exact fast-forward's arrays for a world. The signature arrays start with room for
+    a few hundred flows in flight and grow (ST_FF_GROW) when a checkpoint needs more."""
+    n_ports, n_flows = len(world.port), len(world.flow)
+    cap = cap or 4096 + FF_FIELDS_PER_PORT * n_ports + FF_FIELDS_PER_FLOW * min(n_flows, 256)
+    fcap = fcap or FF_FLOATS_PER_FLOW * min(n_flows, 256)
+    meta = np.zeros(ff.FM_SIZE, np.int64)
+    meta[ff.FM_ANCHOR] = -1
+    flow = np.zeros((ff.FF_FLOW_ROWS, n_flows), np.int64)
+    flow[ff.FF_POS] = -1
+    return FastForward(meta=meta, sig=np.zeros((ff.FF_SLOTS, 2, cap), np.int64),
+                       fsig=np.zeros((ff.FF_SLOTS, fcap)), ck=np.zeros((ff.FF_CK_ROWS, ff.CK_SIZE), np.int64),
+                       flow=flow, port=np.zeros(n_ports, np.int64),
+                       tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64))
+
+
+def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
+    """After ST_FF_GROW: room for twice the signature a checkpoint asked for (the stored ones
+    are forgotten); after the world's heap grew: sort room for every event."""
+    if fast.meta[ff.FM_WANT]:
+        walk = fast.ck[ff.FF_SLOTS]
+        fast.meta[ff.FM_WANT] = 0
+        fast.meta[ff.FM_COUNT] = 0
+        fast = fast._replace(sig=np.zeros((ff.FF_SLOTS, 2, 2 * max(int(walk[ff.X_IDX]), fast.sig.shape[2])), np.int64),
+                             fsig=np.zeros((ff.FF_SLOTS, 2 * max(int(walk[ff.X_FIDX]), fast.fsig.shape[1]))))
+    if fast.tmp.shape[1] < len(world.ev):
+        fast = fast._replace(tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64))
+    return fast
 
 
 def _tasks(table: TaskTable) -> np.ndarray:

@@ -412,6 +412,17 @@ class Sim(Strict):
     max_wall_s: float = Field(86_400.0, gt=0, le=1e7)  # wall-clock seconds
     stall_timeout_ns: float = Field(20e6, gt=0, le=1e15)
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
+    #: skip whole periods in which the network repeats itself exactly (docs/fast_forward.md);
+    #: results are identical to "off" to the picosecond
+    fast_forward: Literal["on", "off"] = "off"
+
+    @field_validator("fast_forward", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value):
+        """YAML 1.1 reads a bare on/off as true/false: take those as meant."""
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
 
 
 TRACE_KINDS = ("rate", "queue")

@@ -32,6 +32,28 @@ def heap_push(ev, meta, t_ps, kind, obj, arg):
     ev[i]["arg"] = arg
 
 
+@njit(inline="always")
+def _sift_down(ev, i, n, t, seq):
+    """Move the hole at i down past the children that come before (t, seq); return where
+    the event (t, seq) belongs."""
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        right = child + 1
+        if right < n:
+            rt = ev[right]["t_ps"]
+            ct = ev[child]["t_ps"]
+            if rt < ct or (rt == ct and ev[right]["seq"] < ev[child]["seq"]):
+                child = right
+        if _before(ev, child, t, seq):
+            ev[i] = ev[child]
+            i = child
+        else:
+            break
+    return i
+
+
 @njit
 def heap_pop(ev, meta):
     """Remove the earliest event; return (t_ps, kind, obj, arg)."""
@@ -42,23 +64,23 @@ def heap_pop(ev, meta):
     n = meta[M_EV_COUNT] - 1
     meta[M_EV_COUNT] = n
     if n > 0:
-        lt = ev[n]["t_ps"]
-        ls = ev[n]["seq"]
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            right = child + 1
-            if right < n:
-                rt = ev[right]["t_ps"]
-                ct = ev[child]["t_ps"]
-                if rt < ct or (rt == ct and ev[right]["seq"] < ev[child]["seq"]):
-                    child = right
-            if _before(ev, child, lt, ls):
-                ev[i] = ev[child]
-                i = child
-            else:
-                break
+        i = _sift_down(ev, 0, n, ev[n]["t_ps"], ev[n]["seq"])
         ev[i] = ev[n]
     return t_ps, kind, obj, arg
+
+
+@njit
+def heap_rebuild(ev, meta):
+    """Drop the events whose kind is negative and restore the heap order of the rest
+    (after fast-forward moved some events in time). Sequence numbers are kept, so ties
+    still break by scheduling order."""
+    n = 0
+    for i in range(meta[M_EV_COUNT]):
+        if ev[i]["kind"] >= 0:
+            ev[n] = ev[i]
+            n += 1
+    meta[M_EV_COUNT] = n
+    for start in range(n // 2 - 1, -1, -1):
+        ev[n] = ev[start]  # the slot past the last event holds it while the hole moves down
+        i = _sift_down(ev, start, n, ev[n]["t_ps"], ev[n]["seq"])
+        ev[i] = ev[n]

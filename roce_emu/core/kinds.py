@@ -82,7 +82,9 @@ ST_HEAP_LOW = 4  #: event heap nearly full: grow and call again
 ST_STALLED = 5  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
 ST_TRACE_FULL = 6  #: the trace buffer cannot take another sample: flush it and call again
 ST_INVARIANT = 7  #: an engine invariant broke (meta[M_FAULT]): the run stops at that event
-STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full", "invariant")
+ST_FF_GROW = 8  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
+STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full", "invariant",
+                "ff_grow")
 
 # ---- invariant violations (meta[M_FAULT]); meta[M_FAULT_OBJ] names the entity --------------
 F_NONE = 0
@@ -143,13 +145,18 @@ C_CNPS = 16  #: congestion notifications sent by receivers (CNP packets or CNP/E
 C_TASKS_DONE = 17
 C_LINK_LOST = 18  #: data packets lost to network faults (down links, lossy ports, no route); also in C_DATA_DROPPED
 C_ROUTE_UPDATES = 19  #: route epochs installed after link failures or repairs
-C_SIZE = 20
+C_FF_JUMPS = 20  #: fast-forward jumps over repeated periods
+C_FF_EVENTS = 21  #: events the jumps skipped (not in C_EVENTS, which counts processed events)
+C_FF_PS = 22  #: simulated time the jumps skipped
+C_FF_CHECKPOINTS = 23  #: fast-forward signatures taken
+C_SIZE = 24
 STAT_NAMES = (
     "now_ps", "events", "data_packets_sent", "data_packets_delivered",
     "data_packets_dropped", "acks_sent", "nacks_sent", "pfc_pauses_sent",
     "pfc_resumes_sent", "ecn_marks", "timeouts", "retransmits", "flows_finished",
     "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent", "tasks_finished",
-    "data_packets_lost_on_links", "route_updates",
+    "data_packets_lost_on_links", "route_updates", "fast_forward_jumps", "events_skipped", "skipped_ps",
+    "fast_forward_checkpoints",
 )
 
 # ---- mutable scalars: indices into World.meta (int64) --------------------------------

@@ -198,3 +198,16 @@ class World(NamedTuple):
     succ_off: np.ndarray  # int64[tasks + 1]: CSR rows of each task's successors
     succ: np.ndarray  # int32: successor task ids
     link_plan: np.ndarray  # LINK_PLAN_DTYPE: the scenario's faults as timed actions, in time order
+
+
+class FastForward(NamedTuple):
+    """The exact fast-forward's own state (fastforward.py), apart from the World so that the
+    exact engine's kernels do not carry it."""
+
+    meta: np.ndarray  # int64[FM_SIZE]: anchor, counts, the walk's cursor
+    sig: np.ndarray  # int64[FF_SLOTS, 2, cap]: stored checkpoint signatures (field type, value)
+    fsig: np.ndarray  # float64[FF_SLOTS, fcap]: their floating-point fields (compared exactly)
+    ck: np.ndarray  # int64[FF_CK_ROWS, CK_SIZE]: per checkpoint (time, lengths, hash, events), the walk, the anchor
+    flow: np.ndarray  # int64[FF_FLOW_ROWS, flows]: active list and positions, per-flow shift and base
+    port: np.ndarray  # int64[ports]: per-port tx-byte advance in one period
+    tmp: np.ndarray  # int64[FF_TMP_ROWS, heap capacity]: sort scratch
