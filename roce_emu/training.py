@@ -6,9 +6,14 @@ pipeline stage s and data-parallel replica d. Layers are split into pp contiguou
 
 Forward, stage by stage: each layer's compute, then its forward collective (on the critical
 path), then the activations go to the next stage. Backward, from the last stage: each
-layer's compute, its backward collective (critical path), and its weight-gradient
-all-reduce over the data-parallel group, which overlaps the rest of the backward pass.
+layer's compute, its backward collective (critical path), and the weight gradients'
+all-reduces over the data-parallel group, which overlap the rest of the backward pass.
 The iteration ends when every rank's compute and collectives are done.
+
+Gradients are all-reduced in buckets, as PyTorch DDP sends them (``bucket_cap_mb``): in
+backward order, layers join the open bucket until it holds at least ``bucket_bytes``; the
+bucket's all-reduce starts when the backward pass has produced its last layer's gradients.
+A stage's last bucket holds what is left. ``bucket_bytes: 0`` all-reduces every layer alone.
 """
 import numpy as np
 
@@ -68,6 +73,15 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
             prev = [add(Item(key, f"pipe_fwd.{s}", "send", prev, nbytes=spec.pipeline_bytes,
                              pairs=[(host(t, s, d), host(t, s + 1, d)) for d in range(dp) for t in range(tp)]))]
     for s in range(pp - 1, -1, -1):
+        bucket: list = []  # the layers whose gradients wait in the open bucket
+
+        def all_reduce_bucket(after):
+            name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
+            add(Item(key, f"grad_ar.{name}", "collective", after, groups=groups(s, "dp"),
+                     collective="all_reduce", algorithm=spec.dp_algorithm,
+                     nbytes=sum(layer.weight_grad_bytes for layer in bucket), chunks=spec.chunks))
+            bucket.clear()
+
         for i in stages[s][::-1]:
             layer = layers[i]
             prev = [add(Item(key, f"bwd.{layer.name}", "compute", prev, hosts=stage_hosts(s),
@@ -76,9 +90,11 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
             if layer.backward_comm is not None:
                 prev = comm(f"bwd_comm.{layer.name}", layer.backward_comm, s, prev)
             if layer.weight_grad_bytes and dp > 1:
-                add(Item(key, f"grad_ar.{layer.name}", "collective", computed, groups=groups(s, "dp"),
-                         collective="all_reduce", algorithm=spec.dp_algorithm, nbytes=layer.weight_grad_bytes,
-                         chunks=spec.chunks))
+                bucket.append(layer)
+                if sum(b.weight_grad_bytes for b in bucket) >= spec.bucket_bytes:
+                    all_reduce_bucket(computed)
+        if bucket:
+            all_reduce_bucket(computed)
         if s > 0 and spec.pipeline_bytes:
             prev = [add(Item(key, f"pipe_bwd.{s}", "send", prev, nbytes=spec.pipeline_bytes,
                              pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)]))]

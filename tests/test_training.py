@@ -3,7 +3,9 @@ pass, tensor-parallel collectives and pipeline sends on the critical path."""
 import pytest
 
 from conftest import scenario, simulate
+from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Model
+from roce_emu.iteration import collective_rows, task_rows
 from roce_emu.core.paths import ser_ps
 from roce_emu.models import dlrm, resnet50, transformer
 
@@ -37,6 +39,8 @@ def test_dlrm_and_transformer_sizes():
 
 
 def _two_layers(grad_bytes, hosts=4, **training):
+    """Per-layer all-reduces (bucket_bytes 0), as these overlap tests need."""
+    training.setdefault("bucket_bytes", 0)
     return scenario(topology={"kind": "single_switch", "hosts": hosts},
                     workload={"training": {"layers": [
                         {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
@@ -84,3 +88,56 @@ def test_training_workloads_are_deterministic():
     sc = _two_layers(2_000_000, hosts=4, chunks=2)
     a, b = simulate(sc), simulate(sc, slice_events=1009)
     assert a.rows == b.rows and a.summary["iteration_ns"] == b.summary["iteration_ns"]
+
+
+def test_resnet50_gradients_go_in_ddp_buckets():
+    """Default 25 MiB buckets (PyTorch DDP's bucket_cap_mb): backward-ordered, contiguous, each
+    closed once it holds 25 MiB, the rest in the last; together every gradient byte once."""
+    sc = scenario(topology={"kind": "single_switch", "hosts": 2},
+                  workload={"training": {"model": {"name": "resnet50"}}})
+    p = prepare_scenario(sc)
+    sizes = [c.nbytes for c in p.workload.collectives]
+    layers = [layer for layer in resnet50(Model(name="resnet50")) if layer.weight_grad_bytes][::-1]
+    assert sum(sizes) == sum(layer.weight_grad_bytes for layer in layers) == 102_011_648
+    cap = 25 * 1024 * 1024
+    assert all(size >= cap for size in sizes[:-1]) and sizes[-1] < cap
+    # each bucket is a run of consecutive layers in backward order, named by its first and last
+    i = 0
+    for c in p.workload.collectives:
+        first, last = c.name.removeprefix("grad_ar.").split("-") if "-" in c.name else (c.name[8:],) * 2
+        assert layers[i].name == first
+        total = 0
+        while True:
+            total += layers[i].weight_grad_bytes
+            i += 1
+            if layers[i - 1].name == last:
+                break
+        assert total == c.nbytes
+        # closed by its last layer: without it, the bucket was still under the cap
+        assert total - layers[i - 1].weight_grad_bytes < cap or c is p.workload.collectives[-1]
+    assert i == len(layers)
+
+
+def test_a_bucket_starts_when_its_last_layer_backward_ends():
+    """Three layers of 1 MB gradients, 1.5 MB buckets: l2 and l1 share a bucket sent when bwd.l1
+    ends (l2's gradients wait for it); l0 goes alone when bwd.l0 ends. bucket_bytes 0 sends
+    each layer's alone."""
+    def three(bucket_bytes):
+        return scenario(topology={"kind": "single_switch", "hosts": 4},
+                        workload={"training": {"bucket_bytes": bucket_bytes, "layers": [
+                            {"name": f"l{i}", "forward_ns": 100 * US, "backward_ns": 200 * US,
+                             "weight_grad_bytes": 1_000_000} for i in range(3)]}})
+    def run_three(bucket_bytes):
+        prepared = prepare_scenario(three(bucket_bytes))
+        world = run(prepared, write=False, progress=False).outcome.world
+        return task_rows(world, prepared.workload), collective_rows(world, prepared.workload)
+
+    tasks, colls = run_three(1_500_000)
+    tasks = {(r["name"], r["kind"]): r for r in tasks}
+    colls = {c["name"]: c for c in colls}
+    assert set(colls) == {"grad_ar.l2-l1", "grad_ar.l0"}
+    assert colls["grad_ar.l2-l1"]["bytes"] == 2_000_000 and colls["grad_ar.l0"]["bytes"] == 1_000_000
+    bwd_end = {n: float(tasks[(f"bwd.{n}", "compute")]["finish_ns"]) for n in ("l0", "l1", "l2")}
+    assert float(colls["grad_ar.l2-l1"]["start_ns"]) == bwd_end["l1"] == 300 * US + 400 * US
+    assert float(colls["grad_ar.l0"]["start_ns"]) == bwd_end["l0"] == 300 * US + 600 * US
+    assert [c["name"] for c in run_three(0)[1]] == ["grad_ar.l2", "grad_ar.l1", "grad_ar.l0"]

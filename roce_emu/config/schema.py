@@ -346,6 +346,9 @@ class Training(Strict):
     dp_algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
     chunks: int = Field(1, ge=1, le=4096)
     pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # activations between stages, each way
+    #: gradients all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb,
+    #: 25 MiB); 0: one all-reduce per layer
+    bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)
 
     @model_validator(mode="after")
     def _one_source(self):

@@ -1,0 +1,107 @@
+"""Scale: wall time and peak memory with fast-forward on and off, side by side in one run.
+
+    python benchmarks/scale.py                       # every case at the issue's size (hours with "off")
+    python benchmarks/scale.py --case ring --npus 16 # one case, fewer NPUs
+    python benchmarks/scale.py --bytes-scale 0.25    # every collective a quarter as large
+
+Cases (the scale issue's table): "resnet" (ResNet-50 data parallel, ring, on a 2-level
+leaf-spine at 200 Gb/s, under none, DCQCN and HPCC), "ring" (a 1 GiB ring all-reduce),
+"transformer" (TP 8 x DP 16 on multi_dim). Each (case, cc, mode) runs in a fresh process
+(warm Numba cache), which reports its wall time (everything: build, engine, results),
+the engine's share, its peak RSS and the iteration or collective time. The error column
+compares "on" with "off": it is 0 when the skipping was exact.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+from roce_emu.api import prepare_scenario, run
+from roce_emu.config.schema import Scenario
+sc = Scenario.model_validate(json.loads(sys.argv[1]))
+res = run(prepare_scenario(sc), write=False, progress=False)
+s = res.summary
+print(json.dumps({"wall_s": time.perf_counter() - t0, "engine_s": s["wall_s"], "events": s["events"],
+                  "events_skipped": s.get("events_skipped", 0), "status": s["status"],
+                  "time_ns": s.get("mean_iteration_ns") or s["last_finish_ns"],
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def leaf_spine(npus: int) -> dict:
+    leaves = max(npus // 16, 1)
+    return {"kind": "leaf_spine", "leaves": leaves, "hosts_per_leaf": npus // leaves, "spines": 4,
+            "link": {"rate_gbps": 200, "delay_ns": 1000}}
+
+
+def case_resnet(npus: int, scale: float) -> dict:
+    return {"topology": leaf_spine(npus),
+            "workload": {"training": {"model": {"name": "resnet50", "batch_per_rank": 32, "device_tflops": 100},
+                                      "dp_algorithm": "ring"}}}
+
+
+def case_ring(npus: int, scale: float) -> dict:
+    return {"topology": leaf_spine(npus),
+            "workload": {"collectives": [{"kind": "all_reduce", "algorithm": "ring",
+                                          "bytes": int((1 << 30) * scale)}]}}
+
+
+def case_transformer(npus: int, scale: float) -> dict:
+    tp = 8
+    return {"topology": {"kind": "multi_dim", "dims": [{"size": tp, "kind": "switch", "rate_gbps": 800,
+                                                        "delay_ns": 100},
+                                                       {"size": npus // tp, "kind": "switch", "rate_gbps": 200,
+                                                        "delay_ns": 1000}]},
+            "workload": {"training": {"model": {"name": "transformer", "layers": 4, "hidden": 4096,
+                                                "sequence": 2048, "batch_per_rank": 1},
+                                      "tp": tp, "dp": npus // tp}}}
+
+
+CASES = {"resnet": (case_resnet, ("none", "dcqcn", "hpcc")), "ring": (case_ring, ("none",)),
+         "transformer": (case_transformer, ("dcqcn",))}
+
+
+def measure(doc: dict) -> dict:
+    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(doc)], capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", choices=sorted(CASES), action="append", help="repeatable; default: all")
+    ap.add_argument("--npus", type=int, default=128)
+    ap.add_argument("--bytes-scale", type=float, default=1.0, help="scale the ring case's size")
+    ap.add_argument("--cc", action="append", help="only these algorithms (repeatable)")
+    args = ap.parse_args()
+    print("| case | NPUs | cc | off: wall s | off: engine s | off: RSS MB | on: wall s | on: engine s | "
+          "on: RSS MB | speed-up (wall) | events off / on | time error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.case or sorted(CASES):
+        build, ccs = CASES[name]
+        for cc in args.cc or ccs:
+            doc = {"name": f"scale_{name}", "seed": 1, **build(args.npus, args.bytes_scale)}
+            doc["network"] = {"cc": {"algorithm": cc}}
+            runs = {}
+            for mode in ("off", "on"):
+                doc["sim"] = {"fast_forward": mode}
+                runs[mode] = measure(doc)
+            off, on = runs["off"], runs["on"]
+            if "error" in off or "error" in on:
+                print(f"| {name} | {args.npus} | {cc} | {off.get('error', '')} {on.get('error', '')} |")
+                continue
+            err = abs(on["time_ns"] - off["time_ns"]) / off["time_ns"]
+            print(f"| {name} | {args.npus} | {cc} | {off['wall_s']:.1f} | {off['engine_s']:.1f} | {off['rss_mb']:.0f} | "
+                  f"{on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
+                  f"{off['wall_s'] / on['wall_s']:.2f}x | {off['events']:,} / {on['events']:,} | {err:.2e} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
