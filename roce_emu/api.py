@@ -8,11 +8,13 @@ from .core.state import World
 from .diagnose import stall_report
 from .driver import Limits, RunOutcome, simulate
 from .invariants import engine_fault
+from .dag import ROLE_FLOW
 from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
-from .output import write_run_dir
+from .errors import ScenarioError
+from .output import parquet_missing, write_run_dir
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
 from .topology import Fabric, build_fabric, fabric_size
-from .workload import Workload, build_workload, ns_to_ps
+from .workload import Workload, build_workload, collective_flow_mask, ns_to_ps
 from .world import build_world, check_fabric_memory
 
 
@@ -48,6 +50,8 @@ def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
 
 
 def prepare_scenario(scenario: Scenario, source: str = "<scenario>") -> Prepared:
+    if scenario.output.format == "parquet" and parquet_missing():
+        raise ScenarioError(source, "output.format", parquet_missing())
     check_fabric_memory(*fabric_size(scenario.topology), source)
     fabric = build_fabric(scenario.topology)
     workload = build_workload(scenario, fabric, source)
@@ -78,11 +82,19 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
+        workload = prepared.workload
         tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
-        tables["tasks.csv"] = (TASK_COLUMNS, task_rows(outcome.world, prepared.workload))
-        if prepared.workload.collectives:
-            tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, prepared.workload))
-        write_run_dir(target, rows, FLOW_COLUMNS, info, tables)
+        tasks = task_rows(outcome.world, workload)
+        written = rows
+        if not sc.output.collective_flows and workload.collectives:  # collectives.csv sums them up
+            mine = collective_flow_mask(workload)
+            written = [r for r in rows if not mine[r["flow_id"]]]
+            tasks = [r for r in tasks if r["kind"] != ROLE_FLOW or not mine[r["task_id"]]]
+        tables["tasks.csv"] = (TASK_COLUMNS, tasks)
+        if workload.collectives:
+            tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
+        tables = {"flows.csv": (FLOW_COLUMNS, written), **tables}
+        write_run_dir(target, info, tables, sc.output.format)
     return RunResult(outcome, rows, info, target)
 
 

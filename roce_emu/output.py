@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import tempfile
+from importlib.util import find_spec
 from pathlib import Path
 
 
@@ -19,17 +20,40 @@ def write_csv(path: Path, columns, rows) -> None:
         writer.writerows(rows)
 
 
-def write_run_dir(out: Path, flow_rows: list[dict], columns, summary: dict,
-                  tables: dict[str, tuple] = None) -> None:
-    """Write flows.csv, summary.json and any further tables {file name: (columns, rows)} into
-    ``out`` atomically (complete or absent)."""
+def parquet_missing() -> str:
+    """Why output.format parquet cannot be written here ('' if it can)."""
+    if find_spec("pandas") and find_spec("pyarrow"):
+        return ""
+    return "'parquet' needs pandas and pyarrow: pip install 'roce-emu[parquet]'"
+
+
+def frame(columns, rows):
+    """A table as a pandas DataFrame, every column that holds only numbers (or nothing) numeric:
+    times in ns as float64, empty cells as NaN."""
+    import pandas as pd
+
+    records = rows if rows and isinstance(rows[0], dict) else [dict(zip(columns, r)) for r in rows]
+    df = pd.DataFrame.from_records(records, columns=list(columns))
+    for name in df.columns:
+        cells = df[name].replace("", None)
+        numbers = pd.to_numeric(cells, errors="coerce")
+        if numbers.notna().sum() == cells.notna().sum():
+            df[name] = numbers
+    return df
+
+
+def write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv") -> None:
+    """Write summary.json and the tables {"name.csv": (columns, rows)} into ``out`` atomically
+    (complete or absent); with fmt "parquet" each table is name.parquet."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        write_csv(tmp / "flows.csv", columns, flow_rows)
-        for name, (table_columns, rows) in (tables or {}).items():
-            write_csv(tmp / name, table_columns, rows)
+        for name, (columns, rows) in tables.items():
+            if fmt == "parquet":
+                frame(columns, rows).to_parquet(tmp / name.replace(".csv", ".parquet"), index=False)
+            else:
+                write_csv(tmp / name, columns, rows)
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         replace_dir(tmp, out)

@@ -29,6 +29,14 @@ class Workload:
         return len(self.flows)
 
 
+def collective_flow_mask(workload: Workload) -> np.ndarray:
+    """True for each flow that belongs to a collective."""
+    mask = np.zeros(len(workload.flows), bool)
+    for c in workload.collectives:
+        mask[c.flows] = True
+    return mask
+
+
 def ns_to_ps(ns: float) -> int:
     return int(round(ns * 1000))
 

@@ -158,14 +158,20 @@ def workloads(draw):
               "start_ns": draw(st.sampled_from([0, 0, 1000, 25_000]))}
              for s, d in draw(st.lists(st.tuples(st.integers(0, hosts - 1), st.integers(0, hosts - 1))
                                        .filter(lambda p: p[0] != p[1]), min_size=1, max_size=6))]
-    collectives = []
+    collectives, compute = [], []
     if draw(st.booleans()):
         kind = draw(st.sampled_from(["all_reduce", "all_to_all", "all_gather", "reduce_scatter"]))
         algorithm = draw(st.sampled_from(["ring", "direct"]))
-        collectives.append({"kind": kind, "algorithm": algorithm, "bytes": draw(st.integers(64_000, 4_000_000)),
-                            "chunks": draw(st.integers(1, 3))})
+        collectives.append({"name": "coll", "kind": kind, "algorithm": algorithm,
+                            "bytes": draw(st.integers(64_000, 4_000_000)), "chunks": draw(st.integers(1, 3))})
+        if draw(st.booleans()):  # compute before it, and after it (task ends amid the traffic)
+            compute.append({"name": "before", "duration_ns": draw(st.integers(0, 50_000))})
+            compute.append({"name": "after", "duration_ns": draw(st.integers(1, 200_000)), "after": ["coll"],
+                            "hosts": [0]})
+            collectives[0]["after"] = ["before"]
     return scenario(topology=topology, network={"cc": {"algorithm": cc}},
-                    workload={"flows": flows, "collectives": collectives},
+                    workload={"flows": flows, "collectives": collectives, "compute": compute,
+                              "iterations": draw(st.integers(1, 2))},
                     seed=draw(st.integers(0, 1000)))
 
 

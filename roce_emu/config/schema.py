@@ -435,6 +435,9 @@ class Output(Strict):
     dir: Optional[str] = None
     traces: list[Literal["rate", "queue"]] = []  # sampled time series written to the run directory
     trace_interval_ns: float = Field(1000.0, ge=1, le=1e12)
+    #: rows of the collectives' own flows in flows.csv and tasks.csv (collectives.csv has them all)
+    collective_flows: bool = False
+    format: Literal["csv", "parquet"] = "csv"  # parquet needs pyarrow
 
 
 class Scenario(Strict):

@@ -1,0 +1,70 @@
+"""Lean outputs: per-flow rows of collective traffic only when asked for, and Parquet tables."""
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import scenario
+from roce_emu.api import prepare_scenario, run
+from roce_emu.errors import ScenarioError
+
+
+def _mixed(**output):
+    """Two explicit flows beside a ring all-reduce over 4 hosts (2 x 3 steps x 4 flows = 24)."""
+    return scenario(topology={"kind": "single_switch", "hosts": 4},
+                    workload={"flows": [{"src": 0, "dst": 1, "bytes": 50_000}, {"src": 2, "dst": 3, "bytes": 70_000}],
+                              "collectives": [{"kind": "all_reduce", "bytes": 400_000}]},
+                    output=output)
+
+
+def _write(tmp_path, name, **output):
+    prepared = prepare_scenario(_mixed(**output))
+    res = run(prepared, out=tmp_path / name, progress=False)
+    return res, tmp_path / name
+
+
+def test_collective_flows_are_left_out_of_flows_and_tasks_by_default(tmp_path):
+    res, out = _write(tmp_path, "lean")
+    flows = pd.read_csv(out / "flows.csv")
+    assert list(flows["flow_id"]) == [0, 1]  # the explicit flows only
+    tasks = pd.read_csv(out / "tasks.csv")
+    assert set(tasks.loc[tasks["kind"] == "flow", "task_id"]) == {0, 1}
+    colls = pd.read_csv(out / "collectives.csv")
+    assert colls["flows"].sum() == 24  # the collective's flows are summed up here
+
+    full, out_full = _write(tmp_path, "full", collective_flows=True)
+    assert len(pd.read_csv(out_full / "flows.csv")) == 26
+    assert len(pd.read_csv(out_full / "tasks.csv")) > len(tasks)
+    # the summary covers every flow either way
+    lean_summary = json.loads((out / "summary.json").read_text())
+    full_summary = json.loads((out_full / "summary.json").read_text())
+    for key in ("flows", "mean_fct_ns", "p99_slowdown", "mean_iteration_ns", "data_packets_sent"):
+        assert lean_summary[key] == full_summary[key]
+    assert lean_summary["flows"] == 26
+
+
+def test_parquet_tables_read_back_with_numeric_columns(tmp_path):
+    _, csv_out = _write(tmp_path, "csv", collective_flows=True)
+    _, pq_out = _write(tmp_path, "pq", collective_flows=True, format="parquet")
+    assert {p.name for p in pq_out.iterdir()} == {"flows.parquet", "tasks.parquet", "collectives.parquet",
+                                                  "summary.json"}
+    for table in ("flows", "tasks", "collectives"):
+        a = pd.read_csv(csv_out / f"{table}.csv")
+        b = pd.read_parquet(pq_out / f"{table}.parquet")
+        assert list(a.columns) == list(b.columns)
+        pd.testing.assert_frame_equal(a, b, check_dtype=False)
+    flows = pd.read_parquet(pq_out / "flows.parquet")
+    for column in ("start_ns", "finish_ns", "fct_ns", "ideal_fct_ns", "slowdown", "bytes"):
+        assert pd.api.types.is_numeric_dtype(flows[column]), column
+    tasks = pd.read_parquet(pq_out / "tasks.parquet")
+    assert pd.api.types.is_numeric_dtype(tasks["duration_ns"])
+    assert tasks["host"].isna().any() and pd.api.types.is_numeric_dtype(tasks["host"])  # flows have no host
+
+
+def test_an_unknown_format_is_one_line_naming_the_key(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("output: {format: xlsx}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1000}]}\n")
+    from roce_emu.config import load_scenario
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "output.format" in str(err.value) and "\n" not in str(err.value)
