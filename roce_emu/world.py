@@ -132,13 +132,12 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     meta = np.zeros(K.M_SIZE, np.int64)
     meta[K.M_FREE] = pool_cap
     rng_state = np.random.SeedSequence(scenario.seed, spawn_key=(3,)).generate_state(1, np.uint64)
-    ev = np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)) + len(plan.actions), EV_DTYPE)
     world = World(
         cfg=cfg,
         stats=np.zeros(K.C_SIZE, np.int64),
         meta=meta,
         rng=np.maximum(rng_state, np.uint64(1)),
-        ev=ev,
+        ev=np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)) + len(plan.actions), EV_DTYPE),
         kick=np.zeros(K.NPRIO * n_ports + K.KICK_CAP, np.int32),
         pkt=_new_packets(pool_cap),
         pkt_free=np.arange(pool_cap - 1, -1, -1, dtype=np.int32),  # pops the lowest id first
@@ -169,12 +168,12 @@ FF_FIELDS_PER_FLOW = 64
 FF_FLOATS_PER_FLOW = 8
 
 
-def new_fast_forward(world: World, cap: int = 0, fcap: int = 0) -> FastForward:
+def new_fast_forward(world: World) -> FastForward:
     """The exact fast-forward's arrays for a world. The signature arrays start with room for
     a few hundred flows in flight and grow (ST_FF_GROW) when a checkpoint needs more."""
     n_ports, n_flows = len(world.port), len(world.flow)
-    cap = cap or 4096 + FF_FIELDS_PER_PORT * n_ports + FF_FIELDS_PER_FLOW * min(n_flows, 256)
-    fcap = fcap or FF_FLOATS_PER_FLOW * min(n_flows, 256)
+    cap = 4096 + FF_FIELDS_PER_PORT * n_ports + FF_FIELDS_PER_FLOW * min(n_flows, 256)
+    fcap = FF_FLOATS_PER_FLOW * min(n_flows, 256)
     meta = np.zeros(ff.FM_SIZE, np.int64)
     meta[ff.FM_ANCHOR] = -1
     flow = np.zeros((ff.FF_FLOW_ROWS, n_flows), np.int64)
