@@ -297,11 +297,15 @@ def cache_info():
 
 @cache.command("clear")
 def cache_clear():
-    """Delete every cached compilation of roce-emu (all core versions)."""
+    """Delete every cached compilation of roce-emu (the numba-<hash> folders of all core
+    versions); nothing else in the cache folder is touched."""
     from .core import CACHE_DIR
 
-    shutil.rmtree(CACHE_DIR.parent, ignore_errors=True)
-    click.echo(f"removed {CACHE_DIR.parent}")
+    removed = sorted(CACHE_DIR.parent.glob("numba-*")) if CACHE_DIR.parent.is_dir() else []
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    click.echo(f"removed {len(removed)} cached engine version{'s' if len(removed) != 1 else ''} "
+               f"from {CACHE_DIR.parent}")
 
 
 def _fmt_ns(ns) -> str:

@@ -1,4 +1,5 @@
 """Run the engine in slices: progress bar, pool growth, stall and time limits, Ctrl-C."""
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -6,6 +7,7 @@ import numpy as np
 
 from tqdm import tqdm
 
+from .core import CACHE_DIR
 from .core import kinds as K
 from .core.fastforward import advance_ff
 from .core.loop import advance
@@ -44,6 +46,21 @@ class Limits:
     max_wall_s: float = 86_400.0
 
 
+#: cold compile of each kernel on the project's 2-core machine (README: the two commands)
+COMPILE_S = {"advance": 40, "advance_ff": 30}
+
+
+def compile_notice(kernel) -> str:
+    """What to tell the user before a kernel compiles ('' if its machine code is cached)."""
+    module = kernel.py_func.__module__.rsplit(".", 1)[-1]
+    name = kernel.py_func.__name__
+    if CACHE_DIR.is_dir() and any(CACHE_DIR.rglob(f"{module}.{name}-*.nbi")):
+        return ""
+    what = "the fast-forward kernel" if name == "advance_ff" else "the engine"
+    return (f"compiling {what} for this version (about {COMPILE_S[name]} s on 2 cores, once; "
+            f"cached in {CACHE_DIR})")
+
+
 def simulate(world: World, limits: Limits, slice_events: int, progress: bool | None = None,
              label: str = "", check: bool = False, fast_forward: bool = False) -> RunOutcome:
     """Advance the world until every event is processed, a limit, a stall or a broken invariant;
@@ -57,6 +74,9 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
             return advance(world, limits.max_time_ps, budget)
         return advance_ff(world, fast, limits.max_time_ps, budget)
 
+    notice = compile_notice(advance_ff if fast_forward else advance)
+    if notice and progress is not False:
+        print(f"roce-emu: {notice}", file=sys.stderr, flush=True)
     loading = time.perf_counter()
     step(0)  # compile or load the kernels: not part of the run's time
     began = time.perf_counter()

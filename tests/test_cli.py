@@ -135,3 +135,32 @@ def test_bad_options_are_one_line_exit_2(args, needle):
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("error: roce-emu"), p.stderr
+
+
+def test_cache_clear_removes_only_what_roce_emu_wrote(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "other").mkdir()
+    for version in ("numba-0123456789abcdef", "numba-fedcba9876543210"):
+        (tmp_path / version / "core_x").mkdir(parents=True)
+        (tmp_path / version / "core_x" / "loop.advance-47.py311.nbi").write_text("")
+    env = {**os.environ, "ROCE_EMU_CACHE_DIR": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "roce_emu", "cache", "clear"], capture_output=True, text=True,
+                       env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert p.returncode == 0 and "removed 2 cached engine versions" in p.stdout
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["notes.txt", "other"]
+
+
+def test_a_cold_compile_is_announced_and_a_cached_one_is_not(tmp_path, monkeypatch):
+    from roce_emu import driver
+    from roce_emu.core.fastforward import advance_ff
+    from roce_emu.core.loop import advance
+
+    monkeypatch.setattr(driver, "CACHE_DIR", tmp_path / "numba-x")
+    assert "compiling the engine" in driver.compile_notice(advance)
+    assert "about 40 s" in driver.compile_notice(advance)
+    assert "compiling the fast-forward kernel" in driver.compile_notice(advance_ff)
+    cached = tmp_path / "numba-x" / "core_y"
+    cached.mkdir(parents=True)
+    (cached / "loop.advance-47.py311.nbi").write_text("")
+    assert driver.compile_notice(advance) == ""
+    assert driver.compile_notice(advance_ff) != ""  # one kernel's cache says nothing of the other's
