@@ -71,9 +71,17 @@ def draw(fabric: Fabric, path: Path) -> None:
     if fabric.dims and len(fabric.dims) <= 2:
         pos = {}
         dims = fabric.dims if len(fabric.dims) == 2 else (fabric.dims[0], 1)
+        hubs = []  # multi_dim's dimension switches: no grid place of their own
         for n in range(fabric.n_hosts, fabric.n_nodes):
-            c = g.nodes[n]["coord"] + (0,) * (2 - len(g.nodes[n]["coord"]))
+            coord = g.nodes[n].get("coord")
+            if coord is None:
+                hubs.append(n)
+                continue
+            c = coord + (0,) * (2 - len(coord))
             pos[n] = (c[1] * 2.0, -c[0] * 2.0)
+        for n in hubs:  # beside the middle of the NPUs it joins
+            xs, ys = zip(*(pos[m] for m in g.neighbors(n) if m in pos))
+            pos[n] = (sum(xs) / len(xs) + 0.7, sum(ys) / len(ys) + 0.7)
         for h in range(fabric.n_hosts):
             x, y = pos[fabric.host_attachment(h)]
             pos[h] = (x + 0.6, y - 0.6 - 0.3 * (h % max(1, fabric.n_hosts // (dims[0] * dims[1]))))
@@ -87,7 +95,7 @@ def draw(fabric: Fabric, path: Path) -> None:
                            ax=ax, label="switch")
     nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")
     ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches")
-    ax.legend(loc="upper right", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node
     ax.set_axis_off()
     fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if str(path).endswith(".pdf") else None)
     plt.close(fig)

@@ -60,6 +60,14 @@ def test_topo_summary_of_a_k4_fat_tree(tmp_path):
     assert (tmp_path / "ft.png").stat().st_size > 1000
 
 
+def test_topo_draws_a_multi_dim_fabric_with_its_dimension_switches(tmp_path):
+    """Each dimension switch is drawn beside the NPUs it joins (it has no grid place: this
+    was a KeyError 'coord' traceback)."""
+    p = cli("topo", SCEN / "allreduce_multi_dim.yaml", "--draw", tmp_path / "md.png")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert (tmp_path / "md.png").stat().st_size > 1000
+
+
 def test_topo_links_lists_the_names_faults_use():
     import csv
     import io
