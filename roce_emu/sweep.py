@@ -157,6 +157,7 @@ def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None =
               progress: bool | None = None) -> tuple[int, int, Path]:
     """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv)."""
     todo_all = points(spec)
+    client = _connect(scheduler) if scheduler else None  # before anything is written
     out.mkdir(parents=True, exist_ok=True)
     (out / "points").mkdir(exist_ok=True)
     todo = [p for p in todo_all if not is_done(out / "points" / p.digest)]
@@ -172,12 +173,14 @@ def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None =
     try:
         if todo:
             warm_engine_cache()
-            if scheduler:
-                _run_dask(scheduler, args, bar)
+            if client is not None:
+                _run_dask(client, args, bar)
             else:
                 _run_local(jobs, args, bar)
     finally:
         bar.close()
+        if client is not None:
+            client.close()
     path = write_results(out, todo_all)
     return len(todo), len(todo_all), path
 
@@ -202,16 +205,31 @@ def _run_local(jobs: int, args, bar) -> None:
             bar.update(1)
 
 
-def _run_dask(address: str, args, bar) -> None:
+#: how long to wait for a dask scheduler to answer
+CONNECT_TIMEOUT_S = 10
+
+
+def _connect(address: str):
+    """A dask client of the scheduler at address, or a one-line error naming it."""
     try:
-        from distributed import Client, as_completed as dask_completed
+        from distributed import Client
     except ImportError:
         raise ScenarioError("--scheduler", address, "needs dask.distributed: pip install 'roce-emu[dask]'") from None
-    with Client(address, timeout="20s") as client:
-        futures = [client.submit(run_point, *a, pure=False) for a in args]
-        for future in dask_completed(futures):
-            future.result()
-            bar.update(1)
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
+    except (OSError, TimeoutError, ValueError) as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ScenarioError("--scheduler", address, f"no dask scheduler answered within {CONNECT_TIMEOUT_S} s "
+                            f"({reason[:120]})") from None
+
+
+def _run_dask(client, args, bar) -> None:
+    from distributed import as_completed as dask_completed
+
+    futures = [client.submit(run_point, *a, pure=False) for a in args]
+    for future in dask_completed(futures):
+        future.result()
+        bar.update(1)
 
 
 def _flat(summary: dict) -> dict:

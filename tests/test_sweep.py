@@ -81,6 +81,18 @@ def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
     assert not (tmp_path / "s" / "results.csv").exists()
 
 
+def test_an_unreachable_dask_scheduler_is_one_line_and_writes_nothing(small, tmp_path):
+    """Nothing listens on loopback port 1: one line naming --scheduler, exit 2, no sweep folder."""
+    p = subprocess.run([sys.executable, "-m", "roce_emu", "sweep", small, "--grid", "network.cc.algorithm=none,dcqcn",
+                        "--scheduler", "tcp://127.0.0.1:1", "--out", tmp_path / "s"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1 and "--scheduler" in lines[0] and "127.0.0.1:1" in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
     """Points of ~1 s each (so the kill lands while the sweep is running), --jobs 1, SIGKILL to
     the whole process group as soon as the first point is done."""
