@@ -66,16 +66,24 @@ def _panel_keys(rows) -> list[str]:
     return [k for k in _swept(rows) if k != "network.cc.algorithm" and not k.startswith("topology") and k != "seed"]
 
 
-def _panel_label(values: tuple) -> str:
-    """A swept value for a panel title: the 'name' inside a mapping (a model, say), else the value."""
-    import re
-
-    parts = []
-    for value in values:
-        names = re.findall(r"'name': '([^']+)'", value)
-        parts.append(" / ".join(names) if names else value)
-    text = ", ".join(parts)
+def _panel_label(keys: list[str], values: tuple) -> str:
+    """Swept values for a panel title: the names among them (a model's, say), else the values."""
+    named = [v for k, v in zip(keys, values) if k.endswith(".name") and v != ""]
+    text = ", ".join(named or [v for v in values if v != ""])
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _topology_labels(rows) -> dict:
+    """Each row's fabric for an axis: its kind, plus every swept topology key whose value differs
+    between rows (so a k=4 and a k=6 fat-tree are two groups, never pooled)."""
+    varying = [k for k in _swept(rows) if k.startswith("topology") and k != "topology.kind"
+               and len({r.get(k, "") for r in rows}) > 1]
+    labels = {}
+    for r in rows:
+        extra = ", ".join(f"{k.removeprefix('topology.')}={r[k]}" for k in varying if r.get(k, "") != "")
+        kind = r.get("topology.kind") or r.get("topology", "")
+        labels[r["point"]] = f"{kind} ({extra})" if extra else kind
+    return labels
 
 
 def policy_time_figure(sweep_dir: Path):
@@ -95,7 +103,8 @@ def policy_time_figure(sweep_dir: Path):
         base = baseline.get(tuple(r[k] for k in swept if k != "network.cc.algorithm"))
         r["_ratio"] = _num(r[column]) / base if base else np.nan
     panels = sorted({tuple(r[k] for k in others) for r in rows})
-    topologies = sorted({r["topology"] for r in rows})
+    fabric = _topology_labels(rows)
+    topologies = sorted(set(fabric.values()))
     policies = _policies(rows)
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.6 * len(panels)), 3.6), squeeze=False,
@@ -104,15 +113,15 @@ def policy_time_figure(sweep_dir: Path):
         for ax, panel in zip(axes[0], panels):
             mine = [r for r in rows if tuple(r[k] for k in others) == panel]
             for i, policy in enumerate(policies):
-                heights = [np.nanmean([r["_ratio"] for r in mine if r["topology"] == topo
+                heights = [np.nanmean([r["_ratio"] for r in mine if fabric[r["point"]] == topo
                                        and r["cc_algorithm"] == policy] or [np.nan]) for topo in topologies]
                 ax.bar(np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width, heights, width,
                        label=POLICY_LABEL.get(policy, policy))
             ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
             ax.set_xticks(np.arange(len(topologies)), topologies)
-            ax.set_xlabel("topology (fabric kind)")
+            ax.set_xlabel("topology (fabric)")
             if panel:
-                ax.set_title(_panel_label(panel), fontsize=9)
+                ax.set_title(_panel_label(others, panel), fontsize=9)
         axes[0][0].set_ylabel(f"{label} (ratio to PFC only)")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, ncols=min(len(policies), 5), loc="upper center", bbox_to_anchor=(0.5, 1.08))
@@ -129,7 +138,8 @@ def breakdown_figure(sweep_dir: Path):
         return None
     others = _panel_keys(rows)
     rank = {p: i for i, p in enumerate(POLICY_ORDER)}
-    rows.sort(key=lambda r: (r.get("topology", ""), rank.get(r.get("cc_algorithm"), 99)))
+    fabric = _topology_labels(rows)
+    rows.sort(key=lambda r: (fabric[r["point"]], rank.get(r.get("cc_algorithm"), 99)))
     panels = sorted({tuple(r[k] for k in others) for r in rows})
     parts = [("mean_compute_ns", "compute"), ("mean_exposed_communication_ns", "exposed communication"),
              ("mean_idle_ns", "idle (waiting for other ranks)")]
@@ -144,13 +154,13 @@ def breakdown_figure(sweep_dir: Path):
                 values = np.array([_num(r[column], 0.0) for r in mine]) / 1e6
                 ax.bar(np.arange(len(mine)), values, 0.7, bottom=bottom, label=name)
                 bottom += values
-            labels = [f"{r.get('topology', '')} {POLICY_LABEL.get(r.get('cc_algorithm'), r.get('cc_algorithm'))}"
+            labels = [f"{fabric[r['point']]} {POLICY_LABEL.get(r.get('cc_algorithm'), r.get('cc_algorithm'))}"
                       for r in mine]
             ax.set_xticks(np.arange(len(mine)), labels, fontsize=7, rotation=90)
             ax.set_xlabel("point (topology, congestion control)")
             ax.set_ylabel("time per iteration (ms)")
             if panel:
-                ax.set_title(_panel_label(panel), fontsize=9)
+                ax.set_title(_panel_label(others, panel), fontsize=9)
         axes[0][-1].legend(fontsize=7)
         fig.tight_layout()
     return fig

@@ -242,21 +242,38 @@ def _flat(summary: dict) -> dict:
     return out
 
 
+def swept_columns(key: str, value) -> dict:
+    """A swept value as results.csv columns: a mapping flattened into KEY.SUBKEY columns
+    (topology.kind, topology.k, ...), a list as JSON, anything else as it is."""
+    if isinstance(value, dict):
+        out = {}
+        for sub, inner in value.items():
+            out.update(swept_columns(f"{key}.{sub}", inner))
+        return out
+    return {key: json.dumps(value) if isinstance(value, list) else value}
+
+
 def write_results(out: Path, all_points: list[Point]) -> Path:
-    """results.csv from every point directory, in grid order, written atomically."""
-    rows, columns = [], ["point"]
+    """results.csv from every point directory, in grid order, written atomically. The swept
+    values come first and win over a summary field of the same name (the summary's topology
+    is the fabric kind; the swept one tells a k=4 from a k=6 fat-tree)."""
+    swept: dict[str, None] = {}  # every point's swept columns, in order
+    for p in all_points:
+        for key, value in p.values:
+            swept.update(dict.fromkeys(swept_columns(key, value)))
+    rows, columns = [], ["point", *swept]
     for p in all_points:
         d = out / "points" / p.digest
         if not is_done(d):
             continue
         summary = json.loads((d / "summary.json").read_text())
-        row = {"point": p.digest, **{k: v for k, v in p.values}, **_flat(summary)}
+        row = {"point": p.digest, **_flat(summary)}
+        for key, value in p.values:
+            row.update(swept_columns(key, value))
         for key in row:
             if key not in columns:
                 columns.append(key)
         rows.append(row)
-    swept = [k for k, _ in all_points[0].values] if all_points else []
-    columns = ["point", *swept, *[c for c in columns if c not in swept and c != "point"]]
     tmp = out / f".results.csv.tmp-{os.getpid()}"
     write_csv(tmp, columns, [{c: r.get(c, "") for c in columns} for r in rows])
     os.replace(tmp, out / "results.csv")

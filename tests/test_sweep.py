@@ -147,3 +147,23 @@ def test_sweep_file_with_fixed_overrides(small, tmp_path):
     assert (ran, total) == (2, 2) and list(df["hosts"]) == [3, 4]
     flows = pd.read_csv(tmp_path / "s" / "points" / df["point"][0] / "flows.csv")
     assert list(flows["bytes"]) == [200000, 50000], "the fixed override reaches every point"
+
+
+def test_a_swept_topology_keeps_its_columns_and_its_own_bars(tmp_path):
+    """Issue 13 defect 1: a k=4 and a k=6 fat-tree both read 'fat_tree' in the summary; results.csv
+    keeps the swept mapping as topology.kind / topology.k, and the policy figure draws two fabric
+    groups, not one average of both."""
+    from roce_emu.figures import policy_time_figure
+
+    path = tmp_path / "ft.yaml"
+    path.write_text("name: ft\nworkload: {flows: [{src: 0, dst: 1, bytes: 50000}, {src: 2, dst: 1, bytes: 50000}]}\n")
+    grid = {"network.cc.algorithm": ["none", "dcqcn"],
+            "topology": [{"kind": "fat_tree", "k": 4}, {"kind": "fat_tree", "k": 6}]}
+    run_sweep(SweepSpec(path, grid), tmp_path / "sw", progress=False)
+    df = pd.read_csv(tmp_path / "sw" / "results.csv")
+    assert list(df.columns[1:4]) == ["network.cc.algorithm", "topology.kind", "topology.k"]
+    assert sorted(df["topology.k"]) == [4, 4, 6, 6] and set(df["topology"]) == {"fat_tree"}
+    assert set(zip(df["topology.k"], df["hosts"])) == {(4, 16), (6, 54)}  # each row is its own fabric
+    fig = policy_time_figure(tmp_path / "sw")
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["fat_tree (k=4)", "fat_tree (k=6)"]
