@@ -40,9 +40,7 @@ def main():
         rows = list(csv.DictReader(fh))
     table: dict[tuple, dict] = {}
     for r in rows:
-        workload = r["workload.training"].split("name': '")[1].split("'")[0] if "name'" in r["workload.training"] \
-            else r["workload.training"]
-        key = (workload, r["topology"])
+        key = (r["workload.training.model.name"], r["topology.kind"])  # swept mappings are flattened
         ok = r["status"] == "finished"
         table.setdefault(key, {})[r["network.cc.algorithm"]] = float(r["mean_iteration_ns"]) if ok else r["status"]
     print(f"\n{ran} of {total} points run in {wall:.0f} s (--jobs {args.jobs})\n")
