@@ -2,6 +2,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cc_params import params_from_engine
 from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World
@@ -57,6 +58,19 @@ def prepare_scenario(scenario: Scenario, source: str = "<scenario>") -> Prepared
     workload = build_workload(scenario, fabric, source)
     world = build_world(scenario, fabric, workload, source)
     return Prepared(scenario, source, fabric, workload, world)
+
+
+def normalized_document(prepared: Prepared) -> dict:
+    """The scenario with every default filled in as a run uses it: the congestion-control
+    parameters in the units of their names (computed ones included) and the ECN thresholds
+    (at the reference rate) instead of their 'default' markers."""
+    doc = prepared.scenario.model_dump(mode="json")
+    network = prepared.scenario.network
+    algorithm = network.cc.algorithm
+    doc["network"]["cc"]["params"] = params_from_engine(algorithm, prepared.world.ccp)
+    kmin, kmax, pmax = network.switch.ecn.resolved(algorithm)
+    doc["network"]["switch"]["ecn"].update(kmin_bytes=int(kmin), kmax_bytes=int(kmax), pmax=float(pmax))
+    return doc
 
 
 def default_out_dir(scenario: Scenario) -> Path:

@@ -167,7 +167,7 @@ def validate(scenario, overrides, print_normalized):
     except ScenarioError as err:
         _fail_input(err)
     if print_normalized:
-        click.echo(yaml.safe_dump(prepared.scenario.model_dump(mode="json"), sort_keys=False))
+        click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
     else:
         click.echo(f"{scenario}: ok ({len(prepared.flows)} flows, {len(prepared.workload.tasks)} tasks, "
                    f"{prepared.fabric.n_hosts} hosts)")

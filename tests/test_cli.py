@@ -172,3 +172,27 @@ def test_a_cold_compile_is_announced_and_a_cached_one_is_not(tmp_path, monkeypat
     (cached / "loop.advance-47.py311.nbi").write_text("")
     assert driver.compile_notice(advance) == ""
     assert driver.compile_notice(advance_ff) != ""  # one kernel's cache says nothing of the other's
+
+
+@pytest.mark.parametrize("name", ["cc_dcqcn", "cc_hpcc"])
+def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(name, tmp_path):
+    """Issue 13 defect 4: the CC parameters (computed ones included) and the ECN thresholds as the
+    run uses them, not {} and null; the printed scenario runs to the same flows.csv and summary."""
+    import yaml
+
+    p = cli("validate", SCEN / f"{name}.yaml", "--print-normalized")
+    assert p.returncode == 0, p.stderr
+    doc = yaml.safe_load(p.stdout)
+    ecn = doc["network"]["switch"]["ecn"]
+    assert all(isinstance(ecn[k], (int, float)) for k in ("kmin_bytes", "kmax_bytes", "pmax"))
+    (tmp_path / "normalized.yaml").write_text(p.stdout)
+    a, b = cli("run", SCEN / f"{name}.yaml", "--out", tmp_path / "a"), \
+        cli("run", tmp_path / "normalized.yaml", "--out", tmp_path / "b")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert doc["network"]["cc"]["params"] == summary["cc_params"] != {}
+    assert (tmp_path / "a" / "flows.csv").read_bytes() == (tmp_path / "b" / "flows.csv").read_bytes()
+    again = json.loads((tmp_path / "b" / "summary.json").read_text())
+    for key in ("wall_s", "events_per_s", "engine_load_s"):
+        summary.pop(key), again.pop(key)
+    assert summary == again
