@@ -71,10 +71,13 @@ def main():
               help="Events per engine slice between progress updates (results do not depend on it).")
 @click.option("--check", is_flag=True, default=False,
               help="Also run the expensive invariant checks (queues, packet pool) after every slice.")
-def run(scenario, overrides, out, progress, slice_events, check):
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Replace the run directory if it exists (without this, an existing one is an error).")
+def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     """Simulate a scenario; write flows.csv and summary.json to the run directory.
 
-    The directory is written atomically: it is complete or absent. Exit code 0 when the
+    The directory is written atomically: it is complete or absent. An existing run
+    directory is never replaced silently: that needs --overwrite. Exit code 0 when the
     run finished (or stopped at sim.max_time_ns, status "incomplete"), 1 on a PFC deadlock
     or stall (the report names the paused ports and stuck flows; results are still
     written), 2 on bad input (one line naming the file and key; nothing written).
@@ -89,9 +92,13 @@ def run(scenario, overrides, out, progress, slice_events, check):
         prepared = api.prepare(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
+    target = out if out is not None else api.default_out_dir(prepared.scenario)
+    if target.exists() and not overwrite:
+        _fail_input(ScenarioError(str(target), "", "the run directory exists: add --overwrite to replace it, "
+                                                   "or give --out another directory"))
     _stop_on_sigterm()
     try:
-        result = api.run(prepared, out, progress=progress, slice_events=slice_events, check=check)
+        result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
         sys.exit(130)

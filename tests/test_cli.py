@@ -196,3 +196,20 @@ def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(nam
     for key in ("wall_s", "events_per_s", "engine_load_s"):
         summary.pop(key), again.pop(key)
     assert summary == again
+
+
+def test_an_existing_run_directory_is_never_replaced_silently(tmp_path):
+    """Issue 13 defect 5: a second run into the same directory is refused (one line, exit 2, the
+    first results untouched) unless --overwrite."""
+    out = tmp_path / "run"
+    first = cli("run", SCEN / "single_flow.yaml", "--out", out)
+    assert first.returncode == 0, first.stderr
+    before = (out / "summary.json").read_bytes()
+    again = cli("run", SCEN / "single_flow.yaml", "--out", out, "--set", "workload.flows.0.bytes=5000")
+    lines = [line for line in again.stderr.splitlines() if line.strip()]
+    assert again.returncode == 2 and len(lines) == 1 and "--overwrite" in lines[0] and str(out) in lines[0]
+    assert (out / "summary.json").read_bytes() == before
+    replaced = cli("run", SCEN / "single_flow.yaml", "--out", out, "--set", "workload.flows.0.bytes=5000",
+                   "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr
+    assert pd.read_csv(out / "flows.csv")["bytes"].tolist() == [5000]
