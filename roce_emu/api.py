@@ -6,12 +6,12 @@ from .cc_params import params_from_engine
 from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World
+from .dag import ROLE_FLOW
 from .diagnose import stall_report
 from .driver import Limits, RunOutcome, simulate
-from .invariants import engine_fault
-from .dag import ROLE_FLOW
-from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .errors import ScenarioError
+from .invariants import engine_fault
+from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .output import parquet_missing, write_run_dir
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
 from .topology import Fabric, build_fabric, fabric_size
