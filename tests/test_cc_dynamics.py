@@ -224,3 +224,81 @@ def test_deterministic_whatever_the_slice_and_traces(algorithm, params):
     assert whole.rows == sliced.rows == untraced.rows
     assert np.array_equal(whole.outcome.trace, sliced.outcome.trace)
     assert whole.summary["cnps_sent"] == sliced.summary["cnps_sent"]
+
+
+# ---- why HPCC slows ResNet-50's overlapping all-reduces (benchmarks/README.md, cc_ablation) ----
+# HPCC's multiplicative step R = R_c eta / U scales every flow on a link by the same factor, so
+# it keeps their rate ratios; only the additive R_AI per reference update evens them out. With
+# n flows summing to S ~ eta B, a gap between two flows shrinks by at most (1 - n R_AI / S) per
+# update, and updates come at most once per base RTT T. At the HPCC ns-3 profile's R_AI
+# (40 Mb/s at 100 Gb/s) that is a time constant of about 600 T, 2.5 ms on one switch.
+
+def _latecomer(params):
+    """Three flows share host 0's link; a fourth joins at 300 us at line rate (HPCC's start)."""
+    flows = [{"src": s, "dst": 0, "bytes": 16_000_000} for s in (1, 2, 3)]
+    flows.append({"src": 4, "dst": 0, "bytes": 8_000_000, "start_ns": 300_000})
+    return scenario(topology={"kind": "single_switch", "hosts": 5},
+                    network={"cc": {"algorithm": "hpcc", "params": params}}, workload={"flows": flows},
+                    output={"traces": ["rate"], "trace_interval_ns": 2000})
+
+
+@pytest.mark.parametrize("rai_scale", [1, 100])
+def test_hpcc_keeps_a_latecomers_larger_share_until_additive_increase_evens_it(rai_scale):
+    res = simulate(_latecomer({"rate_ai_mbps": 40.0 * rai_scale} if rai_scale != 1 else {}))
+    world, trace = res.outcome.world, res.outcome.trace
+    p = world.ccp
+    n, rai, T = 4, p[cc_hpcc.P_RAI], p[cc_hpcc.P_BASE_RTT_PS]
+    window = 50 * US
+
+    def shares(t0):
+        g = np.array([throughput_bps(trace, f, t0, t0 + window) for f in range(4)])
+        return g, g[3] - g[:3].mean()
+
+    t_early, t_late = 350 * US, 1350 * US
+    early, gap_early = shares(t_early)
+    late, gap_late = shares(t_late)
+    # the fastest the additive term can close a gap: one (1 - n R_AI / (eta B)) per base RTT
+    floor = (1 - n * rai / (0.95 * LINE)) ** ((t_late - t_early) / T)
+    print(f"R_AI {rai / 1e6:.0f} Mb/s: latecomer / others {early[3] / early[:3].mean():.2f} at 350 us, "
+          f"{late[3] / late[:3].mean():.2f} at 1350 us; gap kept {gap_late / gap_early:.3f}, floor {floor:.3g}")
+    if rai_scale == 1:
+        assert sum(late) * _wire_factor(world) == pytest.approx(0.95 * LINE, rel=0.02)  # efficient all along
+        assert early[3] >= 2 * early[:3].mean(), "the latecomer starts at line rate and keeps its lead"
+        assert gap_late >= floor * gap_early
+        assert late[3] >= 2 * late[:3].mean(), "a millisecond later it still sends twice their rate"
+    else:  # 100 x R_AI: the floor is ~1e-9; the four flows are even and fill the link
+        assert sum(late) * _wire_factor(world) >= 0.95 * LINE
+        assert jain_index(late) >= 0.999
+
+
+def _overlapping_all_reduces(params, n=8, gap_ns=32_000, sizes=(4_718_592, 2_097_152)):
+    """n ring all-reduces over a k=4 fat-tree, one launched every gap_ns as backward passes do."""
+    compute, collectives = [], []
+    for i in range(n):
+        if i:
+            compute.append({"name": f"gap{i}", "duration_ns": gap_ns, "after": [f"gap{i - 1}"] if i > 1 else []})
+        collectives.append({"name": f"ar{i}", "kind": "all_reduce", "bytes": sizes[i % len(sizes)],
+                            "after": [f"gap{i}"] if i else []})
+    algorithm = "hpcc" if params is not None else "none"
+    return scenario(topology={"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}},
+                    network={"cc": {"algorithm": algorithm, "params": params or {}}},
+                    workload={"compute": compute, "collectives": collectives})
+
+
+def test_hpcc_slows_overlapping_ring_all_reduces_through_uneven_shares():
+    """The ablation's 1.3-1.5x: ring steps wait for their slowest flow, and under HPCC the flows
+    of one step hold uneven shares. Measured: PFC alone 1.0, HPCC 1.33, HPCC with 100 x R_AI 1.06."""
+    runs = {"none": simulate(_overlapping_all_reduces(None)),
+            "hpcc": simulate(_overlapping_all_reduces({})),
+            "hpcc_fast_ai": simulate(_overlapping_all_reduces({"rate_ai_mbps": 4000.0}))}
+    end = {k: r.summary["sim_time_ns"] for k, r in runs.items()}
+    explained = (1124 + 128) / (1082 + 86) / 0.95  # eta and 42 B of INT per data packet and ACK
+    spread = {}
+    for k, r in runs.items():  # per ring step (16 flows, one per rank): last finish - first finish
+        fl = r.outcome.world.flow
+        finish = fl["finish_ps"][fl["size_bytes"] > 0].reshape(-1, 16)
+        spread[k] = float(np.median(finish.max(axis=1) - finish.min(axis=1))) / US
+    print({k: round(v / end["none"], 3) for k, v in end.items()}, "median step spread (us)", spread)
+    assert end["hpcc"] >= 1.2 * end["none"], "uneven shares cost more than eta and INT explain"
+    assert end["hpcc_fast_ai"] <= explained * end["none"], "with a fast additive term only eta and INT remain"
+    assert spread["hpcc"] >= 3 * spread["hpcc_fast_ai"]
