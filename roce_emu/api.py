@@ -13,6 +13,7 @@ from .errors import ScenarioError
 from .invariants import engine_fault
 from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
 from .output import parquet_missing, write_run_dir
+from .provenance import provenance, scenario_yaml
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
 from .topology import Fabric, build_fabric, fabric_size
 from .workload import Workload, build_workload, collective_flow_mask, ns_to_ps
@@ -26,6 +27,7 @@ class Prepared:
     fabric: Fabric
     workload: Workload
     world: World
+    overrides: tuple = ()
 
     @property
     def flows(self):
@@ -47,17 +49,17 @@ class RunResult:
 def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
     """Load, validate and compile a scenario; raises ScenarioError for any bad input."""
     scenario = load_scenario(path, overrides)
-    return prepare_scenario(scenario, str(path))
+    return prepare_scenario(scenario, str(path), tuple(overrides))
 
 
-def prepare_scenario(scenario: Scenario, source: str = "<scenario>") -> Prepared:
+def prepare_scenario(scenario: Scenario, source: str = "<scenario>", overrides: tuple = ()) -> Prepared:
     if scenario.output.format == "parquet" and parquet_missing():
         raise ScenarioError(source, "output.format", parquet_missing())
     check_fabric_memory(*fabric_size(scenario.topology), source)
     fabric = build_fabric(scenario.topology)
     workload = build_workload(scenario, fabric, source)
     world = build_world(scenario, fabric, workload, source)
-    return Prepared(scenario, source, fabric, workload, world)
+    return Prepared(scenario, source, fabric, workload, world, tuple(overrides))
 
 
 def normalized_document(prepared: Prepared) -> dict:
@@ -93,6 +95,7 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     rows = flow_rows(outcome.world)
     info = summary(outcome.world, prepared.fabric, sc, outcome, rows)
     info.update(iteration_summary(outcome.world, prepared.workload))
+    info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
@@ -108,7 +111,8 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
         if workload.collectives:
             tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
         tables = {"flows.csv": (FLOW_COLUMNS, written), **tables}
-        write_run_dir(target, info, tables, sc.output.format)
+        write_run_dir(target, info, tables, sc.output.format,
+                      {"scenario.yaml": scenario_yaml(normalized_document(prepared))})
     return RunResult(outcome, rows, info, target)
 
 

@@ -42,9 +42,11 @@ def frame(columns, rows):
     return df
 
 
-def write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv") -> None:
-    """Write summary.json and the tables {"name.csv": (columns, rows)} into ``out`` atomically
-    (complete or absent); with fmt "parquet" each table is name.parquet."""
+def write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv",
+                  texts: dict[str, str] | None = None) -> None:
+    """Write summary.json, the tables {"name.csv": (columns, rows)} and the text files
+    {"name": text} into ``out`` atomically (complete or absent); with fmt "parquet" each table
+    is name.parquet."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -54,6 +56,8 @@ def write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str =
                 frame(columns, rows).to_parquet(tmp / name.replace(".csv", ".parquet"), index=False)
             else:
                 write_csv(tmp / name, columns, rows)
+        for name, text in (texts or {}).items():
+            (tmp / name).write_text(text)
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         os.chmod(tmp, 0o755)
         replace_dir(tmp, out)

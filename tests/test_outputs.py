@@ -1,12 +1,18 @@
 """Lean outputs: per-flow rows of collective traffic only when asked for, and Parquet tables."""
 import json
+from pathlib import Path
 
+import numba
+import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import scenario
-from roce_emu.api import prepare_scenario, run
+from roce_emu.api import prepare_scenario, run, run_scenario
+from roce_emu.core import CORE_HASH
 from roce_emu.errors import ScenarioError
+
+SCENARIOS = Path(__file__).parent.parent / "scenarios"
 
 
 def _mixed(**output):
@@ -47,7 +53,7 @@ def test_parquet_tables_read_back_with_numeric_columns(tmp_path):
     _, csv_out = _write(tmp_path, "csv", collective_flows=True)
     _, pq_out = _write(tmp_path, "pq", collective_flows=True, format="parquet")
     assert {p.name for p in pq_out.iterdir()} == {"flows.parquet", "tasks.parquet", "collectives.parquet",
-                                                  "summary.json"}
+                                                  "summary.json", "scenario.yaml"}
     for table in ("flows", "tasks", "collectives"):
         a = pd.read_csv(csv_out / f"{table}.csv")
         b = pd.read_parquet(pq_out / f"{table}.parquet")
@@ -68,3 +74,34 @@ def test_an_unknown_format_is_one_line_naming_the_key(tmp_path):
     with pytest.raises(ScenarioError) as err:
         load_scenario(path)
     assert "output.format" in str(err.value) and "\n" not in str(err.value)
+
+
+# ---- provenance: every run directory says where its numbers came from, and reruns ------------
+@pytest.mark.parametrize("name, overrides", [
+    ("training_dlrm.yaml", ["workload.iterations=1", "network.cc.algorithm=hpcc"]),
+    ("link_failure.yaml", ["sim.fast_forward=on"]),
+])
+def test_the_resolved_scenario_reruns_byte_for_byte(tmp_path, name, overrides):
+    first = run_scenario(SCENARIOS / name, overrides, out=tmp_path / "first")
+    prov = first.summary["provenance"]
+    assert prov["overrides"] == overrides
+    assert prov["seed"] == first.summary["seed"]
+    assert prov["engine_hash"] == CORE_HASH and len(prov["engine_hash"]) == 16
+    assert prov["numba"] == numba.__version__ and prov["numpy"] == np.__version__
+    assert prov["python"].count(".") == 2
+    assert prov["roce_emu_version"] == first.summary["version"]
+    on_disk = json.loads((tmp_path / "first" / "summary.json").read_text())
+    assert on_disk["provenance"] == prov
+    resolved = tmp_path / "first" / "scenario.yaml"
+    # the rerun takes no overrides: everything it needs is in the resolved file
+    again = run_scenario(resolved, out=tmp_path / "again")
+    files = sorted(p.name for p in (tmp_path / "first").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "again").iterdir())
+    assert "scenario.yaml" in files and "flows.csv" in files
+    for f in files:
+        if f != "summary.json":
+            assert (tmp_path / "first" / f).read_bytes() == (tmp_path / "again" / f).read_bytes(), f
+    volatile = {"wall_s", "engine_load_s", "events_per_s", "provenance"}
+    assert {k: v for k, v in first.summary.items() if k not in volatile} == \
+        {k: v for k, v in again.summary.items() if k not in volatile}
+    assert again.summary["provenance"]["scenario_file"] == str(resolved)

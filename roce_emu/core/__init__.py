@@ -13,8 +13,9 @@ from pathlib import Path
 
 def _core_source_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode())
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):  # subfolders too
+        digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
