@@ -1,4 +1,4 @@
-"""Command line: ``roce-emu run | topo | validate | cc | cache``. Thin: parse, call the API, report."""
+"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | cache``. Thin: parse, call the API, report."""
 import shutil
 import signal
 import sys
@@ -282,6 +282,37 @@ def cc_command(algorithm):
 
     for name in [algorithm] if algorithm else TABLES:
         click.echo(f"{name}:\n{markdown_table(name)}\n")
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--to", "dest", type=click.Path(path_type=Path), default=None,
+              help="File or folder to copy the example to (default: ./NAME.yaml).")
+@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+def examples(name, dest, overwrite):
+    """List the shipped example scenarios, or copy one out to edit and run.
+
+    They come with every installation, a plain `pip install roce-emu` included.
+
+    \b
+    Examples:
+      roce-emu examples
+      roce-emu examples incast && roce-emu run incast.yaml
+      roce-emu examples training_resnet50 --to my_study/
+    """
+    from .examples import copy_example, describe, example_names
+
+    try:
+        if name is None:
+            names = example_names()
+            width = max(map(len, names))
+            for n in names:
+                click.echo(f"{n:<{width}}  {describe(n)}")
+            return
+        target = copy_example(name, dest, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
+    click.echo(f"{target}  (run it: roce-emu run {target})", err=True)
 
 
 @main.group()

@@ -17,7 +17,8 @@ def cli(*args, cwd=None):
                           cwd=cwd or ROOT, stdin=subprocess.DEVNULL, timeout=600)
 
 
-@pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["sweep"], ["plot"], ["cc"], ["cache"]])
+@pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["sweep"], ["plot"], ["cc"], ["examples"],
+                                 ["cache"]])
 def test_help_teaches_with_an_example(cmd):
     p = cli(*cmd, "--help")
     assert p.returncode == 0
@@ -213,3 +214,35 @@ def test_an_existing_run_directory_is_never_replaced_silently(tmp_path):
                    "--overwrite")
     assert replaced.returncode == 0, replaced.stderr
     assert pd.read_csv(out / "flows.csv")["bytes"].tolist() == [5000]
+
+
+def test_examples_lists_and_copies_the_shipped_scenarios(tmp_path):
+    p = cli("examples", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    listed = [line.split()[0] for line in p.stdout.splitlines()]
+    assert listed == sorted(f.stem for f in SCEN.glob("*.yaml"))
+    assert "expect-exit" not in p.stdout  # the description, not the contract marker
+    p = cli("examples", "incast", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "incast.yaml").read_bytes() == (SCEN / "incast.yaml").read_bytes()
+    again = cli("examples", "incast", cwd=tmp_path)
+    assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1 and "--overwrite" in again.stderr
+    p = cli("examples", "cc_hpcc.yaml", "--to", tmp_path / "study", cwd=tmp_path)
+    assert p.returncode == 0 and (tmp_path / "study").read_bytes() == (SCEN / "cc_hpcc.yaml").read_bytes()
+    bad = cli("examples", "resnet", cwd=tmp_path)
+    assert bad.returncode == 2 and "training_resnet50" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_wheel_carries_every_module_the_scenarios_and_the_license(tmp_path):
+    """A plain `pip install` (not -e) must have every subpackage and the examples."""
+    import zipfile
+
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    (wheel,) = tmp_path.glob("roce_emu-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = {str(f.relative_to(ROOT)) for f in (ROOT / "roce_emu").rglob("*.py")}
+    assert sources <= names, f"left out of the wheel: {sorted(sources - names)}"
+    assert {f"roce_emu/scenarios/{f.name}" for f in SCEN.glob("*.yaml")} <= names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)

@@ -1,0 +1,56 @@
+"""The shipped example scenarios: found wherever roce-emu is installed, listed and copied out.
+
+A wheel carries them as ``roce_emu/scenarios/*.yaml`` (setup.cfg maps the repository's
+``scenarios/`` folder there); a source checkout or an editable install reads ``scenarios/``
+beside the package.
+"""
+import shutil
+from pathlib import Path
+
+from .errors import ScenarioError
+
+_HERE = Path(__file__).resolve().parent
+
+
+def examples_dir() -> Path:
+    for candidate in (_HERE / "scenarios", _HERE.parent / "scenarios"):
+        if any(candidate.glob("*.yaml")):
+            return candidate
+    raise ScenarioError("roce-emu examples", "", "the shipped scenarios are missing from this installation")
+
+
+def example_names() -> list[str]:
+    return sorted(p.stem for p in examples_dir().glob("*.yaml"))
+
+
+def describe(name: str, width: int = 100) -> str:
+    """The first sentence of an example's opening comment (marker lines such as
+    ``# expect-exit: 1`` skipped), cut to ``width`` characters."""
+    words = []
+    for line in (examples_dir() / f"{name}.yaml").read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("# ").strip()
+        if not text.startswith("expect-"):
+            words.append(text)
+    text = " ".join(words)
+    end = text.find(". ")
+    text = text[: end + 1] if end >= 0 else text
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+def copy_example(name: str, dest: Path | None = None, overwrite: bool = False) -> Path:
+    """Copy example ``name`` (with or without .yaml) to ``dest`` (a file, or a folder to copy
+    into; default: ./NAME.yaml); never replaces a file unless ``overwrite``."""
+    stem = name[:-5] if name.endswith(".yaml") else name
+    names = example_names()
+    if stem not in names:
+        raise ScenarioError("roce-emu examples", name, f"no such example (there are: {', '.join(names)})")
+    dest = Path(dest) if dest is not None else Path(f"{stem}.yaml")
+    if dest.is_dir():
+        dest = dest / f"{stem}.yaml"
+    if dest.exists() and not overwrite:
+        raise ScenarioError(str(dest), "", "exists: add --overwrite to replace it, or give --to another path")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(examples_dir() / f"{stem}.yaml", dest)
+    return dest
