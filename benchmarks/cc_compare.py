@@ -3,7 +3,7 @@
     python benchmarks/cc_compare.py                 # the 8-to-1 incast and the k=4 fat-tree permutation
     python benchmarks/cc_compare.py --csv out.csv   # also write the table as tidy CSV
 
-Each row is one run with REFERENCE.md's defaults, the queue sampled every 2 us. "mean queue" is
+Each row is one run with the defaults of docs/model.md, the queue sampled every 2 us. "mean queue" is
 the time average of the busiest switch port's egress queue over the run (from the trace);
 "peak queue" is the largest egress queue any switch port held.
 """

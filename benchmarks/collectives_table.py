@@ -4,7 +4,7 @@
     python benchmarks/collectives_table.py --hosts 16    # only the 16-host fabrics
     python benchmarks/collectives_table.py --bytes 1e7   # a smaller buffer
 
-The model (REFERENCE.md §9, with this engine's overheads): for p ranks and N bytes,
+The model (docs/model.md §9, with this engine's overheads): for p ranks and N bytes,
 ring 2(p-1) a + 2 (p-1)/p N tau, halving-doubling 2 log2(p) a + 2 (p-1)/p N tau, direct
 2 a + 2 (p-1)/p N tau, hierarchical 2 sum_k (p_k - 1)(a + N_k/p_k tau) over the grid's
 dimensions. tau is the time per payload byte on a 100 Gb/s NIC link carrying its data

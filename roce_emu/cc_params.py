@@ -1,4 +1,4 @@
-"""Congestion-control parameters: names, units, defaults and sources (REFERENCE.md §1-4).
+"""Congestion-control parameters: names, units, defaults and sources (docs/model.md §1-4).
 
 One table per algorithm. Users write ``network.cc.params`` in the units of the names
 (us, ns, Mb/s, bytes); ``engine_params`` turns them into the float array the jitted
@@ -66,12 +66,12 @@ def per_line(mbps_per_gbps: float, rule: str):
 
 
 HUGE = 1e18
-HPCC_RUN = "HPCC ns-3 run.py profile (REFERENCE.md §{})"
+HPCC_RUN = "HPCC ns-3 run.py profile (docs/model.md §{})"
 
 DCQCN = (
     Param("variant", cc_dcqcn.P_VARIANT, "", 1, "cx", 0, 1,
           "cx: the ConnectX model of the HPCC simulator (timer-driven cuts, CNP flag on ACKs); "
-          "paper: Zhu et al. (cut per CNP packet, byte counter)", "REFERENCE.md §1.4-1.5", ("cx", "paper")),
+          "paper: Zhu et al. (cut per CNP packet, byte counter)", "docs/model.md §1.4-1.5", ("cx", "paper")),
     Param("g", cc_dcqcn.P_G, "", 1, 1 / 256, 0, 1, "alpha EWMA gain", "paper; HPCC run.py (§1.1)"),
     Param("alpha_interval_us", cc_dcqcn.P_ALPHA_PS, "us", US, {"cx": 1.0, "paper": 55.0}, 1e-3, 1e6,
           "alpha update period (cx: every period; paper: K without a CNP)", "HPCC run.py dcqcn; paper K (§1.1)"),

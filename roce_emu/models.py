@@ -6,12 +6,12 @@ estimates to put communication in context, not kernel timings.
 
 - resnet50: the 54 weighted layers of ResNet-50 at 224 x 224 (conv1, 16 bottleneck blocks
   with 4 projection shortcuts, fc1000); fp32 gradients, 102,011,648 B in all, the size of
-  ASTRA-sim's Resnet50_DataParallel workload (REFERENCE.md §8.1).
+  ASTRA-sim's Resnet50_DataParallel workload (docs/model.md §8.1).
 - transformer: Megatron-style blocks of hidden h and sequence s, each an attention and an
   MLP layer; with tensor parallelism t each does one all-reduce of b*s*h*2 B forward and
   one backward, and all-reduces its 1/t share of fp16 gradients (4h^2 and 8h^2 parameters)
-  over the data-parallel group (REFERENCE.md §8.2).
-- dlrm: ASTRA-sim's DLRM_HybridParallel sizes (REFERENCE.md §8.1): an embedding all-to-all
+  over the data-parallel group (docs/model.md §8.2).
+- dlrm: ASTRA-sim's DLRM_HybridParallel sizes (docs/model.md §8.1): an embedding all-to-all
   of 98,304 B forward and backward, and MLP weight gradients of 3,191,808 B in all.
 """
 from .config.schema import Layer, LayerComm, Model

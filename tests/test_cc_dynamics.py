@@ -1,6 +1,6 @@
 """Congestion control in motion: fairness, recovery after a flow leaves, incast, determinism.
 
-Parameters are REFERENCE.md's defaults throughout; where an algorithm is known not to
+Parameters are the defaults of docs/model.md throughout; where an algorithm is known not to
 reach a property with them (DCQCN's idle link after synchronised cuts, TIMELY's many
 fixed points), the test states what it measures instead of tuning the algorithm.
 """
@@ -54,7 +54,7 @@ def test_two_flows_share_one_bottleneck(algorithm, params):
         assert utilisation >= 0.90
     if algorithm == "hpcc":  # eta = 0.95 of the link, plus one R_AI per flow
         assert utilisation == pytest.approx(0.95, abs=0.01)
-    # measured (REFERENCE.md defaults): dcqcn-cx 0.9995 / 0.915, dcqcn-paper 1.0 / 1.0,
+    # measured (docs/model.md defaults): dcqcn-cx 0.9995 / 0.915, dcqcn-paper 1.0 / 1.0,
     # timely 0.9995 / 0.872; explained in the README's congestion-control section
     assert utilisation > 0.8
 
@@ -126,7 +126,7 @@ def test_survivor_climbs_back_within_the_derived_bound(algorithm):
 
 def test_dcqcn_cx_survivor_follows_the_increase_timer_exactly():
     """After the other flow leaves, no more marks: from the state at that moment the rules of
-    REFERENCE.md §1.5 (fast recovery, additive, hyper increase every T_inc) predict the tick at
+    docs/model.md §1.5 (fast recovery, additive, hyper increase every T_inc) predict the tick at
     which the survivor reaches 99 % of line rate; the engine gets there at exactly that tick."""
     world = prepare_scenario(_join_leave("dcqcn", {}, big=1_000_000_000, interval_ns=10**9)).world
     t = 0

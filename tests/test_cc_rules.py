@@ -1,4 +1,4 @@
-"""Congestion-control update rules against hand-computed cases (REFERENCE.md §1.5, §2.3, §3, §10)."""
+"""Congestion-control update rules against hand-computed cases (docs/model.md §1.5, §2.3, §3, §10)."""
 import numpy as np
 import pytest
 
@@ -21,7 +21,7 @@ def _rate_at(world, t_ps):
 
 
 def test_dcqcn_cx_single_cnp_trajectory():
-    """One CNP at t0, no marks after it (ECN off): REFERENCE.md §1.5 with the HPCC dcqcn profile."""
+    """One CNP at t0, no marks after it (ECN off): docs/model.md §1.5 with the HPCC dcqcn profile."""
     world = prepare_scenario(one_flow("dcqcn", ecn=False)).world
     t0 = 10 * US
     world = advance_to(world, t0)
@@ -123,7 +123,7 @@ def test_hpcc_window_update_matches_hand_computed_int():
 
 
 def test_hpcc_lone_flow_settles_at_eta_b_plus_rai():
-    """REFERENCE.md §10.5: maxStage = 0, R_AI = 40 Mb/s at 100G: R = 0.95 * 100G + 40M = 95.04 Gb/s,
+    """docs/model.md §10.5: maxStage = 0, R_AI = 40 Mb/s at 100G: R = 0.95 * 100G + 40M = 95.04 Gb/s,
     with the queue near zero."""
     res = simulate(one_flow("hpcc", size=20_000_000, output={"traces": ["rate", "queue"],
                                                              "trace_interval_ns": 10_000}))
@@ -199,12 +199,37 @@ def test_defaults_follow_the_nic_rate_and_are_reported():
     assert params["variant"] == "cx"
 
 
-def test_readme_documents_every_parameter_table():
+def test_readme_and_the_model_document_every_parameter_table():
     from pathlib import Path
 
     from roce_emu.cc_params import TABLES, markdown_table
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    for algorithm in TABLES:
-        if TABLES[algorithm]:
-            assert markdown_table(algorithm) in readme, f"README's {algorithm} table is out of date"
+    root = Path(__file__).resolve().parent.parent
+    for doc in ("README.md", "docs/model.md"):
+        text = (root / doc).read_text()
+        for algorithm in TABLES:
+            if TABLES[algorithm]:
+                assert markdown_table(algorithm) in text, f"{doc}'s {algorithm} table is out of date"
+
+
+def test_every_citation_of_the_model_names_a_section_it_has():
+    """Code, docs and tests cite "docs/model.md §N" (or §N-M, §N, §M); each N must be a heading."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    model = (root / "docs" / "model.md").read_text()
+    sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", model, flags=re.M))
+    sections |= set(re.findall(r"^\| (\d+\.\d+) \|", model, flags=re.M))  # §10's numbered rows
+    cited = {}
+    files = [*root.glob("roce_emu/**/*.py"), *root.glob("tests/*.py"), *root.glob("benchmarks/*"),
+             *root.glob("scenarios/*.yaml"), root / "README.md", *root.glob("docs/*.md")]
+    for path in files:
+        for cite in re.findall(r"docs/model\.md[`,]? ((?:§[\d.]+(?:-[\d.]+)?(?:, )?)+)", path.read_text()):
+            for number in re.findall(r"[\d.]+", cite):
+                cited.setdefault(number.rstrip("."), path.name)
+    assert cited, "no citations found: the pattern is wrong"
+    missing = {n: f for n, f in cited.items() if n not in sections}
+    assert not missing, f"cited sections docs/model.md lacks: {missing}"
+    outside = "REFERENCE" + ".md"  # the team's notes outside the repository
+    assert not [p.name for p in files if outside in p.read_text()], "cite docs/model.md, which ships"

@@ -1,4 +1,4 @@
-"""Collectives and iterations against the alpha-beta model (REFERENCE.md §9) and the DAG's arithmetic.
+"""Collectives and iterations against the alpha-beta model (docs/model.md §9) and the DAG's arithmetic.
 
 The model, derived for this engine: a step that moves S payload bytes over a path takes
 alpha + S * tau, where alpha is one packet's trip (serialisation and propagation on every

@@ -13,7 +13,7 @@ US = 1000  # ns
 
 
 def test_resnet50_layers_match_the_reference_workload():
-    """REFERENCE.md §8.1: 54 layers, 102,011,648 B of fp32 weight gradients, largest 9,437,184 B,
+    """docs/model.md §8.1: 54 layers, 102,011,648 B of fp32 weight gradients, largest 9,437,184 B,
     smallest 16,384 B, conv1 37,632 B, fc1000 8,192,000 B."""
     layers = resnet50(Model(name="resnet50"))
     sizes = [layer.weight_grad_bytes for layer in layers]

@@ -1,6 +1,6 @@
 """The scenario file format (the public contract): pydantic models with documented defaults.
 
-Units are in the key names. Defaults follow REFERENCE.md: real RoCEv2 framing (§6.3),
+Units are in the key names. Defaults follow docs/model.md: real RoCEv2 framing (§6.3),
 the HPCC ns-3 shared-buffer MMU and PFC (§5.1), its 100G ECN map (§6.1), 1000 B payload.
 Checks that need the built topology (host ids in range, buffer vs. headroom) live in
 ``roce_emu.scenario_checks``.
@@ -145,7 +145,7 @@ TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh", "m
 
 # ---- network ----------------------------------------------------------------------------
 class Wire(Strict):
-    """Frame sizes. Defaults: RoCEv2 over IPv4 without VLAN (REFERENCE.md §6.3)."""
+    """Frame sizes. Defaults: RoCEv2 over IPv4 without VLAN (docs/model.md §6.3)."""
 
     data_header_bytes: int = Field(62, ge=1, le=4096)
     ack_bytes: int = Field(66, ge=1, le=4096)
@@ -155,7 +155,7 @@ class Wire(Strict):
 
 
 class Pfc(Strict):
-    """Priority flow control on the switches' ingress queues (HPCC ns-3 MMU, REFERENCE.md §5.1)."""
+    """Priority flow control on the switches' ingress queues (HPCC ns-3 MMU, docs/model.md §5.1)."""
 
     enabled: bool = True
     reserve_bytes: int = Field(4096, ge=0)

@@ -1,4 +1,4 @@
-"""DCQCN reaction point (sender) and notification point (receiver), REFERENCE.md §1.
+"""DCQCN reaction point (sender) and notification point (receiver), docs/model.md §1.
 
 Two variants. ``VARIANT_CX`` is the ConnectX-style model of the HPCC ns-3 simulator
 (§1.5): the receiver flags the ACK of every CE-marked packet, and three periodic

@@ -1,4 +1,4 @@
-"""DCTCP (Alizadeh et al., SIGCOMM'10) for RDMA, as in the HPCC ns-3 model (REFERENCE.md §4).
+"""DCTCP (Alizadeh et al., SIGCOMM'10) for RDMA, as in the HPCC ns-3 model (docs/model.md §4).
 
 The receiver echoes each packet's CE mark on its ACK. Once per window of data the
 sender updates alpha <- (1 - g) alpha + g F, with F the fraction of echoed marks, and

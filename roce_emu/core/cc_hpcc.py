@@ -1,4 +1,4 @@
-"""HPCC (Li et al., SIGCOMM'19), in the rate form of the HPCC ns-3 model (REFERENCE.md §2.3).
+"""HPCC (Li et al., SIGCOMM'19), in the rate form of the HPCC ns-3 model (docs/model.md §2.3).
 
 Switches push one INT record per hop as a data packet leaves (``stamp``); the receiver
 echoes the records on the ACK; the sender estimates each hop's utilisation

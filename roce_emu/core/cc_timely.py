@@ -1,4 +1,4 @@
-"""TIMELY (Mittal et al., SIGCOMM'15), in the per-RTT form of the HPCC ns-3 model (REFERENCE.md §3).
+"""TIMELY (Mittal et al., SIGCOMM'15), in the per-RTT form of the HPCC ns-3 model (docs/model.md §3).
 
 The ACK echoes the data packet's send time, so each ACK gives an RTT sample. Once per
 window of data the sender updates: below T_low it adds delta; above T_high it cuts by

@@ -1,6 +1,6 @@
 """Switch shared-buffer MMU: ingress admission, PFC XOFF/XON, and RED ECN marking at dequeue.
 
-The accounting follows the HPCC ns-3 model (REFERENCE.md §5.1): each ingress
+The accounting follows the HPCC ns-3 model (docs/model.md §5.1): each ingress
 (port, priority) has a small reserve, then shares a pool whose dynamic threshold is
 ``(buffer - headroom - reserve - shared_used) >> shift(port)``; bytes past the
 threshold go to the port's headroom, and any headroom use or a full share pauses the

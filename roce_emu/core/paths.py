@@ -109,7 +109,7 @@ def base_rtt_extremes(route_off, route_ports, port_node, peer_port, rate_bps, pr
     """(largest base RTT in ps, most switch hops) over all host pairs' routes (first ECMP choice).
 
     The base RTT is the HPCC simulator's: twice the propagation delays plus one data
-    frame's serialisation at every hop of the forward path (REFERENCE.md §2.4)."""
+    frame's serialisation at every hop of the forward path (docs/model.md §2.4)."""
     worst_rtt = np.int64(0)
     worst_hops = 0
     for src in range(n_hosts):

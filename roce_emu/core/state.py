@@ -32,7 +32,7 @@ PKT_DTYPE = np.dtype([
     ("n_int", np.int8),  # HPCC INT records in World.int_rec[k] (DATA: pushed by switches; ACK: echoed)
 ], align=True)
 
-#: one HPCC INT record (REFERENCE.md §2.2), kept exact: no field wraps or unit rounding
+#: one HPCC INT record (docs/model.md §2.2), kept exact: no field wraps or unit rounding
 INT_TS_PS = 0  # dequeue time at the hop
 INT_TX_BYTES = 1  # wire bytes the egress port had sent before this packet
 INT_QLEN = 2  # bytes queued at the egress port (all priorities) after this packet left
