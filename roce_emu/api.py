@@ -1,4 +1,5 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from .driver import Limits, RunOutcome, simulate
 from .errors import ScenarioError
 from .invariants import engine_fault
 from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
-from .output import parquet_missing, write_run_dir
+from .output import frame, parquet_missing, write_run_dir
 from .provenance import provenance, scenario_yaml
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
 from .topology import Fabric, build_fabric, fabric_size
@@ -40,10 +41,40 @@ class RunResult:
     rows: list[dict]
     summary: dict
     out: Path | None
+    prepared: Prepared | None = None
 
     @property
     def ok(self) -> bool:
         return self.outcome.status in ("finished", "incomplete")
+
+    def tables(self) -> dict[str, tuple]:
+        """The run directory's tables, {"flows.csv": (columns, rows), ...}, as a run writes them."""
+        return run_tables(self.prepared, self.outcome, self.rows)
+
+    def frames(self) -> dict:
+        """The tables as pandas DataFrames with numeric columns (times in ns as float64, empty
+        cells NaN), keyed "flows", "tasks", "collectives", "traces_rate", ... (needs pandas)."""
+        return {name.rsplit(".", 1)[0]: frame(columns, rows) for name, (columns, rows) in self.tables().items()}
+
+
+@dataclass
+class RunDirectory:
+    """A run directory read back: summary.json and every table as a DataFrame."""
+    summary: dict
+    frames: dict
+
+
+def read_run(path: Path | str) -> RunDirectory:
+    """Read a run directory (CSV or Parquet tables) into DataFrames with numeric columns."""
+    import pandas as pd
+
+    path = Path(path)
+    if not (path / "summary.json").is_file():
+        raise ScenarioError(str(path), "", "not a run directory (no summary.json)")
+    frames = {}
+    for table in sorted([*path.glob("*.csv"), *path.glob("*.parquet")]):
+        frames[table.stem] = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
+    return RunDirectory(json.loads((path / "summary.json").read_text()), frames)
 
 
 def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
@@ -99,21 +130,25 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
-        workload = prepared.workload
-        tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
-        tasks = task_rows(outcome.world, workload)
-        written = rows
-        if not sc.output.collective_flows and workload.collectives:  # collectives.csv sums them up
-            mine = collective_flow_mask(workload)
-            written = [r for r in rows if not mine[r["flow_id"]]]
-            tasks = [r for r in tasks if r["kind"] != ROLE_FLOW or not mine[r["task_id"]]]
-        tables["tasks.csv"] = (TASK_COLUMNS, tasks)
-        if workload.collectives:
-            tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
-        tables = {"flows.csv": (FLOW_COLUMNS, written), **tables}
-        write_run_dir(target, info, tables, sc.output.format,
+        write_run_dir(target, info, run_tables(prepared, outcome, rows), sc.output.format,
                       {"scenario.yaml": scenario_yaml(normalized_document(prepared))})
-    return RunResult(outcome, rows, info, target)
+    return RunResult(outcome, rows, info, target, prepared)
+
+
+def run_tables(prepared: Prepared, outcome: RunOutcome, rows: list[dict]) -> dict[str, tuple]:
+    """Every table of a run directory: flows, tasks, collectives and traces (columns, rows)."""
+    workload = prepared.workload
+    tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
+    tasks = task_rows(outcome.world, workload)
+    written = rows
+    if not prepared.scenario.output.collective_flows and workload.collectives:  # collectives.csv sums them up
+        mine = collective_flow_mask(workload)
+        written = [r for r in rows if not mine[r["flow_id"]]]
+        tasks = [r for r in tasks if r["kind"] != ROLE_FLOW or not mine[r["task_id"]]]
+    tables["tasks.csv"] = (TASK_COLUMNS, tasks)
+    if workload.collectives:
+        tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
+    return {"flows.csv": (FLOW_COLUMNS, written), **tables}
 
 
 def run_scenario(path: Path | str, overrides: list[str] = (), out: Path | None = None,

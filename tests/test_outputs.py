@@ -105,3 +105,32 @@ def test_the_resolved_scenario_reruns_byte_for_byte(tmp_path, name, overrides):
     assert {k: v for k, v in first.summary.items() if k not in volatile} == \
         {k: v for k, v in again.summary.items() if k not in volatile}
     assert again.summary["provenance"]["scenario_file"] == str(resolved)
+
+
+# ---- the Python API: DataFrames with numeric columns, in memory or read back ------------------
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_results_as_dataframes_in_memory_and_read_back(tmp_path, fmt):
+    from roce_emu.api import read_run
+
+    res, out = _write(tmp_path, fmt, format=fmt)
+    frames = res.frames()
+    assert set(frames) == {"flows", "tasks", "collectives"}
+    collectives = frames["collectives"]
+    for column in ("start_ns", "finish_ns", "time_ns", "busbw_gbps", "bytes"):
+        assert pd.api.types.is_numeric_dtype(collectives[column]), column
+    assert collectives["time_ns"].iloc[0] == pytest.approx(collectives["finish_ns"].iloc[0]
+                                                           - collectives["start_ns"].iloc[0])
+    flows = frames["flows"]
+    assert pd.api.types.is_numeric_dtype(flows["fct_ns"]) and (flows["fct_ns"] >= flows["ideal_fct_ns"]).all()
+    back = read_run(out)
+    assert back.summary == json.loads((out / "summary.json").read_text())
+    assert set(back.frames) == set(frames)
+    for name, df in frames.items():
+        pd.testing.assert_frame_equal(df.reset_index(drop=True), back.frames[name], check_dtype=False)
+
+
+def test_read_run_of_a_folder_that_is_no_run_is_one_line(tmp_path):
+    from roce_emu.api import read_run
+
+    with pytest.raises(ScenarioError, match="not a run directory"):
+        read_run(tmp_path)
