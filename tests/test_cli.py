@@ -196,6 +196,7 @@ def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(nam
     again = json.loads((tmp_path / "b" / "summary.json").read_text())
     for key in ("wall_s", "events_per_s", "engine_load_s"):
         summary.pop(key), again.pop(key)
+    assert summary.pop("provenance")["scenario_file"] != again.pop("provenance")["scenario_file"]
     assert summary == again
 
 

@@ -1,4 +1,6 @@
 """Read a scenario file, apply ``--set`` overrides, validate; every failure is one ScenarioError line."""
+import difflib
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -26,15 +28,43 @@ def read_document(path: Path) -> dict:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ScenarioError(source, "", f"invalid YAML: {where}{problem}") from None
+        raise ScenarioError(source, "", f"invalid YAML: {yaml_problem(err, text)}") from None
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
         raise ScenarioError(source, "", f"the top level must be a mapping of keys, not a {type(doc).__name__}")
     return doc
+
+
+#: YAML errors that PyYAML reports where it gave up, though the mistake is where something
+#: opened: report the opening line (the context mark) and say what is wrong with it
+_OPENED_HERE = {
+    "while scanning a simple key": "a key without ':'",
+    "while parsing a flow sequence": "this '[' is never closed",
+    "while parsing a flow mapping": "this '{' is never closed",
+    "while scanning a quoted scalar": "this quote is never closed",
+}
+
+
+def yaml_problem(err: yaml.YAMLError, text: str) -> str:
+    """PyYAML's error as "line L, column C: what", naming the line that is wrong."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    mark = getattr(err, "problem_mark", None)
+    context, opened = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if mark is None:
+        return problem
+    if opened is not None and context in _OPENED_HERE:
+        return (f"line {opened.line + 1}, column {opened.column + 1}: {_OPENED_HERE[context]} "
+                f"({problem} on line {mark.line + 1})")
+    if problem == "mapping values are not allowed here":  # 'a: b: c', or the line before lacks ':'
+        lines = text.splitlines()
+        before = [i for i in range(mark.line - 1, -1, -1) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+        if before and ":" not in lines[before[0]] and not lines[before[0]].lstrip().startswith("-") \
+                and lines[before[0]].startswith(" " * (len(lines[mark.line]) - len(lines[mark.line].lstrip()))):
+            i = before[0]
+            column = len(lines[i]) - len(lines[i].lstrip()) + 1
+            return f"line {i + 1}, column {column}: a key without ':' ('{lines[i].strip()}')"
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -156,8 +186,17 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
     if kind == "extra_forbidden":
         parent = loc[:-1]
         allowed = _allowed_for(parent, first["loc"])
-        hint = f" (allowed: {allowed})" if allowed else ""
-        return ScenarioError(source, key, f"unknown key '{loc[-1]}'{hint}")
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return ScenarioError(source, key, f"unknown key '{loc[-1]}'{_did_you_mean(loc[-1], allowed)}{hint}")
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", first["ctx"]["expected"])
+        return ScenarioError(source, key, f"{value!r} is not allowed{_did_you_mean(value, choices)} "
+                                          f"(allowed: {', '.join(choices)})")
+    if kind in ("float_parsing", "int_parsing", "float_type", "int_type", "int_from_float") and loc:
+        unit = _unit_of(str(loc[-1]))
+        if unit and kind != "int_from_float":
+            what = "a whole number" if kind.startswith("int") else "a number"
+            return ScenarioError(source, key, f"{value!r} is not {what} ({unit}){_unit_slip(value, unit)}")
     if kind == "union_tag_invalid":
         return ScenarioError(source, key + ".kind", f"'{first['ctx']['tag']}' is not a topology kind "
                                                     f"(allowed: {', '.join(TOPOLOGY_KINDS)})")
@@ -178,8 +217,58 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
     return ScenarioError(source, key, f"{shown} is not allowed: {message}")
 
 
-def _allowed_for(parent: list, raw_loc: tuple) -> str:
+def _allowed_for(parent: list, raw_loc: tuple) -> list[str]:
     """Names of the keys allowed in the mapping at parent (for an unknown-key error)."""
     tag = raw_loc[1] if len(raw_loc) > 1 and raw_loc[0] == "topology" else None
     model = _model_at(parent, tag)
-    return ", ".join(model.model_fields) if model is not None else ""
+    return list(model.model_fields) if model is not None else []
+
+
+def _did_you_mean(word: Any, choices: list[str]) -> str:
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(str(word).lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean '{lowered[close[0]]}'?)" if close else ""
+
+
+#: a key's unit, from its name's suffix: what a value means and an example of one
+_UNITS = {
+    "_gbps": ("Gb/s", "100"), "_mbps": ("Mb/s", "40"), "_ns": ("ns", "1000"), "_us": ("us", "55"),
+    "_ms": ("ms", "1"), "_s": ("s", "60"), "_bytes": ("bytes", "1000000"), "_tflops": ("TFLOP/s", "100"),
+}
+
+
+def _unit_of(key: str) -> str:
+    key = "_bytes" if key == "bytes" else key
+    for suffix, (unit, example) in _UNITS.items():
+        if key.endswith(suffix):
+            return f"{unit}, e.g. {example}"
+    return ""
+
+
+#: what a number written with a unit means in the key's unit (keyed by the key's unit)
+_SCALES = {
+    "Gb/s": {"g": 1, "gb/s": 1, "gbps": 1, "gbit/s": 1, "m": 1e-3, "mb/s": 1e-3, "mbps": 1e-3, "t": 1e3,
+             "tb/s": 1e3, "tbps": 1e3},
+    "Mb/s": {"m": 1, "mb/s": 1, "mbps": 1, "g": 1e3, "gb/s": 1e3, "gbps": 1e3, "k": 1e-3, "kbps": 1e-3},
+    "bytes": {"b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 2**20, "g": 1e9,
+              "gb": 1e9, "gib": 2**30},
+    "ns": {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9},
+    "us": {"us": 1, "ns": 1e-3, "ms": 1e3, "s": 1e6},
+}
+
+
+def _unit_slip(value: Any, unit: str) -> str:
+    """A hint for the usual slips: a unit written into the value (with the number it means),
+    or GB/s (bytes) for Gb/s."""
+    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*$", str(value))
+    if not match:
+        return ""
+    number, written = float(match.group(1)), match.group(2)
+    base = unit.split(",")[0]
+    if base == "Gb/s" and written in ("GB/s", "GBps", "GB"):
+        return f": GB/s counts bytes, so {number:g} GB/s is {number * 8:g} Gb/s"
+    scale = _SCALES.get(base, {}).get(written.lower())
+    if scale is None:
+        return f": write the number alone, in {base}"
+    meant = number * scale
+    return f": write the number alone, in {base}: {int(meant) if meant == int(meant) else f'{meant:g}'}"
