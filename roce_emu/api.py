@@ -12,7 +12,8 @@ from .diagnose import stall_report
 from .driver import Limits, RunOutcome, simulate
 from .errors import ScenarioError
 from .invariants import engine_fault
-from .iteration import COLLECTIVE_COLUMNS, TASK_COLUMNS, collective_rows, iteration_summary, task_rows
+from .iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
+                        rank_timeline, task_rows, timeline_rows)
 from .output import frame, parquet_missing, write_run_dir
 from .provenance import provenance, scenario_yaml
 from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
@@ -125,18 +126,21 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
         outcome.reason = report
     rows = flow_rows(outcome.world)
     info = summary(outcome.world, prepared.fabric, sc, outcome, rows)
-    info.update(iteration_summary(outcome.world, prepared.workload))
+    timeline = rank_timeline(outcome.world, prepared.workload)
+    info.update(iteration_summary(outcome.world, prepared.workload, timeline))
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
-        write_run_dir(target, info, run_tables(prepared, outcome, rows), sc.output.format,
+        write_run_dir(target, info, run_tables(prepared, outcome, rows, timeline), sc.output.format,
                       {"scenario.yaml": scenario_yaml(normalized_document(prepared))})
     return RunResult(outcome, rows, info, target, prepared)
 
 
-def run_tables(prepared: Prepared, outcome: RunOutcome, rows: list[dict]) -> dict[str, tuple]:
-    """Every table of a run directory: flows, tasks, collectives and traces (columns, rows)."""
+def run_tables(prepared: Prepared, outcome: RunOutcome, rows: list[dict],
+               timeline: list[tuple] | None = None) -> dict[str, tuple]:
+    """Every table of a run directory: flows, tasks, collectives, the rank timeline and traces
+    (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
     tasks = task_rows(outcome.world, workload)
@@ -148,6 +152,9 @@ def run_tables(prepared: Prepared, outcome: RunOutcome, rows: list[dict]) -> dic
     tables["tasks.csv"] = (TASK_COLUMNS, tasks)
     if workload.collectives:
         tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
+    if workload.iteration_ends:
+        timeline = rank_timeline(outcome.world, workload) if timeline is None else timeline
+        tables["timeline.csv"] = (TIMELINE_COLUMNS, timeline_rows(timeline))
     return {"flows.csv": (FLOW_COLUMNS, written), **tables}
 
 

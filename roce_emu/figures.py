@@ -52,6 +52,28 @@ def _time_metric(rows) -> tuple[str, str]:
     return "last_finish_ns", "completion time"
 
 
+def _legend_above(ax, ncols: int = 4, **kwargs) -> None:
+    """A legend above the axes, outside them, so it never covers data."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=min(ncols, len(handles)),
+                  borderaxespad=0.0, **kwargs)
+
+
+def _legend_right(ax, **kwargs) -> None:
+    """A legend right of the axes, outside them (for many series)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
+def _spread(values) -> tuple[float, float]:
+    """(mean, sample standard deviation) over seeds; the deviation is 0 for a single value."""
+    values = np.asarray([v for v in values if v == v], float)
+    if not len(values):
+        return np.nan, 0.0
+    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0
+
+
 # ---- sweep figures (results.csv) ------------------------------------------------------------
 def _swept(rows) -> list[str]:
     """The swept columns: those between 'point' and the summary's first field ('scenario')."""
@@ -87,8 +109,10 @@ def _topology_labels(rows) -> dict:
 
 
 def policy_time_figure(sweep_dir: Path):
-    """Grouped bars: time per congestion-control policy per topology, each point divided by the
-    PFC-only point with the same other swept values; one panel per workload-like swept value."""
+    """Time per congestion-control policy per topology as a ratio to PFC only (the same other
+    swept values and seed), on an axis around 1 so that a few percent show; bars start at 1,
+    carry their value, and have error bars (one standard deviation over seeds) where a sweep
+    repeats points. One panel per workload-like swept value."""
     rows = [r for r in _read_csv(sweep_dir / "results.csv") if r.get("status") == "finished"]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
@@ -105,33 +129,53 @@ def policy_time_figure(sweep_dir: Path):
     panels = sorted({tuple(r[k] for k in others) for r in rows})
     fabric = _topology_labels(rows)
     topologies = sorted(set(fabric.values()))
-    policies = _policies(rows)
+    policies = [p for p in _policies(rows) if p != "none"] or _policies(rows)
+    seeds = max(len({r.get("seed", "") for r in rows if fabric[r["point"]] == topo and r["cc_algorithm"] == p
+                     and tuple(r[k] for k in others) == panel})
+                for topo in topologies for p in policies for panel in panels)
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.6 * len(panels)), 3.6), squeeze=False,
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.8 * len(panels)), 3.8), squeeze=False,
                                  sharey=True)
         width = 0.8 / len(policies)
+        colors = STYLE["axes.prop_cycle"].by_key()["color"]
+        extremes = [1.0]
         for ax, panel in zip(axes[0], panels):
             mine = [r for r in rows if tuple(r[k] for k in others) == panel]
             for i, policy in enumerate(policies):
-                heights = [np.nanmean([r["_ratio"] for r in mine if fabric[r["point"]] == topo
-                                       and r["cc_algorithm"] == policy] or [np.nan]) for topo in topologies]
-                ax.bar(np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width, heights, width,
-                       label=POLICY_LABEL.get(policy, policy))
-            ax.axhline(1.0, color="0.3", lw=0.8, ls="--")
+                stats = [_spread([r["_ratio"] for r in mine if fabric[r["point"]] == topo
+                                  and r["cc_algorithm"] == policy]) for topo in topologies]
+                mean = np.array([m for m, _ in stats])
+                err = np.array([e for _, e in stats])
+                x = np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width
+                ax.bar(x, mean - 1.0, width, bottom=1.0, color=colors[(POLICY_ORDER.index(policy) if policy in
+                       POLICY_ORDER else i) % len(colors)], label=POLICY_LABEL.get(policy, policy),
+                       yerr=err if seeds > 1 else None, capsize=2, error_kw={"lw": 0.8})
+                for xi, m, e in zip(x, mean, err):
+                    if m == m:
+                        extremes += [m - e, m + e]
+                        ax.annotate(f"{m:.2f}", (xi, m + (e if m >= 1 else -e)), xytext=(0, 2 if m >= 1 else -2),
+                                    textcoords="offset points", ha="center", va="bottom" if m >= 1 else "top",
+                                    fontsize=6, rotation=90)
+            ax.axhline(1.0, color="0.2", lw=0.9)
             ax.set_xticks(np.arange(len(topologies)), topologies)
             ax.set_xlabel("topology (fabric)")
             if panel:
                 ax.set_title(_panel_label(others, panel), fontsize=9)
-        axes[0][0].set_ylabel(f"{label} (ratio to PFC only)")
+        span = max(extremes) - min(extremes)
+        pad = max(0.02, 0.18 * span)
+        axes[0][0].set_ylim(min(extremes) - pad, max(extremes) + pad)
+        note = f"; mean ± 1 s.d. over {seeds} seeds" if seeds > 1 else ""
+        axes[0][0].set_ylabel(f"{label}\n(ratio to PFC only = 1{note})")
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, ncols=min(len(policies), 5), loc="upper center", bbox_to_anchor=(0.5, 1.08))
+        fig.legend(handles, labels, ncols=min(len(policies), 5), loc="lower center", bbox_to_anchor=(0.5, 1.0))
         fig.tight_layout()
     return fig
 
 
 def breakdown_figure(sweep_dir: Path):
-    """Stacked bars per point: compute, exposed communication and idle time per iteration, one
-    panel per workload-like swept value."""
+    """Stacked bars per point: compute, exposed communication and idle time per iteration (mean
+    over seeds, with one standard deviation of the iteration time as an error bar where a sweep
+    repeats points), one panel per workload-like swept value."""
     rows = [r for r in _read_csv(sweep_dir / "results.csv")
             if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""]
     if not rows:
@@ -139,29 +183,37 @@ def breakdown_figure(sweep_dir: Path):
     others = _panel_keys(rows)
     rank = {p: i for i, p in enumerate(POLICY_ORDER)}
     fabric = _topology_labels(rows)
-    rows.sort(key=lambda r: (fabric[r["point"]], rank.get(r.get("cc_algorithm"), 99)))
-    panels = sorted({tuple(r[k] for k in others) for r in rows})
+    groups: dict[tuple, list] = {}  # (panel, fabric, policy) -> the rows of its seeds
+    for r in rows:
+        groups.setdefault((tuple(r[k] for k in others), fabric[r["point"]], r.get("cc_algorithm", "")), []).append(r)
+    keys = sorted(groups, key=lambda g: (g[0], g[1], rank.get(g[2], 99)))
+    panels = sorted({g[0] for g in keys})
     parts = [("mean_compute_ns", "compute"), ("mean_exposed_communication_ns", "exposed communication"),
              ("mean_idle_ns", "idle (waiting for other ranks)")]
+    seeds = max(len(v) for v in groups.values())
     with plt.rc_context(STYLE):
-        width = max(len([r for r in rows if tuple(r[k] for k in others) == p]) for p in panels)
+        width = max(len([g for g in keys if g[0] == p]) for p in panels)
         fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, (0.3 * width + 1.2) * len(panels)), 3.8),
                                  squeeze=False)
         for ax, panel in zip(axes[0], panels):
-            mine = [r for r in rows if tuple(r[k] for k in others) == panel]
+            mine = [g for g in keys if g[0] == panel]
             bottom = np.zeros(len(mine))
             for column, name in parts:
-                values = np.array([_num(r[column], 0.0) for r in mine]) / 1e6
+                values = np.array([_spread([_num(r[column], 0.0) for r in groups[g]])[0] for g in mine]) / 1e6
                 ax.bar(np.arange(len(mine)), values, 0.7, bottom=bottom, label=name)
                 bottom += values
-            labels = [f"{fabric[r['point']]} {POLICY_LABEL.get(r.get('cc_algorithm'), r.get('cc_algorithm'))}"
-                      for r in mine]
+            if seeds > 1:
+                err = np.array([_spread([_num(r.get("mean_iteration_ns")) for r in groups[g]])[1] for g in mine]) / 1e6
+                ax.errorbar(np.arange(len(mine)), bottom, yerr=err, fmt="none", ecolor="0.2", capsize=2, lw=0.8,
+                            label=f"iteration time ± 1 s.d. ({seeds} seeds)")
+            labels = [f"{g[1]} {POLICY_LABEL.get(g[2], g[2])}" for g in mine]
             ax.set_xticks(np.arange(len(mine)), labels, fontsize=7, rotation=90)
             ax.set_xlabel("point (topology, congestion control)")
             ax.set_ylabel("time per iteration (ms)")
             if panel:
                 ax.set_title(_panel_label(others, panel), fontsize=9)
-        axes[0][-1].legend(fontsize=7)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, ncols=len(handles), loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8)
         fig.tight_layout()
     return fig
 
@@ -207,14 +259,14 @@ def fct_figure(run_dir: Path):
             stats.append((name, np.percentile(values, 50), np.percentile(values, 99)))
         cdf.set_xlabel("FCT slowdown (FCT / ideal FCT, ratio)")
         cdf.set_ylabel("fraction of flows (CDF)")
-        cdf.legend(title="flow size")
+        _legend_above(cdf, ncols=2, title="flow size", fontsize=7)
         x = np.arange(len(stats))
         pct.bar(x - 0.2, [s[1] for s in stats], 0.4, label="median")
         pct.bar(x + 0.2, [s[2] for s in stats], 0.4, label="99th percentile")
         pct.set_xticks(x, [s[0] for s in stats], fontsize=7)
         pct.set_xlabel("flow size class (bytes)")
         pct.set_ylabel("FCT slowdown (ratio)")
-        pct.legend()
+        _legend_above(pct, ncols=2, fontsize=7)
         fig.tight_layout()
     return fig
 
@@ -238,7 +290,7 @@ def queue_figure(run_dir: Path, top: int = 6):
             ax.plot(t / 1e3, q / 1e3, lw=1, label=name)
         ax.set_xlabel("time (us)")
         ax.set_ylabel("egress queue (KB)")
-        ax.legend(title="switch port", fontsize=7)
+        _legend_right(ax, title="switch port", fontsize=7)
     return fig
 
 
@@ -259,13 +311,115 @@ def rate_figure(run_dir: Path, top: int = 8):
             ax.step(t / 1e3, rate / 1e9, where="post", lw=1, label=f"flow {flow}")
         ax.set_xlabel("time (us)")
         ax.set_ylabel("pacing rate (Gb/s)")
-        ax.legend(fontsize=7, ncols=2)
+        _legend_right(ax, fontsize=7)
+    return fig
+
+
+STATE_STYLE = {"compute": ("compute", "#0072B2"),
+               "exposed_communication": ("exposed communication", "#E69F00"),
+               "idle": ("idle (waiting for other ranks)", "#D9D9D9")}
+
+
+def timeline_figure(run_dir: Path, max_ranks: int = 64):
+    """Per rank, what it does through the run: compute, exposed communication, idle (from
+    timeline.csv); dashed lines mark iteration ends. Beyond max_ranks, evenly spaced ranks."""
+    path = run_dir / "timeline.csv"
+    if not path.is_file():
+        return None
+    rows = _read_csv(path)
+    if not rows:
+        return None
+    hosts = sorted({int(r["host"]) for r in rows})
+    if len(hosts) > max_ranks:
+        hosts = [hosts[i] for i in np.linspace(0, len(hosts) - 1, max_ranks).round().astype(int)]
+    lane = {h: i for i, h in enumerate(hosts)}
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, max(2.4, 0.9 + 0.16 * len(hosts))))
+        for state, (name, color) in STATE_STYLE.items():
+            bars: dict[int, list] = {}
+            for r in rows:
+                if r["state"] == state and int(r["host"]) in lane:
+                    bars.setdefault(int(r["host"]), []).append((_num(r["start_ns"]) / 1e6, _num(r["duration_ns"]) / 1e6))
+            for h, spans in bars.items():
+                ax.broken_barh(spans, (lane[h] - 0.4, 0.8), facecolors=color, lw=0)
+            ax.bar(0, 0, color=color, label=name)  # legend entry only
+        by_iteration: dict[str, float] = {}
+        for r in rows:
+            by_iteration[r["iteration"]] = max(by_iteration.get(r["iteration"], 0.0), _num(r["end_ns"]))
+        for end in sorted(by_iteration.values()):
+            ax.axvline(end / 1e6, color="0.2", lw=0.8, ls="--")
+        ax.set_yticks(range(len(hosts)), [str(h) for h in hosts], fontsize=6 if len(hosts) > 16 else 8)
+        ax.set_ylim(-0.6, len(hosts) - 0.4)
+        ax.invert_yaxis()
+        ax.grid(axis="y", visible=False)
+        ax.set_xlabel("time (ms); dashed: end of each iteration")
+        ax.set_ylabel("rank (host)")
+        _legend_above(ax, ncols=3, fontsize=8)
+    return fig
+
+
+def collectives_figure(run_dir: Path, max_labels: int = 40):
+    """Per collective, one lane in launch order: left, when it ran in each iteration (start to
+    finish), coloured by kind; right, its bus bandwidth (mean over iterations, error bars: the
+    range over iterations)."""
+    path = run_dir / "collectives.csv"
+    if not path.is_file():
+        return None
+    rows = [r for r in _read_csv(path) if r["time_ns"] != ""]
+    if not rows:
+        return None
+    first: dict[tuple, float] = {}
+    for r in rows:
+        key = (r["name"], r["group"])
+        first[key] = min(first.get(key, np.inf), _num(r["start_ns"]))
+    keys = sorted(first, key=first.get)
+    lane = {k: i for i, k in enumerate(keys)}
+    kinds = sorted({r["kind"] for r in rows})
+    colors = STYLE["axes.prop_cycle"].by_key()["color"]
+    iterations = len({r["iteration"] for r in rows})
+    with plt.rc_context(STYLE):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, min(9.0, max(2.6, 1.2 + 0.1 * len(keys)))),
+                                          sharey=True, gridspec_kw={"width_ratios": [2.2, 1]})
+        for i, kind in enumerate(kinds):
+            spans: dict[int, list] = {}
+            for r in rows:
+                if r["kind"] == kind:
+                    spans.setdefault(lane[(r["name"], r["group"])], []).append(
+                        (_num(r["start_ns"]) / 1e6, _num(r["time_ns"]) / 1e6))
+            for y, bars in spans.items():
+                left.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[i % len(colors)], lw=0)
+            left.bar(0, 0, color=colors[i % len(colors)], label=kind.replace("_", "-"))  # legend entry
+        bw = []
+        for key in keys:
+            values = np.array([_num(r["busbw_gbps"]) for r in rows if (r["name"], r["group"]) == key])
+            bw.append((values.mean(), values.mean() - values.min(), values.max() - values.mean()))
+        bw = np.array(bw)
+        right.barh(np.arange(len(keys)), bw[:, 0], 0.7, color="0.45",
+                   xerr=bw[:, 1:].T if iterations > 1 else None, capsize=1.5, error_kw={"lw": 0.6})
+        left.set_xlabel("time (ms)")
+        right.set_xlabel("bus bandwidth (Gb/s)" + (f", mean of {iterations} iterations" if iterations > 1 else ""),
+                         fontsize=8)
+        several_groups = len({g for _, g in keys}) > 1
+        names = [f"{n} (group {g})" if several_groups else n for n, g in keys]
+        step = max(1, int(np.ceil(len(keys) / max_labels)))
+        left.set_yticks(np.arange(0, len(keys), step), names[::step], fontsize=6 if len(keys) > 16 else 8)
+        left.set_ylim(-0.6, len(keys) - 0.4)
+        left.invert_yaxis()
+        for ax in (left, right):
+            ax.grid(axis="y", visible=False)
+        left.set_ylabel(f"collective, in launch order ({len(keys)})")
+        if len(kinds) > 1:
+            _legend_above(left, ncols=len(kinds), fontsize=8, title="collective kind", title_fontsize=8)
+        else:
+            left.set_title(f"{kinds[0].replace('_', '-')}s", fontsize=9)
+        fig.tight_layout()
     return fig
 
 
 SWEEP_FIGURES = {"policy_time": policy_time_figure, "comm_breakdown": breakdown_figure,
                  "pauses_marks": pauses_marks_figure}
-RUN_FIGURES = {"fct_slowdown": fct_figure, "queues": queue_figure, "rates": rate_figure}
+RUN_FIGURES = {"fct_slowdown": fct_figure, "queues": queue_figure, "rates": rate_figure,
+               "rank_timeline": timeline_figure, "collective_times": collectives_figure}
 
 
 def figures_for(directory: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Task-level results: tasks.csv, collectives.csv and the iteration time with its breakdown.
+"""Task-level results: tasks.csv, collectives.csv, timeline.csv and the iteration time with its breakdown.
 
 Per iteration and host, from the tasks' start and finish times:
 - compute: time covered by the host's compute tasks;
@@ -6,7 +6,8 @@ Per iteration and host, from the tasks' start and finish times:
   flow's start to its receiver holding the last byte);
 - exposed communication: communication time not covered by compute (what overlap did not hide);
 - idle: the rest of the iteration (waiting for other hosts).
-The summary reports each as the mean over the hosts that take part.
+timeline.csv holds these as segments per host and iteration; the summary reports each as
+the mean over the hosts that take part.
 """
 import numpy as np
 
@@ -66,7 +67,11 @@ def collective_rows(world: World, workload: Workload) -> list[dict]:
     return rows
 
 
-def _covered(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+TIMELINE_COLUMNS = ("iteration", "host", "state", "start_ns", "end_ns", "duration_ns")
+STATES = ("compute", "exposed_communication", "idle")
+
+
+def _covered(intervals) -> list[tuple[int, int]]:
     """Disjoint, sorted union of [start, end) intervals."""
     out: list[list[int]] = []
     for s, e in sorted(intervals):
@@ -79,60 +84,118 @@ def _covered(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in out]
 
 
+def _subtract(a, b) -> list[tuple[int, int]]:
+    """Disjoint sorted intervals a minus disjoint sorted intervals b (one pass over both)."""
+    out, j = [], 0
+    for s, e in a:
+        while j < len(b) and b[j][1] <= s:
+            j += 1
+        k = j
+        while s < e and k < len(b) and b[k][0] < e:
+            if b[k][0] > s:
+                out.append((s, b[k][0]))
+            s = max(s, b[k][1])
+            k += 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
 def _length(intervals) -> int:
     return sum(e - s for s, e in intervals)
 
 
-def _minus(a, b) -> int:
-    """Length of the union a minus the union b (both disjoint and sorted)."""
-    return _length(a) - _length(_covered([(max(s1, s2), min(e1, e2)) for s1, e1 in a for s2, e2 in b
-                                          if min(e1, e2) > max(s1, s2)]))
-
-
-def iteration_summary(world: World, workload: Workload) -> dict:
-    """iteration_ns per iteration, its mean, and the mean per-host breakdown (empty without
-    collectives or compute)."""
-    if not workload.iteration_ends:
-        return {}
-    t = workload.tasks
+def _iteration_ends(world: World, workload: Workload) -> list[int]:
     task = world.task
-    flow = world.flow
     ends = []
     for per_rank in workload.iteration_ends:
         finishes = task["finish_ps"][list(per_rank.values())]
         ends.append(int(finishes.max()) if (finishes >= 0).all() else -1)
+    return ends
+
+
+def _clip(intervals, lo: int, hi: int) -> list[tuple[int, int]]:
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if min(e, hi) > max(s, lo)]
+
+
+def rank_timeline(world: World, workload: Workload) -> list[tuple]:
+    """Per finished iteration and host: (iteration, host, state, start_ps, end_ps, communication_ps)
+    segments that tile the iteration's window, state one of STATES. Compute is time covered by
+    the host's compute tasks; exposed communication, time its collective flows (sent or
+    received) are in flight outside compute; idle, the rest (waiting for other ranks).
+    communication_ps, repeated on each row of a host, is all its communication time in the
+    window, hidden or not. Windows run from the previous iteration's end (or 0) to the end of
+    this one's last task; a task that starts before its window (a fast rank running ahead)
+    counts where it happens."""
+    if not workload.iteration_ends:
+        return []
+    ends = _iteration_ends(world, workload)
+    windows = []
+    for hi in ends:
+        if hi < 0:
+            break
+        windows.append((windows[-1][1] if windows else 0, hi))
+    if not windows:
+        return []
+    t = workload.tasks
+    task = world.task
+    flow = world.flow
+    start, finish = task["start_ps"].astype(np.int64), task["finish_ps"].astype(np.int64)
+    is_collective = np.zeros(len(t), bool)
+    for c in workload.collectives:
+        is_collective[c.flows] = True
+    compute = np.flatnonzero((np.asarray(t.role) == "compute") & (start >= 0) & (finish >= 0))
+    comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
+    spans: dict[int, tuple[list, list]] = {}
+    for k, h in zip(compute, np.asarray(t.host)[compute]):
+        spans.setdefault(int(h), ([], []))[0].append((int(start[k]), int(finish[k])))
+    for k in comm:
+        for h in (int(flow[k]["src"]), int(flow[k]["dst"])):
+            spans.setdefault(h, ([], []))[1].append((int(start[k]), int(finish[k])))
+    rows = []
+    for h in sorted(spans):
+        busy_c = _covered(spans[h][0])
+        busy_m = _covered(spans[h][1])
+        exposed = _subtract(busy_m, busy_c)
+        idle = _subtract([(0, windows[-1][1])], _covered(busy_c + busy_m))
+        segments = sorted([(s, e, "compute") for s, e in busy_c] + [(s, e, "exposed_communication") for s, e in exposed]
+                          + [(s, e, "idle") for s, e in idle])
+        for it, (lo, hi) in enumerate(windows):
+            total = _length(_clip(busy_m, lo, hi))
+            rows.extend((it, h, state, s, e, total) for s0, e0, state in segments
+                        for s, e in _clip([(s0, e0)], lo, hi))
+    return rows
+
+
+def timeline_rows(timeline: list[tuple]) -> list[tuple]:
+    """timeline.csv: rank_timeline's segments in ns (TIMELINE_COLUMNS)."""
+    return [(it, h, state, ps_to_ns(s), ps_to_ns(e), ps_to_ns(e - s)) for it, h, state, s, e, _ in timeline]
+
+
+def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | None = None) -> dict:
+    """iteration_ns per iteration, its mean, and the mean per-host breakdown from the rank
+    timeline (empty without collectives or compute)."""
+    if not workload.iteration_ends:
+        return {}
+    ends = _iteration_ends(world, workload)
     if any(e < 0 for e in ends):
         return {"iterations_finished": sum(e >= 0 for e in ends)}
-    bounds = [0] + ends
-    collective_flows = set()
-    for c in workload.collectives:
-        collective_flows.update(c.flows)
-    breakdown = {"compute_ns": [], "communication_ns": [], "exposed_communication_ns": [], "idle_ns": []}
+    timeline = rank_timeline(world, workload) if timeline is None else timeline
+    per = {}  # (iteration, host) -> {state: ps}
+    for it, h, state, s, e, comm in timeline:
+        cell = per.setdefault((it, h), {"compute": 0, "exposed_communication": 0, "idle": 0, "communication": comm})
+        cell[state] += e - s
+    keys = ("compute", "communication", "exposed_communication", "idle")
+    breakdown = {key: [] for key in keys}
     for it in range(len(ends)):
-        compute: dict[int, list] = {}
-        comm: dict[int, list] = {}
-        for k in np.flatnonzero(t.iteration == it):
-            span = (int(task[k]["start_ps"]), int(task[k]["finish_ps"]))
-            if t.is_flow[k] and k in collective_flows:
-                for h in (int(flow[k]["src"]), int(flow[k]["dst"])):
-                    comm.setdefault(h, []).append(span)
-            elif t.role[k] == "compute":
-                compute.setdefault(int(t.host[k]), []).append(span)
-        length = bounds[it + 1] - bounds[it]
-        per_host = {"compute_ns": [], "communication_ns": [], "exposed_communication_ns": [], "idle_ns": []}
-        for h in sorted(set(compute) | set(comm)):
-            c_union = _covered(compute.get(h, []))
-            m_union = _covered(comm.get(h, []))
-            per_host["compute_ns"].append(_length(c_union))
-            per_host["communication_ns"].append(_length(m_union))
-            per_host["exposed_communication_ns"].append(_minus(m_union, c_union))
-            per_host["idle_ns"].append(length - _length(_covered(c_union + m_union)))
-        for key, values in per_host.items():
-            breakdown[key].append(float(np.mean(values)) / 1000)
+        cells = [v for (i, _), v in per.items() if i == it]
+        for key in keys:
+            breakdown[key].append(float(np.mean([c[key] for c in cells])) / 1000)
+    bounds = [0] + ends
     iteration_ns = [(bounds[i + 1] - bounds[i]) / 1000 for i in range(len(ends))]
     return {
         "iterations": len(ends),
         "iteration_ns": iteration_ns,
         "mean_iteration_ns": float(np.mean(iteration_ns)),
-        **{f"mean_{key}": float(np.mean(values)) for key, values in breakdown.items()},
+        **{f"mean_{key}_ns": float(np.mean(values)) for key, values in breakdown.items()},
     }

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 
 from .topology import Fabric
 
@@ -61,6 +62,21 @@ def link_rows(fabric: Fabric) -> list[str]:
     return rows
 
 
+def wrap_links(fabric: Fabric) -> set[tuple[int, int]]:
+    """The links that close a ring of a torus or multi_dim fabric: their ends differ in one
+    coordinate, by the size of that dimension minus one (the ring's last hop back to 0)."""
+    g = fabric.graph
+    out = set()
+    for u, v in g.edges():
+        a, b = g.nodes[u].get("coord"), g.nodes[v].get("coord")
+        if a is None or b is None or len(a) != len(b):
+            continue
+        diff = [(i, abs(x - y)) for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        if len(diff) == 1 and fabric.dims[diff[0][0]] > 2 and diff[0][1] == fabric.dims[diff[0][0]] - 1:
+            out.add((min(u, v), max(u, v)))
+    return out
+
+
 def draw(fabric: Fabric, path: Path) -> None:
     import matplotlib
 
@@ -77,8 +93,11 @@ def draw(fabric: Fabric, path: Path) -> None:
             if coord is None:
                 hubs.append(n)
                 continue
-            c = coord + (0,) * (2 - len(coord))
-            pos[n] = (c[1] * 2.0, -c[0] * 2.0)
+            if len(fabric.dims) == 1:  # a ring: around a circle
+                angle = np.pi / 2 - 2 * np.pi * coord[0] / fabric.dims[0]
+                pos[n] = (2.0 * np.cos(angle) * fabric.dims[0] / 4, 2.0 * np.sin(angle) * fabric.dims[0] / 4)
+                continue
+            pos[n] = (coord[1] * 2.0, -coord[0] * 2.0)
         for n in hubs:  # beside the middle of the NPUs it joins
             xs, ys = zip(*(pos[m] for m in g.neighbors(n) if m in pos))
             pos[n] = (sum(xs) / len(xs) + 0.7, sum(ys) / len(ys) + 0.7)
@@ -90,7 +109,21 @@ def draw(fabric: Fabric, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes ** 0.5 * 1.2), 4.0))
     hosts = list(range(fabric.n_hosts))
     switches = list(range(fabric.n_hosts, fabric.n_nodes))
-    nx.draw_networkx_edges(g, pos, ax=ax, width=0.6, alpha=0.6)
+    wrap = wrap_links(fabric)
+    straight = [e for e in g.edges() if e not in wrap and (e[1], e[0]) not in wrap]
+    nx.draw_networkx_edges(g, pos, edgelist=straight, ax=ax, width=0.6, alpha=0.6)
+    if wrap:  # arcs bulging away from the grid, so they are not hidden behind their row or column
+        centre = np.mean([pos[n] for n in range(fabric.n_hosts, fabric.n_nodes)], axis=0)
+        outward = []
+        for u, v in sorted(wrap):
+            (x1, y1), (x2, y2) = pos[u], pos[v]
+            # matplotlib's arc3 puts the control point at the midpoint + rad * (dy, -dx)
+            away = (y2 - y1) * ((x1 + x2) / 2 - centre[0]) - (x2 - x1) * ((y1 + y2) / 2 - centre[1])
+            outward.append((u, v) if away >= 0 else (v, u))
+        nx.draw_networkx_edges(g, pos, edgelist=outward, ax=ax, width=0.8, alpha=0.8, edge_color="#228833",
+                               style="dashed", arrows=True, arrowstyle="-", connectionstyle="arc3,rad=0.2",
+                               node_size=120)
+        ax.plot([], [], color="#228833", ls="--", lw=0.8, label="wrap-around link")
     nx.draw_networkx_nodes(g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa",
                            ax=ax, label="switch")
     nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")

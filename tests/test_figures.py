@@ -8,6 +8,7 @@ import pytest
 
 from conftest import scenario
 from roce_emu.api import prepare_scenario, run
+from roce_emu.config import load_scenario
 from roce_emu.figures import RUN_FIGURES, SWEEP_FIGURES, figures_for, save
 from roce_emu.sweep import SweepSpec, parse_grid, run_sweep
 
@@ -29,8 +30,18 @@ def sweep_dir(tmp_path_factory):
     path = base / "tiny.yaml"
     path.write_text(TRAINING)
     grid = parse_grid(["network.cc.algorithm=none,dcqcn,hpcc", "topology.kind=single_switch"])
-    run_sweep(SweepSpec(path, grid), base / "out", jobs=2, progress=False)
+    run_sweep(SweepSpec(path, grid, 2), base / "out", jobs=2, progress=False)  # two seeds per point
     return base / "out"
+
+
+@pytest.fixture(scope="module")
+def training_dir(tmp_path_factory):
+    base = tmp_path_factory.mktemp("training")
+    path = base / "tiny.yaml"
+    path.write_text(TRAINING + "  iterations: 2\n")
+    out = base / "r"
+    run(prepare_scenario(load_scenario(path)), out, progress=False)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -44,19 +55,30 @@ def run_dir(tmp_path_factory):
 
 
 def _check(fig):
+    fig.canvas.draw()
+    areas = [ax.get_window_extent() for ax in fig.axes]
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]:
+        box = legend.get_window_extent()
+        assert not any(box.overlaps(area) for area in areas), "a legend covers an axes' data area"
     for ax in fig.axes:
         assert UNIT.search(ax.get_xlabel()), f"x label without unit: {ax.get_xlabel()!r}"
-        assert UNIT.search(ax.get_ylabel()), f"y label without unit: {ax.get_ylabel()!r}"
+        ylabels = [a.get_ylabel() for a in ax.get_shared_y_axes().get_siblings(ax)]  # a shared axis: once
+        assert any(UNIT.search(label) for label in ylabels), f"y label without unit: {ax.get_ylabel()!r}"
         n_series = len(ax.get_legend_handles_labels()[0])
         if n_series > 1:
             assert ax.get_legend() is not None or fig.legends
 
 
-@pytest.mark.parametrize("kind", ["sweep", "run"])
-def test_every_figure_has_labelled_axes_and_both_files(kind, sweep_dir, run_dir, tmp_path):
-    directory = sweep_dir if kind == "sweep" else run_dir
+EXPECTED = {"sweep": set(SWEEP_FIGURES), "run": {"fct_slowdown", "queues", "rates"},
+            "training": {"rank_timeline", "collective_times"}}
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED))
+def test_every_figure_has_labelled_axes_and_both_files(kind, sweep_dir, run_dir, training_dir, tmp_path):
+    directory = {"sweep": sweep_dir, "run": run_dir, "training": training_dir}[kind]
     figures = figures_for(directory)
-    assert set(figures) == set(SWEEP_FIGURES if kind == "sweep" else RUN_FIGURES)
+    assert set(figures) == EXPECTED[kind]
+    assert set().union(*EXPECTED.values()) == set(SWEEP_FIGURES) | set(RUN_FIGURES)
     for name, fig in figures.items():
         _check(fig)
         for path in save(fig, tmp_path, name):
@@ -84,3 +106,62 @@ def test_plot_command_and_scripts(sweep_dir, run_dir, tmp_path):
     p = subprocess.run([sys.executable, "-m", "roce_emu", "plot", str(tmp_path)], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert p.returncode == 2 and "neither a run directory" in p.stderr
+
+
+def test_policy_ratios_sit_on_an_axis_around_one_with_error_bars_over_seeds(sweep_dir):
+    """Issue 13: a few percent must show, so the axis is not pinned at 0, and repeated points
+    carry error bars."""
+    import csv
+
+    from roce_emu.figures import policy_time_figure
+
+    fig = policy_time_figure(sweep_dir)
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    assert 0.5 < low < 1.0 < high, (low, high)
+    labels = ax.get_legend_handles_labels()[1] or [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "PFC only" not in labels, "PFC only is the baseline line at 1, not a bar"
+    assert "2 seeds" in ax.get_ylabel()
+    bars = [c for c in ax.containers if hasattr(c, "errorbar")]
+    assert bars and all(c.errorbar is not None for c in bars)
+    with open(sweep_dir / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len({r["seed"] for r in rows}) == 2
+    tops = sorted(rect.get_y() + rect.get_height() for c in bars for rect in c.patches)
+    assert all(low <= t <= high for t in tops)
+
+
+def test_the_rank_timeline_tiles_every_iteration(training_dir):
+    """timeline.csv: per host and iteration, compute + exposed communication + idle = the
+    iteration time, and the summary's breakdown is its mean."""
+    import json
+
+    import pandas as pd
+
+    timeline = pd.read_csv(training_dir / "timeline.csv")
+    summary = json.loads((training_dir / "summary.json").read_text())
+    assert set(timeline["state"]) <= {"compute", "exposed_communication", "idle"}
+    assert ((timeline["end_ns"] - timeline["start_ns"] - timeline["duration_ns"]).abs() < 1e-6).all()
+    per = timeline.groupby(["iteration", "host"])["duration_ns"].sum().unstack()
+    for it, length in enumerate(summary["iteration_ns"]):
+        assert per.loc[it].to_numpy() == pytest.approx(length, abs=1e-3)
+    means = timeline.groupby(["iteration", "host", "state"])["duration_ns"].sum().unstack(fill_value=0)
+    assert means["compute"].mean() == pytest.approx(summary["mean_compute_ns"], rel=1e-9)
+    assert means["exposed_communication"].mean() == pytest.approx(summary["mean_exposed_communication_ns"],
+                                                                   rel=1e-9)
+
+
+def test_torus_drawings_show_their_wrap_around_links(tmp_path):
+    from roce_emu.topo_summary import draw, wrap_links
+    from roce_emu.topology import build_fabric
+
+    for topology, expected in (({"kind": "torus", "dims": [4, 4]}, 8), ({"kind": "torus", "dims": [8]}, 1),
+                               ({"kind": "mesh", "dims": [4, 4]}, 0), ({"kind": "torus", "dims": [2, 4]}, 2)):
+        fabric = build_fabric(scenario(topology=topology, workload={"flows": [{"src": 0, "dst": 1, "bytes": 1}]}
+                                       ).topology)
+        wrap = wrap_links(fabric)
+        assert len(wrap) == expected, (topology, wrap)
+        for u, v in wrap:
+            assert fabric.graph.has_edge(u, v)
+        draw(fabric, tmp_path / "t.png")
+        assert (tmp_path / "t.png").stat().st_size > 1000
