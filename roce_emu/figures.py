@@ -97,14 +97,21 @@ def _panel_label(keys: list[str], values: tuple) -> str:
 
 def _topology_labels(rows) -> dict:
     """Each row's fabric for an axis: its kind, plus every swept topology key whose value differs
-    between rows (so a k=4 and a k=6 fat-tree are two groups, never pooled)."""
-    varying = [k for k in _swept(rows) if k.startswith("topology") and k != "topology.kind"
-               and len({r.get(k, "") for r in rows}) > 1]
+    between rows of that kind (so a k=4 and a k=6 fat-tree are two groups, never pooled, while
+    a lone 4x4 torus is just "torus")."""
+    keys = [k for k in _swept(rows) if k.startswith("topology") and k != "topology.kind"]
+
+    def kind(r):
+        return r.get("topology.kind") or r.get("topology", "")
+
+    varying = {}
+    for name in {kind(r) for r in rows}:
+        same = [r for r in rows if kind(r) == name]
+        varying[name] = [k for k in keys if len({r.get(k, "") for r in same}) > 1]
     labels = {}
     for r in rows:
-        extra = ", ".join(f"{k.removeprefix('topology.')}={r[k]}" for k in varying if r.get(k, "") != "")
-        kind = r.get("topology.kind") or r.get("topology", "")
-        labels[r["point"]] = f"{kind} ({extra})" if extra else kind
+        extra = ", ".join(f"{k.removeprefix('topology.')}={r[k]}" for k in varying[kind(r)] if r.get(k, "") != "")
+        labels[r["point"]] = f"{kind(r)} ({extra})" if extra else kind(r)
     return labels
 
 
