@@ -24,11 +24,14 @@ t0 = time.perf_counter()
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Scenario
 sc = Scenario.model_validate(json.loads(sys.argv[1]))
-res = run(prepare_scenario(sc), write=False, progress=False)
+prepared = prepare_scenario(sc)
+t1 = time.perf_counter()
+res = run(prepared, write=False, progress=False)
 s = res.summary
-print(json.dumps({"wall_s": time.perf_counter() - t0, "engine_s": s["wall_s"], "events": s["events"],
-                  "events_skipped": s.get("events_skipped", 0), "status": s["status"],
-                  "time_ns": s.get("mean_iteration_ns") or s["last_finish_ns"],
+print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engine_s": s["wall_s"],
+                  "events": s["events"], "events_skipped": s.get("events_skipped", 0), "status": s["status"],
+                  "time_ns": s.get("mean_iteration_ns") or s["last_finish_ns"], "flows": s["flows"],
+                  "bytes": int(prepared.world.flow["size_bytes"].sum()),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -66,8 +69,13 @@ CASES = {"resnet": (case_resnet, ("none", "dcqcn", "hpcc")), "ring": (case_ring,
          "transformer": (case_transformer, ("dcqcn",))}
 
 
-def measure(doc: dict) -> dict:
-    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(doc)], capture_output=True, text=True)
+def measure(doc: dict, timeout: float | None = None) -> dict:
+    """Run one scenario document in a fresh process; its figures, or {"error": the last line}."""
+    try:
+        p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(doc)], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"stopped after {timeout:.0f} s"}
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
     return json.loads(p.stdout.strip().splitlines()[-1])

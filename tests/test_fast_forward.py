@@ -20,7 +20,8 @@ from roce_emu.iteration import collective_rows, task_rows
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 #: summary keys that describe the run's cost, not its result
 COST_KEYS = {"wall_s", "engine_load_s", "events", "events_per_s", "fast_forward", "fast_forward_jumps",
-             "events_skipped", "skipped_ns", "fast_forward_checkpoints"}
+             "events_skipped", "skipped_ns", "fast_forward_checkpoints",
+             "provenance"}  # names the sim.fast_forward override, which differs by design
 
 
 def _results(prepared, slice_events=None):

@@ -1,0 +1,77 @@
+"""Scaling: wall time per ResNet-50 iteration and per simulated byte as the NPU count grows.
+
+    python benchmarks/scaling.py                       # 16 .. 256 NPUs, exact engine, then the figure
+    python benchmarks/scaling.py --npus 16 32 --mode on --timeout 900
+
+ResNet-50 data parallel (ring all-reduce, 25 MiB gradient buckets), one iteration, DCQCN, on
+the scale benchmark's 2-level leaf-spine at 200 Gb/s (16 NPUs per leaf, 4 spines). Each point
+runs in a fresh process on a warm Numba cache (benchmarks/scale.py's harness). Writes
+benchmarks/scaling.json and docs/scaling.png; a point that fails or times out is recorded with
+its reason and left out of the figure.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+sys.path.insert(0, str(ROOT))
+
+from scale import case_resnet, measure, warm_cache  # noqa: E402
+
+
+def figure(points: list[dict], path: Path) -> None:
+    from roce_emu.figures import STYLE, save
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ok = [p for p in points if "error" not in p]
+    with plt.rc_context(STYLE):
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.2))
+        for mode, marker in (("off", "o"), ("on", "s")):
+            mine = sorted((p for p in ok if p["mode"] == mode), key=lambda p: p["npus"])
+            if not mine:
+                continue
+            n = np.array([p["npus"] for p in mine])
+            wall = np.array([p["wall_s"] for p in mine])
+            engine = np.array([p["engine_s"] for p in mine])
+            gb = np.array([p["bytes"] for p in mine]) / 1e9
+            name = "exact" if mode == "off" else "fast-forward"
+            left.loglog(n, wall, marker=marker, label=f"{name}: wall time")
+            left.loglog(n, engine, marker=marker, ls="--", label=f"{name}: engine only")
+            right.semilogx(n, wall / gb, marker=marker, label=name)
+        for ax in (left, right):
+            ax.set_xlabel("NPUs (ResNet-50 data parallel, leaf-spine, 200 Gb/s)")
+            ax.set_xticks([16, 32, 64, 128, 256, 512, 1024], ["16", "32", "64", "128", "256", "512", "1024"])
+        left.set_ylabel("wall time per iteration (s)")
+        right.set_ylabel("wall time per simulated GB (s/GB)")
+        left.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=2, fontsize=7, borderaxespad=0)
+        fig.tight_layout()
+    save(fig, path.parent, path.stem)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--npus", type=int, nargs="+", default=[16, 32, 64, 128, 256])
+    ap.add_argument("--mode", choices=["off", "on"], action="append", help="fast-forward (default: off)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per point")
+    ap.add_argument("--out", type=Path, default=ROOT / "scaling.json")
+    args = ap.parse_args()
+    warm_cache()
+    points = json.loads(args.out.read_text()) if args.out.is_file() else []
+    for mode in args.mode or ["off"]:
+        for npus in args.npus:
+            doc = {"name": "scaling", "seed": 1, **case_resnet(npus, 1.0), "network": {"cc": {"algorithm": "dcqcn"}},
+                   "sim": {"fast_forward": mode}}
+            doc["workload"]["iterations"] = 1
+            result = {"npus": npus, "mode": mode, **measure(doc, args.timeout)}
+            points = [p for p in points if (p["npus"], p["mode"]) != (npus, mode)] + [result]
+            args.out.write_text(json.dumps(sorted(points, key=lambda p: (p["mode"], p["npus"])), indent=1) + "\n")
+            print(json.dumps(result), flush=True)
+    figure(points, ROOT.parent / "docs" / "scaling.png")
+
+
+if __name__ == "__main__":
+    main()
