@@ -271,6 +271,24 @@ def test_hpcc_keeps_a_latecomers_larger_share_until_additive_increase_evens_it(r
         assert jain_index(late) >= 0.999
 
 
+def test_hpcc_state_mid_run_shows_why_the_ratio_holds():
+    """The state behind the shares, 700 us after the latecomer joined: every flow's INT feedback
+    gives the same utilisation U of the shared link (so one factor eta / U scales them all), each
+    window is its rate over T, and the latecomer's reference rate is still more than twice the
+    others'."""
+    world = prepare_scenario(_latecomer({})).world
+    world = advance_to(world, 1000 * US)
+    c = world.ccs[:4]
+    T = world.ccp[cc_hpcc.P_BASE_RTT_PS]
+    assert (world.flow["finish_ps"][:4] < 0).all(), "all four still sending"
+    assert c["util"].max() / c["util"].min() < 1.02, f"one bottleneck, one U: {c['util']}"
+    assert c["util"].mean() == pytest.approx(0.95, abs=0.05)  # held near eta
+    windows = world.flow["window_bytes"][:4]
+    assert windows == pytest.approx(c["rate"] * T / 8e12, rel=1e-6, abs=1)  # W = R T
+    assert c["ref_rate"][3] >= 2 * c["ref_rate"][:3].max()
+    print(f"U {c['util'].round(3)}, R_c {np.round(c['ref_rate'] / 1e9, 2)} Gb/s, W {windows} B")
+
+
 def _overlapping_all_reduces(params, n=8, gap_ns=32_000, sizes=(4_718_592, 2_097_152)):
     """n ring all-reduces over a k=4 fat-tree, one launched every gap_ns as backward passes do."""
     compute, collectives = [], []
