@@ -88,16 +88,16 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     """
     from . import api
 
-    try:
-        prepared = api.prepare(scenario, list(overrides))
-    except ScenarioError as err:
-        _fail_input(err)
-    target = out if out is not None else api.default_out_dir(prepared.scenario)
-    if target.exists() and not overwrite:
-        _fail_input(ScenarioError(str(target), "", "the run directory exists: add --overwrite to replace it, "
-                                                   "or give --out another directory"))
     _stop_on_sigterm()
     try:
+        try:
+            prepared = api.prepare(scenario, list(overrides))
+        except ScenarioError as err:
+            _fail_input(err)
+        target = out if out is not None else api.default_out_dir(prepared.scenario)
+        if target.exists() and not overwrite:
+            _fail_input(ScenarioError(str(target), "", "the run directory exists: add --overwrite to replace it, "
+                                                       "or give --out another directory"))
         result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
