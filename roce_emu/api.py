@@ -1,13 +1,13 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from .cc_params import params_from_engine
 from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World
-from .dag import ROLE_FLOW
 from .diagnose import stall_report
 from .driver import Limits, RunOutcome, simulate
 from .errors import ScenarioError
@@ -16,7 +16,7 @@ from .iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, coll
                         rank_timeline, task_rows, timeline_rows)
 from .output import frame, parquet_missing, write_run_dir
 from .provenance import provenance, scenario_yaml
-from .results import FLOW_COLUMNS, flow_rows, summary, trace_tables
+from .results import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
 from .topology import Fabric, build_fabric, fabric_size
 from .workload import Workload, build_workload, collective_flow_mask, ns_to_ps
 from .world import build_world, check_fabric_memory
@@ -39,7 +39,7 @@ class Prepared:
 @dataclass
 class RunResult:
     outcome: RunOutcome
-    rows: list[dict]
+    flow_table: dict  # every flow's results as numeric columns (results.flow_table)
     summary: dict
     out: Path | None
     prepared: Prepared | None = None
@@ -48,9 +48,14 @@ class RunResult:
     def ok(self) -> bool:
         return self.outcome.status in ("finished", "incomplete")
 
+    @cached_property
+    def rows(self) -> list[dict]:
+        """flows.csv rows of every flow (collective flows included), made when first asked for."""
+        return flow_rows(self.flow_table)
+
     def tables(self) -> dict[str, tuple]:
         """The run directory's tables, {"flows.csv": (columns, rows), ...}, as a run writes them."""
-        return run_tables(self.prepared, self.outcome, self.rows)
+        return run_tables(self.prepared, self.outcome, self.flow_table)
 
     def frames(self) -> dict:
         """The tables as pandas DataFrames with numeric columns (times in ns as float64, empty
@@ -124,38 +129,37 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
         deadlock, report = stall_report(outcome.world, prepared.fabric)
         outcome.status = "deadlock" if deadlock else "stalled"
         outcome.reason = report
-    rows = flow_rows(outcome.world)
-    info = summary(outcome.world, prepared.fabric, sc, outcome, rows)
+    table = flow_table(outcome.world)
+    info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
-        write_run_dir(target, info, run_tables(prepared, outcome, rows, timeline), sc.output.format,
+        write_run_dir(target, info, run_tables(prepared, outcome, table, timeline), sc.output.format,
                       {"scenario.yaml": scenario_yaml(normalized_document(prepared))})
-    return RunResult(outcome, rows, info, target, prepared)
+    return RunResult(outcome, table, info, target, prepared)
 
 
-def run_tables(prepared: Prepared, outcome: RunOutcome, rows: list[dict],
+def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
                timeline: list[tuple] | None = None) -> dict[str, tuple]:
     """Every table of a run directory: flows, tasks, collectives, the rank timeline and traces
     (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
-    tasks = task_rows(outcome.world, workload)
-    written = rows
+    written, mine = None, None  # every flow
     if not prepared.scenario.output.collective_flows and workload.collectives:  # collectives.csv sums them up
         mine = collective_flow_mask(workload)
-        written = [r for r in rows if not mine[r["flow_id"]]]
-        tasks = [r for r in tasks if r["kind"] != ROLE_FLOW or not mine[r["task_id"]]]
+        written = ~mine
+    tasks = task_rows(outcome.world, workload, leave_out=mine)
     tables["tasks.csv"] = (TASK_COLUMNS, tasks)
     if workload.collectives:
         tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
     if workload.iteration_ends:
         timeline = rank_timeline(outcome.world, workload) if timeline is None else timeline
         tables["timeline.csv"] = (TIMELINE_COLUMNS, timeline_rows(timeline))
-    return {"flows.csv": (FLOW_COLUMNS, written), **tables}
+    return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
 
 
 def run_scenario(path: Path | str, overrides: list[str] = (), out: Path | None = None,

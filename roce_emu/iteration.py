@@ -23,14 +23,17 @@ COLLECTIVE_COLUMNS = ("name", "group", "iteration", "kind", "algorithm", "ranks"
                       "start_ns", "finish_ns", "time_ns", "algbw_gbps", "busbw_gbps")
 
 
-def task_rows(world: World, workload: Workload) -> list[dict]:
+def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
+    """tasks.csv rows: every flow and compute task, except the DAG's joins and the tasks the
+    boolean mask ``leave_out`` marks."""
     t = workload.tasks
     task = world.task
     flow = world.flow
+    keep = np.asarray(t.role) != ROLE_JOIN
+    if leave_out is not None:
+        keep[: len(leave_out)] &= ~np.asarray(leave_out, bool)
     rows = []
-    for k in range(len(t)):
-        if t.role[k] == ROLE_JOIN:
-            continue
+    for k in np.flatnonzero(keep).tolist():
         start, finish = int(task[k]["start_ps"]), int(task[k]["finish_ps"])
         is_flow = bool(t.is_flow[k])
         rows.append({

@@ -4,7 +4,7 @@ import numpy as np
 from . import __version__
 from .cc_params import params_from_engine
 from .core import kinds as K
-from .core.paths import flow_path, ideal_fct_ps
+from .core.paths import flow_hops_and_ideal_fcts, flow_path
 from .core.state import World
 from .topology import Fabric
 
@@ -29,31 +29,39 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
     return fwd, rev
 
 
-def ideal_fct(world: World, f: int, fwd: np.ndarray, rev: np.ndarray) -> int:
-    """The flow's FCT alone on its idle, healthy data path fwd and ACK path rev (no slow links),
-    in ps (paths.ideal_fct_ps)."""
+def flow_table(world: World) -> dict[str, np.ndarray]:
+    """Every flow's results as numeric columns (times in ps, -1 for none), computed in bulk."""
+    flow = world.flow
     cfg = world.cfg
-    rate = world.port["nominal_bps"]
-    prop = world.port["prop_ps"]
-    return int(ideal_fct_ps(int(world.flow[f]["size_bytes"]), cfg[K.CFG_MTU], cfg[K.CFG_DATA_HDR],
-                            cfg[K.CFG_ACK_BYTES], cfg[K.CFG_IFG], rate[fwd], prop[fwd], rate[rev], prop[rev]))
+    hops, ideal = flow_hops_and_ideal_fcts(
+        world.route_off[0], world.route_ports, world.port["node"], world.port["peer_port"], int(cfg[K.CFG_N_HOSTS]),
+        flow["src"].astype(np.int64), flow["dst"].astype(np.int64), flow["ecmp_hash"].astype(np.int64),
+        flow["size_bytes"].astype(np.int64), cfg[K.CFG_MTU], cfg[K.CFG_DATA_HDR], cfg[K.CFG_ACK_BYTES], cfg[K.CFG_IFG],
+        world.port["nominal_bps"], world.port["prop_ps"])
+    start = flow["start_ps"].astype(np.int64)
+    finish = flow["finish_ps"].astype(np.int64)
+    return {"flow_id": np.arange(len(flow)), "src": flow["src"], "dst": flow["dst"], "bytes": flow["size_bytes"],
+            "start_ps": start, "finish_ps": finish, "fct_ps": np.where(finish >= 0, finish - start, -1),
+            "ideal_ps": ideal, "retransmits": flow["retransmits"], "timeouts": flow["timeouts"],
+            "packets_sent": flow["pkts_sent"], "packets_dropped": flow["pkts_dropped"], "hops": hops}
 
 
-def flow_rows(world: World) -> list[dict]:
+def flow_rows(table: dict[str, np.ndarray], select=None) -> list[dict]:
+    """flows.csv rows (FLOW_COLUMNS, exact decimal ns) of the flows ``select`` picks (all by
+    default: a boolean mask or indices)."""
+    picked = np.arange(len(table["flow_id"])) if select is None else np.flatnonzero(select) \
+        if np.asarray(select).dtype == bool else np.asarray(select)
+    columns = {k: v[picked].tolist() for k, v in table.items()}
     rows = []
-    for f, r in enumerate(world.flow):
-        start = int(r["start_ps"])
-        finish = int(r["finish_ps"])
-        fwd, rev = flow_paths(world, f)
-        ideal = ideal_fct(world, f, fwd, rev)
-        fct = finish - start if finish >= 0 else -1
+    for i in range(len(picked)):
+        fct, ideal = columns["fct_ps"][i], columns["ideal_ps"][i]
         rows.append({
-            "flow_id": f, "src": int(r["src"]), "dst": int(r["dst"]), "bytes": int(r["size_bytes"]),
-            "start_ns": ps_to_ns(start), "finish_ns": ps_to_ns(finish), "fct_ns": ps_to_ns(fct),
-            "ideal_fct_ns": ps_to_ns(ideal), "slowdown": repr(fct / ideal) if fct >= 0 else "",
-            "retransmits": int(r["retransmits"]), "timeouts": int(r["timeouts"]),
-            "packets_sent": int(r["pkts_sent"]), "packets_dropped": int(r["pkts_dropped"]),
-            "hops": len(fwd),
+            "flow_id": columns["flow_id"][i], "src": columns["src"][i], "dst": columns["dst"][i],
+            "bytes": columns["bytes"][i], "start_ns": ps_to_ns(columns["start_ps"][i]),
+            "finish_ns": ps_to_ns(columns["finish_ps"][i]), "fct_ns": ps_to_ns(fct), "ideal_fct_ns": ps_to_ns(ideal),
+            "slowdown": repr(fct / ideal) if fct >= 0 else "", "retransmits": columns["retransmits"][i],
+            "timeouts": columns["timeouts"][i], "packets_sent": columns["packets_sent"][i],
+            "packets_dropped": columns["packets_dropped"][i], "hops": columns["hops"][i],
         })
     return rows
 
@@ -91,13 +99,14 @@ def in_flight_per_flow(world: World) -> np.ndarray:
     return np.bincount(world.pkt["flow"][live], minlength=len(world.flow))
 
 
-def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -> dict:
+def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np.ndarray]) -> dict:
     stats = world.stats
     counters = {name: int(stats[i]) for i, name in enumerate(K.STAT_NAMES)
                 if name not in ("now_ps", "events", "last_progress_ps", "skipped_ps")}
     switches = slice(fabric.n_hosts, None)
-    slowdowns = np.array([float(r["slowdown"]) for r in rows if r["slowdown"] != ""])
-    fcts = np.array([float(r["fct_ns"]) for r in rows if r["fct_ns"] != ""])
+    done = table["fct_ps"] >= 0
+    slowdowns = table["fct_ps"][done] / table["ideal_ps"][done]
+    fcts = table["fct_ps"][done] / 1000
     finishes = world.flow["finish_ps"][world.flow["finish_ps"] >= 0]
     events = int(stats[K.C_EVENTS])
     return {
@@ -112,7 +121,7 @@ def summary(world: World, fabric: Fabric, scenario, outcome, rows: list[dict]) -
         "links": fabric.n_links,
         "cc_algorithm": scenario.network.cc.algorithm,
         "cc_params": params_from_engine(scenario.network.cc.algorithm, world.ccp),
-        "flows": len(rows),
+        "flows": len(table["flow_id"]),
         "sim_time_ns": float(ps_to_ns(int(stats[K.C_NOW_PS])) or 0),
         "last_finish_ns": float(ps_to_ns(int(finishes.max()))) if len(finishes) else None,
         **counters,

@@ -105,6 +105,23 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
 
 
 @njit_alloc
+def flow_hops_and_ideal_fcts(route_off, route_ports, port_node, peer_port, n_hosts, src, dst, ecmp_hash, size,
+                             mtu, data_hdr, ack_bytes, ifg, rate_bps, prop_ps):
+    """For every flow: the links its data crosses and its ideal FCT (ideal_fct_ps) on its
+    healthy paths (route epoch 0), in one pass without Python per flow."""
+    n = src.shape[0]
+    hops = np.empty(n, np.int64)
+    ideal = np.empty(n, np.int64)
+    for f in range(n):
+        fwd = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src[f], dst[f], ecmp_hash[f])
+        rev = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, dst[f], src[f], ecmp_hash[f])
+        hops[f] = fwd.shape[0]
+        ideal[f] = ideal_fct_ps(size[f], mtu, data_hdr, ack_bytes, ifg, rate_bps[fwd], prop_ps[fwd],
+                                rate_bps[rev], prop_ps[rev])
+    return hops, ideal
+
+
+@njit_alloc
 def base_rtt_extremes(route_off, route_ports, port_node, peer_port, rate_bps, prop_ps, n_hosts, frame_wire):
     """(largest base RTT in ps, most switch hops) over all host pairs' routes (first ECMP choice).
 
