@@ -104,9 +104,10 @@ class DagBuilder:
         names = [""] * n
         roles = [""] * n
         iteration = np.zeros(n, np.int32)
-        for old, (name, it, role) in enumerate(self._labels):
-            k = new_id[old]
-            names[k], iteration[k], roles[k] = name, it, role
+        label_names, label_iterations, label_roles = zip(*self._labels) if self._labels else ((), (), ())
+        iteration[new_id] = label_iterations
+        for k, name, role in zip(new_id.tolist(), label_names, label_roles):
+            names[k], roles[k] = name, role
         tasks = TaskTable(is_flow=np.arange(n) < n_flows, duration_ps=duration, earliest_ps=earliest, host=host,
                           n_deps=np.bincount(dst, minlength=n).astype(np.int32), succ_off=succ_off,
                           succ=dst.astype(np.int32), name=names, iteration=iteration, role=roles)
@@ -114,15 +115,20 @@ class DagBuilder:
 
 
 def has_cycle(tasks: TaskTable) -> bool:
-    """Kahn's algorithm: True if some task can never start."""
+    """Kahn's algorithm, a whole frontier at a time: True if some task can never start."""
     left = tasks.n_deps.astype(np.int64).copy()
-    ready = list(np.flatnonzero(left == 0))
+    off, succ = tasks.succ_off, tasks.succ.astype(np.int64)
+    frontier = np.flatnonzero(left == 0)
     seen = 0
-    while ready:
-        k = ready.pop()
-        seen += 1
-        for s in tasks.succ[tasks.succ_off[k]:tasks.succ_off[k + 1]]:
-            left[s] -= 1
-            if left[s] == 0:
-                ready.append(s)
+    while len(frontier):
+        seen += len(frontier)
+        starts, counts = off[frontier], off[frontier + 1] - off[frontier]
+        total = int(counts.sum())
+        if total == 0:
+            break
+        # the successors of the whole frontier: each task's slice of succ, concatenated
+        first = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        after = succ[first + np.arange(total)]
+        np.subtract.at(left, after, 1)
+        frontier = np.unique(after[left[after] == 0])
     return seen < len(left)
