@@ -18,6 +18,8 @@ at step s rank i sends to rank i + s, after its previous exchange completed.
 """
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .dag import DagBuilder
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
@@ -69,6 +71,12 @@ class _Expansion:
         self.c.flows.append(k)
         return k
 
+    def flows(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+        """Many flows at once, in order; their predecessors are added with ``b.edges``."""
+        ids = self.b.flows(src, dst, np.maximum(nbytes, 1), self.prio, self.c.name, self.c.iteration)
+        self.c.flows.extend(ids.tolist())
+        return ids
+
 
 def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None) -> Collective:
     """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
@@ -110,23 +118,32 @@ def _start_join(b: DagBuilder, c: Collective, waits):
 
 def _ring(x: _Expansion, ranks, totals, steps: int, starts, prev, phase):
     """Steps around the ring ranks[0] -> ranks[1] -> ...: at step s rank i sends segment
-    (i - s) mod p of its buffer (totals[i] bytes, cut in p segments) to rank i + 1."""
+    (i - s) mod p of its buffer (totals[i] bytes, cut in p segments) to rank i + 1. Built a
+    whole collective at a time: flow (s, i) waits for starts[ranks[i]] (s = 0) or for flow
+    (s - 1, i - 1), which brought it the data, and for the previous chunk's flow (s, i)."""
     p = len(ranks)
-    segs = [split(t, p) for t in totals]
-    out = []
-    received = {}  # step -> flow arriving at each position
-    for s in range(steps):
-        now = {}
-        for i in range(p):
-            src, dst = ranks[i], ranks[(i + 1) % p]
-            after = [starts[src]] if s == 0 else [received[s - 1][i]]
-            after.append(prev.get((phase, s, src)))
-            k = x.flow(src, dst, segs[i][(i - s) % p], after)
-            prev[(phase, s, src)] = k
-            now[(i + 1) % p] = k
-            out.append(((src, dst), k))
-        received[s] = now
-    return out
+    r = np.asarray(ranks, np.int64)
+    pos = np.tile(np.arange(p), steps)
+    step = np.repeat(np.arange(steps), p)
+    segs = np.array([split(t, p) for t in totals], np.int64).reshape(p, p)
+    src, dst = r[pos], r[(pos + 1) % p]
+    ids = x.flows(src, dst, segs[pos, (pos - step) % p])
+    grid = ids.reshape(steps, p)
+    firsts = [(starts[ranks[i]], grid[0, i]) for i in range(p) if starts.get(ranks[i]) is not None]
+    before = [b for b, _ in firsts]
+    after = [a for _, a in firsts]
+    if steps > 1:  # what each later flow forwards came in the step before, from the position before
+        before.extend(grid[:-1, (np.arange(p) - 1) % p].ravel().tolist())
+        after.extend(grid[1:].ravel().tolist())
+    keys = list(zip([phase] * len(ids), step.tolist(), src.tolist()))
+    for key, k in zip(keys, ids.tolist()):  # the previous chunk's flow at the same step and rank
+        earlier = prev.get(key)
+        if earlier is not None:
+            before.append(earlier)
+            after.append(k)
+    prev.update(zip(keys, ids.tolist()))
+    x.b.edges(before, after)
+    return list(zip(zip(src.tolist(), dst.tolist()), ids.tolist()))
 
 
 def _halving_doubling(x: _Expansion, ranks, size, starts, prev):

@@ -60,6 +60,19 @@ class DagBuilder:
         self._flows.append((src, dst, nbytes, earliest_ps, prio))
         return self._add(True, len(self._flows) - 1, (name, iteration, ROLE_FLOW), after)
 
+    def flows(self, src, dst, nbytes, prio: int, name: str, iteration: int = 0) -> np.ndarray:
+        """Add many flows at once (arrays of equal length, no predecessors yet): their ids."""
+        src, dst, nbytes = (np.asarray(a, np.int64).tolist() for a in (src, dst, nbytes))
+        first_flow, first_node, n = len(self._flows), len(self._nodes), len(src)
+        self._flows.extend(zip(src, dst, nbytes, [0] * n, [prio] * n))
+        self._nodes.extend(zip([True] * n, range(first_flow, first_flow + n)))
+        self._labels.extend([(name, iteration, ROLE_FLOW)] * n)
+        return np.arange(first_node, first_node + n)
+
+    def edges(self, before, after) -> None:
+        """Add the edges before[i] -> after[i] (arrays of task ids)."""
+        self._edges.extend(zip(np.asarray(before, np.int64).tolist(), np.asarray(after, np.int64).tolist()))
+
     def compute(self, host: int, duration_ps: int, name: str, iteration: int = 0, after=()) -> int:
         self._computes.append((host, duration_ps, 0))
         return self._add(False, len(self._computes) - 1, (name, iteration, ROLE_COMPUTE), after)

@@ -10,7 +10,7 @@ from .config.schema import Scenario
 from .core import fastforward as ff
 from .core import kinds as K
 from .core.loop import schedule_start
-from .core.paths import base_rtt_extremes, route_pick
+from .core.paths import base_rtt_extremes, first_hops
 from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
                          TASK_DTYPE, FastForward, World)
 from .errors import ScenarioError
@@ -319,8 +319,8 @@ def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, rout
     flow["start_ps"] = table.start_ps
     flow["prio"] = table.prio
     flow["ecmp_hash"] = hashes
-    flow["nic_port"] = [route_pick(route_off, route_ports, fabric.n_hosts, int(s), int(d), int(h))
-                        for s, d, h in zip(table.src, table.dst, hashes)]
+    flow["nic_port"] = first_hops(route_off, route_ports, fabric.n_hosts, table.src.astype(np.int64),
+                                  table.dst.astype(np.int64), hashes)
     flow["state"] = K.FL_WAITING
     flow["nack_seq"] = -1
     flow["rate_bps"] = fabric.port_rate_bps[flow["nic_port"]]

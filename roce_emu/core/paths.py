@@ -20,6 +20,15 @@ def route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash):
     return np.int64(route_ports[lo + np.int64(mix64(ecmp_hash, node) % np.uint64(n))])
 
 
+@njit_alloc
+def first_hops(route_off, route_ports, n_hosts, src, dst, ecmp_hash):
+    """route_pick at each flow's source host: the NIC port every flow leaves by."""
+    out = np.empty(src.shape[0], np.int64)
+    for f in range(src.shape[0]):
+        out[f] = route_pick(route_off, route_ports, n_hosts, src[f], dst[f], ecmp_hash[f])
+    return out
+
+
 @njit
 def next_hop(w, node, dst, ecmp_hash):
     """Egress port at ``node`` towards host ``dst`` in the routing tables in use now."""
