@@ -241,3 +241,41 @@ def test_cycle_check_agrees_with_networkx_on_random_graphs():
         cyclic += expected
         assert has_cycle(b.build()[1]) == expected, (n, edges)
     assert 30 < cyclic < 270  # both kinds were drawn
+
+
+@pytest.mark.parametrize("hosts, kind, chunks", [(2, "all_reduce", 1), (5, "all_reduce", 3), (4, "reduce_scatter", 2),
+                                                 (3, "all_gather", 1)])
+def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
+    """Flow (chunk c, step s, rank i) waits exactly for flow (c, s - 1, i - 1), which brought it
+    the segment it forwards, and for (c - 1, s, i), which held its place in the pipeline; it
+    carries segment (i - s) mod p of its chunk."""
+    from roce_emu.collectives import split
+    from roce_emu.topology import build_fabric
+    from roce_emu.workload import build_workload
+
+    nbytes = 1_000_003
+    sc = scenario(topology={"kind": "single_switch", "hosts": hosts},
+                  workload={"collectives": [{"kind": kind, "bytes": nbytes, "chunks": chunks}]})
+    w = build_workload(sc, build_fabric(sc.topology), "test")
+    (c,) = w.collectives
+    t = w.tasks
+    p = hosts
+    steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1, "all_gather": p - 1}[kind]
+    ids = np.array(c.flows).reshape(chunks, steps, p)
+    preds = {}
+    for k in range(len(t)):
+        for s in t.succ[t.succ_off[k]:t.succ_off[k + 1]]:
+            preds.setdefault(int(s), set()).add(k)
+    for ch, size in enumerate(split(nbytes, chunks)):
+        seg = split(size, p)
+        for s in range(steps):
+            for i in range(p):
+                f = int(ids[ch, s, i])
+                assert (w.flows.src[f], w.flows.dst[f]) == (i, (i + 1) % p)
+                assert w.flows.size_bytes[f] == seg[(i - s) % p]
+                expected = set()
+                if s > 0:
+                    expected.add(int(ids[ch, s - 1, (i - 1) % p]))
+                if ch > 0:
+                    expected.add(int(ids[ch - 1, s, i]))
+                assert preds.get(f, set()) == expected, (ch, s, i)
