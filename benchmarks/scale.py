@@ -31,6 +31,7 @@ s = res.summary
 print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engine_s": s["wall_s"],
                   "events": s["events"], "events_skipped": s.get("events_skipped", 0), "status": s["status"],
                   "time_ns": s.get("mean_iteration_ns") or s["last_finish_ns"], "flows": s["flows"],
+                  "flows_finished": s["flows_finished"], "sim_time_ns": s["sim_time_ns"],
                   "bytes": int(prepared.world.flow["size_bytes"].sum()),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

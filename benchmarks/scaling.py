@@ -7,7 +7,7 @@ ResNet-50 data parallel (ring all-reduce, 25 MiB gradient buckets), one iteratio
 the scale benchmark's 2-level leaf-spine at 200 Gb/s (16 NPUs per leaf, 4 spines). Each point
 runs in a fresh process on a warm Numba cache (benchmarks/scale.py's harness). Writes
 benchmarks/scaling.json and docs/scaling.png; a point that fails or times out is recorded with
-its reason and left out of the figure.
+its reason and left out of the figure, as is a probe (--probe-s) that stopped early.
 """
 import argparse
 import json
@@ -27,7 +27,7 @@ def figure(points: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    ok = [p for p in points if "error" not in p]
+    ok = [p for p in points if "error" not in p and p.get("status") == "finished"]
     with plt.rc_context(STYLE):
         fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.2))
         for mode, marker in (("off", "o"), ("on", "s")):
@@ -57,6 +57,9 @@ def main() -> None:
     ap.add_argument("--npus", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     ap.add_argument("--mode", choices=["off", "on"], action="append", help="fast-forward (default: off)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per point")
+    ap.add_argument("--probe-s", type=float, default=None,
+                    help="stop each run after this many seconds in the engine (sim.max_wall_s) and record how "
+                         "far it got: for sizes whose full run would take too long")
     ap.add_argument("--out", type=Path, default=ROOT / "scaling.json")
     args = ap.parse_args()
     warm_cache()
@@ -64,7 +67,7 @@ def main() -> None:
     for mode in args.mode or ["off"]:
         for npus in args.npus:
             doc = {"name": "scaling", "seed": 1, **case_resnet(npus, 1.0), "network": {"cc": {"algorithm": "dcqcn"}},
-                   "sim": {"fast_forward": mode}}
+                   "sim": {"fast_forward": mode, **({"max_wall_s": args.probe_s} if args.probe_s else {})}}
             doc["workload"]["iterations"] = 1
             result = {"npus": npus, "mode": mode, **measure(doc, args.timeout)}
             points = [p for p in points if (p["npus"], p["mode"]) != (npus, mode)] + [result]
