@@ -6,7 +6,7 @@
 ResNet-50 data parallel (ring all-reduce, 25 MiB gradient buckets), one iteration, DCQCN, on
 the scale benchmark's 2-level leaf-spine at 200 Gb/s (16 NPUs per leaf, 4 spines). Each point
 runs in a fresh process on a warm Numba cache (benchmarks/scale.py's harness). Writes
-benchmarks/scaling.json and docs/scaling.png; a point that fails or times out is recorded with
+benchmarks/scaling.json and docs/scaling.png (with --out elsewhere: OUT.json and OUT.png); a point that fails or times out is recorded with
 its reason and left out of the figure, as is a probe (--probe-s) that stopped early.
 """
 import argparse
@@ -22,32 +22,41 @@ from scale import case_resnet, measure, warm_cache  # noqa: E402
 
 
 def figure(points: list[dict], path: Path) -> None:
+    """Left: wall time per iteration (and the engine's part) against NPUs, log-log, with a run
+    stopped by the timeout drawn as a lower bound; right: wall time per simulated GB."""
     from roce_emu.figures import STYLE, save
 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    ok = [p for p in points if "error" not in p and p.get("status") == "finished"]
+    colors = {"off": "#0072B2", "on": "#009E73"}
+    names = {"off": "exact", "on": "fast-forward"}
     with plt.rc_context(STYLE):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.2))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(7.8, 3.4))
         for mode, marker in (("off", "o"), ("on", "s")):
-            mine = sorted((p for p in ok if p["mode"] == mode), key=lambda p: p["npus"])
-            if not mine:
-                continue
-            n = np.array([p["npus"] for p in mine])
-            wall = np.array([p["wall_s"] for p in mine])
-            engine = np.array([p["engine_s"] for p in mine])
-            gb = np.array([p["bytes"] for p in mine]) / 1e9
-            name = "exact" if mode == "off" else "fast-forward"
-            left.loglog(n, wall, marker=marker, label=f"{name}: wall time")
-            left.loglog(n, engine, marker=marker, ls="--", label=f"{name}: engine only")
-            right.semilogx(n, wall / gb, marker=marker, label=name)
+            mine = sorted((p for p in points if p["mode"] == mode and p.get("status") == "finished"),
+                          key=lambda p: p["npus"])
+            if mine:
+                n = np.array([p["npus"] for p in mine])
+                wall = np.array([p["wall_s"] for p in mine])
+                gb = np.array([p["bytes"] for p in mine]) / 1e9
+                left.loglog(n, wall, marker=marker, color=colors[mode], label=f"{names[mode]}: wall time")
+                left.loglog(n, [p["engine_s"] for p in mine], marker=marker, ls="--", color=colors[mode], alpha=0.6,
+                            label=f"{names[mode]}: engine only")
+                right.semilogx(n, wall / gb, marker=marker, color=colors[mode], label=names[mode])
+            for p in points:  # runs the timeout stopped: their wall time is at least the timeout
+                if p["mode"] == mode and str(p.get("error", "")).startswith("stopped after"):
+                    bound = float(p["error"].split()[2])
+                    left.scatter([p["npus"]], [bound], marker="^", color=colors[mode], zorder=3,
+                                 label=f"{names[mode]}: stopped (at least)")
         for ax in (left, right):
-            ax.set_xlabel("NPUs (ResNet-50 data parallel, leaf-spine, 200 Gb/s)")
+            ax.set_xlabel("NPUs (ResNet-50 DP, leaf-spine, 200 Gb/s)")
             ax.set_xticks([16, 32, 64, 128, 256, 512, 1024], ["16", "32", "64", "128", "256", "512", "1024"])
+            ax.minorticks_off()
         left.set_ylabel("wall time per iteration (s)")
         right.set_ylabel("wall time per simulated GB (s/GB)")
-        left.legend(loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=2, fontsize=7, borderaxespad=0)
+        handles, labels = left.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, fontsize=7)
         fig.tight_layout()
     save(fig, path.parent, path.stem)
 
@@ -73,7 +82,8 @@ def main() -> None:
             points = [p for p in points if (p["npus"], p["mode"]) != (npus, mode)] + [result]
             args.out.write_text(json.dumps(sorted(points, key=lambda p: (p["mode"], p["npus"])), indent=1) + "\n")
             print(json.dumps(result), flush=True)
-    figure(points, ROOT.parent / "docs" / "scaling.png")
+    default = args.out == ap.get_default("out")
+    figure(points, ROOT.parent / "docs" / "scaling.png" if default else args.out.with_suffix(".png"))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_signal_during_a_run_writes_nothing(tmp_path, sig, code, word):
     out = tmp_path / "run"
     # a run of several seconds: the all-to-all with 20 MB per pair
+    # the child starts with the default SIGINT action even when the suite itself ignores SIGINT
+    # (a shell without job control starts background jobs so, and children inherit it)
     proc = subprocess.Popen([sys.executable, "-m", "roce_emu", "run", "scenarios/fat_tree_all_to_all.yaml",
                              "--set", "workload.patterns.0.bytes=20000000", "--out", str(out), "--no-progress"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(4.0)  # past start-up (loading the compiled engine), into the simulation
     assert proc.poll() is None, "the run ended before the signal"
     proc.send_signal(sig)
