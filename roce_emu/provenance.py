@@ -36,7 +36,7 @@ def _version(module: str) -> str | None:
         return None
 
 
-def provenance(source: str, overrides: list[str] | tuple, seed: int) -> dict:
+def provenance(source: str, overrides: list[str] | tuple, seed: int | None) -> dict:
     """The record for summary.json: roce-emu's version and git state, the engine's source hash
     (the Numba cache key), the scenario file, the --set overrides, the seed, and the versions of
     Python, numba and numpy."""

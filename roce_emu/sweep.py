@@ -182,7 +182,21 @@ def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None =
         if client is not None:
             client.close()
     path = write_results(out, todo_all)
+    write_sweep_record(out, spec, len(todo_all))
     return len(todo), len(todo_all), path
+
+
+def write_sweep_record(out: Path, spec: SweepSpec, n_points: int) -> None:
+    """sweep.json: what the sweep is (scenario, grid, seeds, fixed overrides) and the code and
+    platform that last ran it; each point's summary.json carries its own provenance too."""
+    from .provenance import provenance
+
+    record = {"scenario": str(spec.scenario), "grid": spec.grid, "repeat": spec.repeat,
+              "fixed": list(spec.fixed), "points": n_points,
+              "provenance": provenance(str(spec.scenario), spec.fixed, None)}
+    tmp = out / f".sweep.json.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    os.replace(tmp, out / "sweep.json")
 
 
 def warm_engine_cache() -> None:

@@ -43,6 +43,10 @@ def test_two_by_two_sweep_gives_four_points_and_tidy_results(small, tmp_path):
         ("dcqcn", 100000), ("dcqcn", 300000), ("none", 100000), ("none", 300000)]
     assert (df["status"] == "finished").all()
     assert len(list((out / "points").iterdir())) == 4
+    record = json.loads((out / "sweep.json").read_text())  # what the sweep is, and what ran it
+    assert record["grid"] == {"network.cc.algorithm": ["none", "dcqcn"], "workload.flows.0.bytes": [100000, 300000]}
+    assert record["points"] == 4 and record["scenario"] == str(small)
+    assert record["provenance"]["engine_hash"] and record["provenance"]["numba"]
     # running it again does nothing and gives the same table
     before = csv_path.read_bytes()
     assert run_sweep(SweepSpec(small, parse_grid(GRID)), out, progress=False)[0] == 0
