@@ -15,7 +15,7 @@ from .collectives import BUS_FACTOR
 from .core.state import World
 from .dag import ROLE_JOIN
 from .results import ps_to_ns
-from .workload import Workload
+from .workload import Workload, collective_flow_mask
 
 TASK_COLUMNS = ("task_id", "kind", "name", "iteration", "host", "src", "dst", "bytes", "start_ns", "finish_ns",
                 "duration_ns")
@@ -145,8 +145,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     flow = world.flow
     start, finish = task["start_ps"].astype(np.int64), task["finish_ps"].astype(np.int64)
     is_collective = np.zeros(len(t), bool)
-    for c in workload.collectives:
-        is_collective[c.flows] = True
+    is_collective[:len(workload.flows)] = collective_flow_mask(workload)
     compute = np.flatnonzero((np.asarray(t.role) == "compute") & (start >= 0) & (finish >= 0))
     comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
     spans: dict[int, tuple[list, list]] = {}
