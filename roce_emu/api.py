@@ -122,7 +122,7 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     sc = prepared.scenario
     limits = Limits(ns_to_ps(sc.sim.max_time_ns), sc.sim.max_events, sc.sim.max_wall_s)
     outcome = simulate(prepared.world, limits, slice_events or sc.sim.slice_events,
-                       progress=progress, label=sc.name, check=check, fast_forward=sc.sim.fast_forward == "on")
+                       progress=progress, label=sc.name, check=check, fast_forward=sc.sim.fast_forward == "exact")
     if outcome.status == "invariant" and not outcome.reason:
         outcome.reason = engine_fault(outcome.world, prepared.fabric)
     if outcome.status == "stalled":

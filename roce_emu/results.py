@@ -96,7 +96,8 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, t
 def in_flight_per_flow(world: World) -> np.ndarray:
     """Data packets of each flow still in the network (counted in the packet pool)."""
     live = world.pkt["kind"] == K.PK_DATA
-    return np.bincount(world.pkt["flow"][live], minlength=len(world.flow))
+    return np.bincount(world.pkt["flow"][live], weights=world.pkt["n_sub"][live],
+                       minlength=len(world.flow)).astype(np.int64)
 
 
 def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np.ndarray]) -> dict:
@@ -135,7 +136,8 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
         "p50_slowdown": float(np.percentile(slowdowns, 50)) if len(slowdowns) else None,
         "p99_slowdown": float(np.percentile(slowdowns, 99)) if len(slowdowns) else None,
         "fast_forward": scenario.sim.fast_forward,
-        "fast_forward_exact": True,  # every jump repeats a period the engine simulated (no approximation)
+        # exact jumps repeat a period the engine simulated; trains approximate
+        "fast_forward_exact": int(stats[K.C_TRAINS]) == 0,
         "skipped_ns": float(ps_to_ns(int(stats[K.C_FF_PS])) or 0),
         "events": events,
         "wall_s": round(outcome.wall_s, 6),

@@ -74,6 +74,14 @@ def _refuse_above(need: int, what: str, source: str) -> None:
                             f"{free / 1e9:.1f} GB is free: make the fabric or the workload smaller")
 
 
+def train_limit(scenario: Scenario, n_link_actions: int) -> int:
+    """Packets a steady flow may send as one train: sim.train_max_packets with fast-forward on,
+    0 (every packet alone) otherwise, and with faults, whose losses and detours trains do not model."""
+    if scenario.sim.fast_forward != "on" or n_link_actions:
+        return 0
+    return scenario.sim.train_max_packets
+
+
 def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: str) -> World:
     net = scenario.network
     flows = workload.flows
@@ -105,6 +113,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     traces = scenario.output.traces
     cfg[K.CFG_TRACE] = (K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
+    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(plan.actions))
 
     port = _ports(scenario, fabric)
     node = _nodes(scenario, fabric, port, source)

@@ -1,4 +1,4 @@
-"""Exact fast-forward (sim.fast_forward: on) against the exact engine.
+"""Exact fast-forward (sim.fast_forward: exact) against the exact engine.
 
 Every comparison is to the picosecond: each flow's row, each task's start and finish, each
 collective, the iteration breakdown and every counter of summary.json must be identical.
@@ -35,7 +35,7 @@ def _results(prepared, slice_events=None):
 def both(sc=None, path=None, overrides=()):
     """(exact results, fast-forward results, fast-forward summary) of one scenario."""
     out = []
-    for mode in ("off", "on"):
+    for mode in ("off", "exact"):
         if path is not None:
             prepared = prepare(path, [*overrides, f"sim.fast_forward={mode}"])
         else:
@@ -122,7 +122,7 @@ def test_a_long_ring_all_reduce_skips_most_of_its_events():
     bulk of the events (so the identity tests above are not vacuous) and still be exact."""
     exact, fast, summary = both(_collective("all_reduce", "ring", LEAF_SPINE, "none", 32_000_000))
     assert_identical(exact, fast)
-    assert summary["fast_forward"] == "on" and summary["fast_forward_exact"] is True
+    assert summary["fast_forward"] == "exact" and summary["fast_forward_exact"] is True
     assert summary["fast_forward_jumps"] >= 14  # at least one per ring step
     assert summary["events_skipped"] > 3 * summary["events"]
     assert 0 < summary["skipped_ns"] < summary["sim_time_ns"]
@@ -130,7 +130,7 @@ def test_a_long_ring_all_reduce_skips_most_of_its_events():
 
 def test_fast_forward_results_do_not_depend_on_slicing():
     sc = _collective("all_reduce", "ring", LEAF_SPINE, "dcqcn", 8_000_000)
-    sc = sc.model_copy(update={"sim": sc.sim.model_copy(update={"fast_forward": "on"})})
+    sc = sc.model_copy(update={"sim": sc.sim.model_copy(update={"fast_forward": "exact"})})
     (one, s1), (many, s2) = (_results(prepare_scenario(sc), slice_events=n) for n in (1 << 30, 997))
     assert_identical(one, many)
     assert s1["fast_forward_jumps"] == s2["fast_forward_jumps"] > 0
@@ -186,7 +186,7 @@ def test_random_workloads_are_identical_with_fast_forward(sc):
 
 def test_on_and_off_are_read_as_yaml_writes_them(tmp_path):
     path = tmp_path / "s.yaml"
-    for text, want in (("on", "on"), ("off", "off"), ("'on'", "on"), ("true", "on")):
+    for text, want in (("on", "on"), ("off", "off"), ("exact", "exact"), ("'on'", "on"), ("true", "on")):
         path.write_text(f"sim: {{fast_forward: {text}}}\nworkload: {{flows: [{{src: 0, dst: 1, bytes: 1000}}]}}\n")
         assert load_scenario(path).sim.fast_forward == want
     path.write_text("sim: {fast_forward: fast}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1000}]}\n")

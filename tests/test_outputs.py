@@ -79,7 +79,7 @@ def test_an_unknown_format_is_one_line_naming_the_key(tmp_path):
 # ---- provenance: every run directory says where its numbers came from, and reruns ------------
 @pytest.mark.parametrize("name, overrides", [
     ("training_dlrm.yaml", ["workload.iterations=1", "network.cc.algorithm=hpcc"]),
-    ("link_failure.yaml", ["sim.fast_forward=on"]),
+    ("link_failure.yaml", ["sim.fast_forward=exact"]),
 ])
 def test_the_resolved_scenario_reruns_byte_for_byte(tmp_path, name, overrides):
     first = run_scenario(SCENARIOS / name, overrides, out=tmp_path / "first")

@@ -415,9 +415,12 @@ class Sim(Strict):
     max_wall_s: float = Field(86_400.0, gt=0, le=1e7)  # wall-clock seconds
     stall_timeout_ns: float = Field(20e6, gt=0, le=1e15)
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
-    #: skip whole periods in which the network repeats itself exactly (docs/fast_forward.md);
-    #: results are identical to "off" to the picosecond
-    fast_forward: Literal["on", "off"] = "off"
+    #: off: every packet simulated; exact: skip whole periods in which the network repeats itself,
+    #: results identical to off to the picosecond; on: a flow that is steady and alone on its path
+    #: sends its packets in trains, within the tolerance docs/fast_forward.md states and tests
+    fast_forward: Literal["off", "exact", "on"] = "off"
+    #: the longest train (packets) with fast_forward: on
+    train_max_packets: int = Field(64, ge=2, le=4096)
 
     @field_validator("fast_forward", mode="before")
     @classmethod

@@ -122,7 +122,8 @@ CFG_CC = 15  #: CC_* code of the run's algorithm
 CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
 CFG_TRACE_PS = 17  #: trace sampling interval
 CFG_N_TASKS = 18
-CFG_SIZE = 19
+CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: on); 0 = every packet alone
+CFG_SIZE = 20
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 C_NOW_PS = 0
@@ -149,14 +150,16 @@ C_FF_JUMPS = 20  #: fast-forward jumps over repeated periods
 C_FF_EVENTS = 21  #: events the jumps skipped (not in C_EVENTS, which counts processed events)
 C_FF_PS = 22  #: simulated time the jumps skipped
 C_FF_CHECKPOINTS = 23  #: fast-forward signatures taken
-C_SIZE = 24
+C_TRAINS = 24  #: packet trains sent (data trains and the ACK trains that answer them)
+C_TRAIN_PKTS = 25  #: data packets carried in trains
+C_SIZE = 26
 STAT_NAMES = (
     "now_ps", "events", "data_packets_sent", "data_packets_delivered",
     "data_packets_dropped", "acks_sent", "nacks_sent", "pfc_pauses_sent",
     "pfc_resumes_sent", "ecn_marks", "timeouts", "retransmits", "flows_finished",
     "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent", "tasks_finished",
     "data_packets_lost_on_links", "route_updates", "fast_forward_jumps", "events_skipped", "skipped_ps",
-    "fast_forward_checkpoints",
+    "fast_forward_checkpoints", "trains_sent", "packets_in_trains",
 )
 
 # ---- mutable scalars: indices into World.meta (int64) --------------------------------

@@ -8,12 +8,12 @@ from .heap import heap_pop, heap_push
 from .jit import njit
 from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
                     EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE,
-                    EV_TX_DONE, HEAP_MARGIN, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
+                    EV_TX_DONE, HEAP_MARGIN, I64, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
                     M_TRACE_ROWS, NO_ARG,
                     PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE, ST_INVARIANT, ST_POOL_LOW,
                     ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
 from .links import apply_link_action, schedule_link_plan
-from .nic import flow_start, on_host_arrive, on_rto
+from .nic import flow_start, on_host_arrive, on_rto, train_due_ps
 from .packets import is_pfc, pkt_free, pkt_lose
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
 from .tasks import schedule_roots, task_done
@@ -36,6 +36,11 @@ def _on_arrive(w, k, p_in, t):
         return
     node = w.port[p_in]["node"]
     if w.node[node]["is_host"] != 0:
+        if pk["n_sub"] > 1:
+            due = train_due_ps(w, k, I64(node))
+            if t < due:
+                heap_push(w.ev, w.meta, due, EV_ARRIVE, I64(k), I64(p_in))
+                return
         p = on_host_arrive(w, k, node, t)
         pkt_free(w, k)
         if p >= 0:

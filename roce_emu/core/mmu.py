@@ -121,10 +121,11 @@ def check_resume(w, node, p_in, prio):
 
 @njit
 def ecn_mark(w, p, prio):
-    """RED decision on the egress queue bytes left behind the departing packet."""
+    """RED decision on the egress queue bytes left behind the departing packet (of a queued
+    train, only its first packet: the rest is still arriving, cut-through)."""
     if w.cfg[CFG_ECN_ON] == 0:
         return False
-    q = w.pq[p, prio]["bytes"]
+    q = w.pq[p, prio]["bytes"] - w.pq[p, prio]["ahead_bytes"]
     pt = w.port[p]
     kmin = pt["kmin_bytes"]
     kmax = pt["kmax_bytes"]

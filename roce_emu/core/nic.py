@@ -3,17 +3,32 @@
 Each host port keeps a ring of active queue pairs; when the port is free it sends
 the next eligible one round-robin (rate pacing, window, and PFC pause of its
 priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queue.
+
+Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
+pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
+whose path's egress ports carry only flows of that same path and are no slower than it,
+sends its next packets (up to ``steady``, so trains grow by doubling) as one train packet
+that stands for ``n_sub`` packets; its receiver answers with one ACK train of as many
+ACKs. Trains shrink towards the flow's end and its last ``TRAIN_TAIL`` packets go alone.
+docs/fast_forward.md gives the model and its error.
 """
+import numpy as np
+
 from . import cc
 from .heap import heap_push
 from .jit import njit
 from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
-                    CFG_NACK_PS, CFG_RTO_PS, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
-                    C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, EV_NIC_WAKE, EV_RTO,
-                    FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
+                    CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
+                    C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
+                    EV_NIC_WAKE, EV_RTO, FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import next_hop, ser_ps
+from .rng import mix64
 from .tasks import task_done
+
+TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
+TRAIN_TAPER = 4  #: a train carries at most 1/TRAIN_TAPER of the packets the flow has left
+STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run started at has not moved
 
 
 # ---- the ring of active queue pairs per host port ------------------------------------
@@ -91,23 +106,103 @@ def next_data_packet(w, p, t):
 
 
 @njit
+def _path_key(w, f):
+    """A hash of the ports flow f's data crosses, in order: flows with one key share one path."""
+    r = w.flow[f]
+    dst = I64(r["dst"])
+    p = I64(r["nic_port"])
+    key = np.uint64(dst)
+    for _ in range(64):
+        key = mix64(key, p)
+        node = I64(w.port[w.port[p]["peer_port"]]["node"])
+        if node == dst:
+            break
+        p = next_hop(w, node, dst, r["ecmp_hash"])
+        if p < 0:
+            break
+    return np.int64(key >> np.uint64(1))
+
+
+@njit
+def _path_add(w, f, delta):
+    """Count flow f (delta = 1) or stop counting it (-1) on every egress port of its path; return
+    True if every flow counted on those ports shares f's whole path and none of the ports is
+    slower than f's pacing rate."""
+    r = w.flow[f]
+    dst = I64(r["dst"])
+    key = r["path_key"]
+    p = I64(r["nic_port"])
+    clear = True
+    for _ in range(64):
+        pt = w.port[p]
+        pt["data_flows"] += delta
+        pt["data_keys"] += delta * key
+        if pt["data_keys"] != pt["data_flows"] * key or pt["rate_bps"] < r["rate_bps"]:
+            clear = False
+        node = I64(w.port[pt["peer_port"]]["node"])
+        if node == dst:
+            break
+        p = next_hop(w, node, dst, r["ecmp_hash"])
+        if p < 0:
+            return False
+    return clear
+
+
+@njit
+def _train_room(w, f):
+    """The longest train flow f's own state allows: up to its steady run (so trains grow by
+    doubling), at most 1/TRAIN_TAPER of what it has left (so they shrink towards its end,
+    where its timing is decided), never its last TRAIN_TAIL packets."""
+    r = w.flow[f]
+    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], (r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL) // TRAIN_TAPER)
+
+
+@njit
+def _train_length(w, p, f):
+    """Packets flow f sends in its next packet from host port p: 1, or a train's length (see
+    the module doc). Queue pairs sharing the port send trains of one length, so that the
+    round robin stays fair by bytes."""
+    r = w.flow[f]
+    rate = r["rate_bps"]
+    if abs(rate - r["steady_rate"]) * STEADY_TOL > r["steady_rate"]:
+        r["steady"] = 0
+        r["steady_rate"] = rate
+    n = _train_room(w, f)
+    g = r["act_next"]
+    for _ in range(w.port[p]["act_count"] - 1):
+        n = min(n, _train_room(w, g))
+        g = w.flow[g]["act_next"]
+    # a window is clocked by ACKs one packet apart: ACK trains would stall it (HPCC, DCTCP)
+    if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
+        n = 1
+    r["steady"] += n
+    return n
+
+
+@njit
 def _emit_data(w, p, f, t):
     r = w.flow[f]
     mtu = w.cfg[CFG_MTU]
+    n = _train_length(w, p, f) if w.cfg[CFG_TRAIN_MAX] > 0 else 1
     seq = r["snd_nxt"]
-    payload = min(mtu, r["size_bytes"] - seq * mtu)
-    frame = payload + w.cfg[CFG_DATA_HDR]
+    payload = min(n * mtu, r["size_bytes"] - seq * mtu)
+    frame = payload + n * w.cfg[CFG_DATA_HDR]
+    wire = frame + n * w.cfg[CFG_IFG]
     k = pkt_alloc(w, PK_DATA, I64(f), seq, frame, I64(r["prio"]), I64(r["dst"]))
     w.pkt[k]["sent_ps"] = t
-    r["snd_nxt"] = seq + 1
+    if n > 1:  # the send time of its last packet, for the RTT its ACK measures
+        w.pkt[k]["n_sub"] = n
+        w.pkt[k]["sent_ps"] = t + ser_ps(wire - wire // n, r["rate_bps"])
+        w.stats[C_TRAINS] += 1
+        w.stats[C_TRAIN_PKTS] += n
+    r["snd_nxt"] = seq + n
     if seq < r["max_sent"]:
         r["retransmits"] += 1
         w.stats[C_RETRANSMITS] += 1
     else:
-        r["max_sent"] = seq + 1
-    r["pkts_sent"] += 1
-    w.stats[C_DATA_SENT] += 1
-    wire = frame + w.cfg[CFG_IFG]
+        r["max_sent"] = seq + n
+    r["pkts_sent"] += n
+    w.stats[C_DATA_SENT] += n
     r["next_tx_ps"] = t + ser_ps(wire, r["rate_bps"])
     w.ccs[f]["last_wire"] = wire
     if w.cfg[CFG_CC] == CC_DCQCN:  # the only algorithm that counts bytes sent
@@ -125,6 +220,9 @@ def flow_start(w, f, t):
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
     heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
     w.stats[C_LAST_PROGRESS_PS] = t
+    if w.cfg[CFG_TRAIN_MAX] > 0:
+        r["path_key"] = _path_key(w, f)
+        _path_add(w, f, I64(1))
     ring_insert(w, r["nic_port"], f)
     return r["nic_port"]
 
@@ -154,6 +252,8 @@ def _on_ack(w, f, ack_seq, t):
         r["finish_ps"] = t
         ring_remove(w, r["nic_port"], f)
         w.stats[C_FLOWS_DONE] += 1
+        if w.cfg[CFG_TRAIN_MAX] > 0:
+            _path_add(w, f, I64(-1))
 
 
 @njit
@@ -168,6 +268,7 @@ def on_rto(w, f, t):
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
     heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
     if r["snd_nxt"] > r["snd_una"]:
+        r["steady"] = 0
         r["timeouts"] += 1
         w.stats[C_TIMEOUTS] += 1
         return _go_back(w, f, r["snd_una"])
@@ -176,13 +277,30 @@ def on_rto(w, f, t):
 
 # ---- receiver ---------------------------------------------------------------------------
 @njit
-def _reply(w, f, kind, seq, ecn, node, k_data):
-    """Queue an ACK, NACK or CNP from the receiver host node back to the flow's sender.
+def train_due_ps(w, k, node):
+    """When host node takes train k, which is reaching it: an ACK train once all of it is in;
+    a data train so that the ACK train answering it ends when the last of its ACKs would
+    (the flow's last packets travel alone, so no flow completes early)."""
+    pk = w.pkt[k]
+    due = pk["tail_ps"]
+    if pk["kind"] == PK_DATA:
+        r = w.flow[pk["flow"]]
+        p = next_hop(w, node, I64(r["src"]), r["ecmp_hash"])
+        ack_wire = w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
+        due -= ser_ps((pk["n_sub"] - 1) * ack_wire, w.port[p]["rate_bps"])
+    return due
+
+
+@njit
+def _reply(w, f, kind, seq, ecn, node, k_data, n):
+    """Queue an ACK, NACK or CNP (n of them as one train) from the receiver host node back to
+    the flow's sender.
 
     It echoes the data packet's send time (TIMELY's RTT) and, for HPCC, its INT records."""
     r = w.flow[f]
     size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else w.cfg[CFG_ACK_BYTES]
-    k = pkt_alloc(w, kind, I64(f), seq, size, CTRL_PRIO, I64(r["src"]))
+    k = pkt_alloc(w, kind, I64(f), seq, n * size, CTRL_PRIO, I64(r["src"]))
+    w.pkt[k]["n_sub"] = n
     w.pkt[k]["ecn"] = ecn
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if kind != PK_CNP and w.cfg[CFG_CC] == CC_HPCC:
@@ -203,6 +321,8 @@ def on_host_arrive(w, k, node, t):
         return _on_data(w, k, f, node, t)
     if r["state"] != FL_ACTIVE:
         return -1
+    if kind != PK_ACK or pk["ecn"] != 0:  # a congestion signal or a loss: not steady
+        r["steady"] = 0
     if kind == PK_CNP:
         cc.on_cnp(w, f, t)
         return r["nic_port"]
@@ -221,29 +341,32 @@ def on_host_arrive(w, k, node, t):
 @njit
 def _on_data(w, k, f, node, t):
     """Receiver: ACK in-order data, re-ACK duplicates, NACK a gap (once per interval);
-    answer a CE mark as the algorithm wants (flagged ACK or a CNP packet)."""
+    answer a CE mark as the algorithm wants (flagged ACK or a CNP packet). A train is
+    n in-order packets, answered by one ACK train of n ACKs."""
     r = w.flow[f]
-    r["pkts_delivered"] += 1
-    w.stats[C_DATA_DELIVERED] += 1
+    n = I64(w.pkt[k]["n_sub"])
+    r["pkts_delivered"] += n
+    w.stats[C_DATA_DELIVERED] += n
     notify = cc.receiver_notify(w, f, t) if w.pkt[k]["ecn"] != 0 else cc.NOTIFY_NONE
     flag = 1 if notify == cc.NOTIFY_FLAG else 0
     port = -1
     if notify == cc.NOTIFY_CNP:
-        port = _reply(w, f, PK_CNP, NO_ARG, I64(1), node, k)
+        port = _reply(w, f, PK_CNP, NO_ARG, I64(1), node, k, I64(1))
     seq = w.pkt[k]["seq"]
     expected = r["rcv_nxt"]
-    if seq == expected:
-        r["rcv_nxt"] = expected + 1
-        if expected + 1 == r["n_pkts"]:  # the receiver holds the whole flow
+    if seq <= expected < seq + n:
+        new = seq + n
+        r["rcv_nxt"] = new
+        if new == r["n_pkts"]:  # the receiver holds the whole flow
             task_done(w, f, t)
-        w.stats[C_ACKS] += 1
-        return _reply(w, f, PK_ACK, expected + 1, I64(flag), node, k)
+        w.stats[C_ACKS] += new - expected
+        return _reply(w, f, PK_ACK, new, I64(flag), node, k, new - expected)
     if seq < expected:  # duplicate after a go-back: re-ACK
         w.stats[C_ACKS] += 1
-        return _reply(w, f, PK_ACK, expected, I64(flag), node, k)
+        return _reply(w, f, PK_ACK, expected, I64(flag), node, k, I64(1))
     if r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
         r["nack_seq"] = expected
         r["nack_ps"] = t
         w.stats[C_NACKS] += 1
-        return _reply(w, f, PK_NACK, expected, I64(flag), node, k)
+        return _reply(w, f, PK_NACK, expected, I64(flag), node, k, I64(1))
     return port

@@ -19,7 +19,9 @@ def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
     r["dst"] = dst
     r["in_port"] = -1
     r["sent_ps"] = 0
+    r["tail_ps"] = 0
     r["nxt"] = -1
+    r["n_sub"] = 1
     r["n_int"] = 0
     return k
 
@@ -73,6 +75,9 @@ def fifo_push(w, p, prio, k):
     q["tail"] = k
     size = w.pkt[k]["frame_bytes"]
     q["bytes"] += size
+    n = w.pkt[k]["n_sub"]
+    if n > 1:
+        q["ahead_bytes"] += size - size // n
     pt = w.port[p]
     total = pt["q_bytes"] + size
     pt["q_bytes"] = total
@@ -91,6 +96,9 @@ def fifo_pop(w, p, prio):
     w.pkt[k]["nxt"] = -1
     size = w.pkt[k]["frame_bytes"]
     q["bytes"] -= size
+    n = w.pkt[k]["n_sub"]
+    if n > 1:
+        q["ahead_bytes"] -= size - size // n
     w.port[p]["q_bytes"] -= size
     if q["bytes"] < 0:
         fault(w, F_QUEUE_NEGATIVE, p)

@@ -94,15 +94,36 @@ def _try_send(w, p, t):
         k = _switch_dequeue(w, p)
     if k < 0:
         return
+    pk = w.pkt[k]
+    n = I64(pk["n_sub"])
     pt["busy"] = 1
     pt["tx_pkt"] = k
-    wire = w.pkt[k]["frame_bytes"] + w.cfg[CFG_IFG]
-    if w.pkt[k]["kind"] == PK_DATA:
-        pt["tx_data_pkts"] += 1
+    wire = pk["frame_bytes"] + n * w.cfg[CFG_IFG]
+    if pk["kind"] == PK_DATA:
+        pt["tx_data_pkts"] += n
         if pt["at_host"] == 0 and w.cfg[CFG_CC] == CC_HPCC:
             cc.stamp_int(w, k, p, t)
     pt["tx_bytes"] += wire
-    heap_push(w.ev, w.meta, t + ser_ps(wire, pt["rate_bps"]), EV_TX_DONE, I64(p), NO_ARG)
+    end = t + ser_ps(wire, pt["rate_bps"])
+    if n > 1:
+        end = _send_train(w, p, k, n, wire, t, end)
+    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
+
+
+@njit
+def _send_train(w, p, k, n, wire, t, end):
+    """Port p starts sending train k at t, cut-through: its first packet reaches the peer after
+    one packet's serialisation and the propagation delay, as a lone packet would, and its last
+    leaves no sooner than one packet's time after it arrived here (tail_ps). The port is busy
+    until then, holding no packet (the train is already on its way). Returns that time."""
+    pt = w.port[p]
+    pk = w.pkt[k]
+    one = ser_ps(wire // n, pt["rate_bps"])
+    end = max(end, pk["tail_ps"] + one)
+    pk["tail_ps"] = end + pt["prop_ps"]
+    pt["tx_pkt"] = -1
+    heap_push(w.ev, w.meta, t + one + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+    return end
 
 
 @njit
@@ -112,6 +133,9 @@ def on_tx_done(w, p, t):
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
+    if k < 0:  # a train, already on its way (_send_train)
+        kick(w, p)
+        return
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
     else:

@@ -20,12 +20,14 @@ EV_DTYPE = np.dtype(
 
 PKT_DTYPE = np.dtype([
     ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
-    ("sent_ps", np.int64),  # when the sender started transmitting it
+    ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
+    ("tail_ps", np.int64),  # a train: when its last bit reaches the node it is travelling to
     ("flow", np.int32),
     ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
     ("dst", np.int32),  # destination host
     ("in_port", np.int32),  # ingress port at the switch holding it
     ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
+    ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: on)
     ("kind", np.int8),  # PK_*; PK_FREE in the free list
     ("prio", np.int8),
     ("ecn", np.uint8),  # CE mark (DATA) or ECN echo (ACK)
@@ -61,7 +63,9 @@ PORT_DTYPE = np.dtype([
     ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
     ("q_bytes", np.int64),  # egress bytes queued over all priorities
     ("max_q_bytes", np.int64),  # peak of q_bytes
+    ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
     ("node", np.int32),  # owner node
+    ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
     ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
     ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
     ("rr_prio", np.int32),  # round-robin position among data priorities
@@ -86,6 +90,7 @@ PQ_DTYPE = np.dtype([
     ("bytes", np.int64),  # egress queue bytes (frames)
     ("in_bytes", np.int64),  # ingress bytes in reserve + shared pool
     ("hdrm_bytes", np.int64),  # ingress bytes in headroom
+    ("ahead_bytes", np.int64),  # egress bytes of queued trains beyond their first packet (not yet arrived)
     ("head", np.int32),
     ("tail", np.int32),
     ("paused", np.uint8),  # egress paused by the peer's PFC
@@ -122,6 +127,9 @@ FLOW_DTYPE = np.dtype([
     ("pkts_dropped", np.int64),
     ("retransmits", np.int64),
     ("timeouts", np.int64),
+    ("steady", np.int64),  # packets sent since the rate last moved or congestion was signalled (trains)
+    ("steady_rate", np.int64),  # the pacing rate they were sent at
+    ("path_key", np.int64),  # a hash of the ports its data crosses (trains)
     ("src", np.int32),
     ("dst", np.int32),
     ("nic_port", np.int32),  # sender's first-hop port

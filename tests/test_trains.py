@@ -1,0 +1,109 @@
+"""Packet trains (sim.fast_forward: on) against the exact engine.
+
+Trains are an approximation: these tests hold them to what can be derived (a lone flow's
+timing is the exact engine's to the picosecond), to the bounds docs/fast_forward.md states
+for the shipped scenarios, and to the promise that they never form where they are not
+modelled (windowed congestion control, faults), in which case the run is exact.
+"""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import assert_conservation
+from roce_emu.api import prepare, run
+from roce_emu.iteration import collective_rows
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def _run(name, overrides, mode, slice_events=None):
+    prepared = prepare(SCENARIOS / name, [*overrides, f"sim.fast_forward={mode}"])
+    res = run(prepared, write=False, progress=False, slice_events=slice_events)
+    assert_conservation(res.outcome.world)
+    return res, prepared
+
+
+def _pair(name, overrides=()):
+    (off, _), (on, prepared) = _run(name, overrides, "off"), _run(name, overrides, "on")
+    return off, on, prepared
+
+
+@pytest.mark.parametrize("cc", ["none", "dcqcn", "timely"])
+def test_a_lone_flow_keeps_its_exact_timing(cc):
+    """A flow alone on its path: the receiver completes at the exact engine's picosecond, the
+    sender's last ACK too, with a twentieth of the events."""
+    overrides = (f"network.cc.algorithm={cc}", "workload.flows.0.bytes=524288")
+    off, on, _ = _pair("single_flow.yaml", overrides)
+    w_off, w_on = off.outcome.world, on.outcome.world
+    assert on.summary["trains_sent"] > 0 and on.summary["fast_forward_exact"] is False
+    assert w_on.task["finish_ps"][0] == w_off.task["finish_ps"][0]
+    assert w_on.flow["finish_ps"][0] == w_off.flow["finish_ps"][0]
+    assert on.summary["events"] * 10 < off.summary["events"]
+    assert on.summary["data_packets_delivered"] == off.summary["data_packets_delivered"]
+    assert on.summary["packets_in_trains"] > 0.9 * off.summary["data_packets_sent"]
+
+
+@pytest.mark.parametrize("name,overrides", [
+    ("cc_hpcc.yaml", ()),  # windows: clocked by single ACKs
+    ("cc_dctcp.yaml", ()),
+    ("link_failure.yaml", ("workload.collectives.0.bytes=4000000",)),  # faults: losses and detours
+])
+def test_no_trains_where_they_are_not_modelled_and_the_run_is_exact(name, overrides):
+    off, on, _ = _pair(name, overrides)
+    assert on.summary["trains_sent"] == 0 and on.summary["fast_forward_exact"] is True
+    assert on.rows == off.rows
+    assert on.summary["events"] == off.summary["events"]
+
+
+def _ring_of_flows(tmp_path, n=32, nbytes=262_144):
+    path = tmp_path / "ring.yaml"
+    flows = ", ".join(f"{{src: {i}, dst: {(i + 1) % n}, bytes: {nbytes}}}" for i in range(n))
+    path.write_text("topology: {kind: leaf_spine, leaves: 2, hosts_per_leaf: %d, spines: 4, "
+                    "link: {rate_gbps: 200, delay_ns: 1000}}\nworkload: {flows: [%s]}\n" % (n // 2, flows))
+    return path
+
+
+def test_flows_coupled_by_acks_stay_within_one_percent(tmp_path):
+    """Each flow of a ring shares its sender's link with its predecessor's ACKs; those ACKs
+    travel as trains. Every flow's completion stays within 1 % of the exact engine's."""
+    path = _ring_of_flows(tmp_path)
+    res = {}
+    for mode in ("off", "on"):
+        res[mode] = run(prepare(path, [f"sim.fast_forward={mode}"]), write=False, progress=False)
+    on = res["on"].outcome.world
+    off = res["off"].outcome.world
+    assert res["on"].summary["trains_sent"] > 0
+    err = np.abs(on.task["finish_ps"][:32] / off.task["finish_ps"][:32] - 1)
+    assert err.max() < 0.01, err.max()
+
+
+# The shipped training scenarios, made small: the iteration within 1 %, every collective
+# within 2 % of its own duration, with at least ten times fewer events.
+TRAINING = [
+    ("training_resnet50.yaml", ("workload.iterations=1", "topology.k=2")),
+    ("training_dlrm.yaml", ("workload.iterations=1", "topology.k=2")),
+]
+
+
+@pytest.mark.parametrize("name,overrides", TRAINING, ids=[t[0].removesuffix(".yaml") for t in TRAINING])
+def test_training_iterations_within_the_stated_tolerance(name, overrides):
+    off, on, prepared = _pair(name, overrides)
+    a, b = off.summary["mean_iteration_ns"], on.summary["mean_iteration_ns"]
+    assert abs(b - a) <= 0.01 * a, (a, b)
+    rows_off = collective_rows(off.outcome.world, prepared.workload)
+    rows_on = collective_rows(on.outcome.world, prepared.workload)
+    assert len(rows_off) == len(rows_on)
+    for x, y in zip(rows_off, rows_on):
+        assert abs(float(y["time_ns"]) - float(x["time_ns"])) <= 0.02 * float(x["time_ns"]), (x, y)
+    assert on.summary["events"] * 10 < off.summary["events"]
+    assert on.summary["flows_finished"] == off.summary["flows_finished"]
+
+
+def test_trains_are_deterministic_however_the_run_is_sliced():
+    overrides = ("workload.iterations=1", "topology.k=2")
+    (whole, _), (sliced, _) = (_run("training_dlrm.yaml", overrides, "on"),
+                               _run("training_dlrm.yaml", overrides, "on", slice_events=997))
+    assert whole.summary["trains_sent"] > 0
+    assert whole.rows == sliced.rows
+    assert np.array_equal(whole.outcome.world.task["finish_ps"], sliced.outcome.world.task["finish_ps"])
