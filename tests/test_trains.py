@@ -32,14 +32,14 @@ def _pair(name, overrides=()):
 @pytest.mark.parametrize("cc", ["none", "dcqcn", "timely"])
 def test_a_lone_flow_keeps_its_exact_timing(cc):
     """A flow alone on its path: the receiver completes at the exact engine's picosecond, the
-    sender's last ACK too, with a twentieth of the events."""
+    sender's last ACK too, with a fifth of the events (trains are no longer than the 1 us link)."""
     overrides = (f"network.cc.algorithm={cc}", "workload.flows.0.bytes=524288")
     off, on, _ = _pair("single_flow.yaml", overrides)
     w_off, w_on = off.outcome.world, on.outcome.world
     assert on.summary["trains_sent"] > 0 and on.summary["fast_forward_exact"] is False
     assert w_on.task["finish_ps"][0] == w_off.task["finish_ps"][0]
     assert w_on.flow["finish_ps"][0] == w_off.flow["finish_ps"][0]
-    assert on.summary["events"] * 10 < off.summary["events"]
+    assert on.summary["events"] * 5 < off.summary["events"]
     assert on.summary["data_packets_delivered"] == off.summary["data_packets_delivered"]
     assert on.summary["packets_in_trains"] > 0.9 * off.summary["data_packets_sent"]
 
@@ -78,8 +78,36 @@ def test_flows_coupled_by_acks_stay_within_one_percent(tmp_path):
     assert err.max() < 0.01, err.max()
 
 
+def _finishes(tmp_path, flows, mode):
+    path = tmp_path / f"share_{mode}.yaml"
+    text = ", ".join(f"{{src: {s}, dst: {d}, bytes: {b}, start_ns: {t}}}" for s, d, b, t in flows)
+    path.write_text("topology: {kind: leaf_spine, leaves: 2, hosts_per_leaf: 16, spines: 4, "
+                    "link: {rate_gbps: 200, delay_ns: 1000}}\nworkload: {flows: [%s]}\n" % text)
+    res = run(prepare(path, [f"sim.fast_forward={mode}"]), write=False, progress=False)
+    assert_conservation(res.outcome.world)
+    return res.outcome.world.task["finish_ps"][:len(flows)], res.summary
+
+
+@pytest.mark.parametrize("flows,bound", [
+    # a second queue pair joins mid-train: the train is cut, then both take equal turns
+    ([(0, 1, 262_144, 0), (0, 1, 262_144, 5000)], 0.001),
+    # three, and a short one finishing among long ones
+    ([(0, 1, 262_144, 0), (0, 1, 262_144, 5000), (0, 1, 262_144, 8000)], 0.015),
+    ([(0, 1, 262_144, 0), (0, 1, 87_381, 5000), (1, 2, 262_144, 3000), (1, 2, 131_072, 6000),
+      (2, 0, 262_144, 0)], 0.015),
+], ids=["two", "three", "short_among_long"])
+def test_queue_pairs_sharing_a_nic_keep_their_share(tmp_path, flows, bound):
+    """Queue pairs of one path share their NIC by turns of equal trains; without that rule the
+    first one gained a train's lead (11 % of its FCT in the first case)."""
+    exact, _ = _finishes(tmp_path, flows, "off")
+    approx, summary = _finishes(tmp_path, flows, "on")
+    assert summary["trains_sent"] > 0
+    err = np.abs(approx / exact - 1)
+    assert err.max() <= bound, err
+
+
 # The shipped training scenarios, made small: the iteration within 1 %, every collective
-# within 2 % of its own duration, with at least ten times fewer events.
+# within 2 % of its own duration, with at least five times fewer events.
 TRAINING = [
     ("training_resnet50.yaml", ("workload.iterations=1", "topology.k=2")),
     ("training_dlrm.yaml", ("workload.iterations=1", "topology.k=2")),
@@ -96,7 +124,7 @@ def test_training_iterations_within_the_stated_tolerance(name, overrides):
     assert len(rows_off) == len(rows_on)
     for x, y in zip(rows_off, rows_on):
         assert abs(float(y["time_ns"]) - float(x["time_ns"])) <= 0.02 * float(x["time_ns"]), (x, y)
-    assert on.summary["events"] * 10 < off.summary["events"]
+    assert on.summary["events"] * 5 < off.summary["events"]
     assert on.summary["flows_finished"] == off.summary["flows_finished"]
 
 

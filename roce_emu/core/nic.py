@@ -20,7 +20,7 @@ from .jit import njit
 from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
                     CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
-                    EV_NIC_WAKE, EV_RTO, FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
+                    EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import next_hop, ser_ps
 from .rng import mix64
@@ -51,6 +51,7 @@ def ring_insert(w, p, f):
         fl[f]["act_next"] = head
         fl[head]["act_prev"] = f
     pt["act_count"] += 1
+    pt["round_left"] = 0  # trains: a new round, with the newcomer
 
 
 @njit
@@ -61,6 +62,7 @@ def ring_remove(w, p, f):
     fl[f]["in_ring"] = 0
     pt = w.port[p]
     pt["act_count"] -= 1
+    pt["round_left"] = 0
     if pt["act_count"] == 0:
         pt["act_head"] = -1
         return
@@ -160,18 +162,27 @@ def _train_room(w, f):
 @njit
 def _train_length(w, p, f):
     """Packets flow f sends in its next packet from host port p: 1, or a train's length (see
-    the module doc). Queue pairs sharing the port send trains of one length, so that the
+    the module doc). Queue pairs sharing the port send trains of one length in each round of
+    the round robin, the shortest any of them allows when the round starts, so that the
     round robin stays fair by bytes."""
     r = w.flow[f]
     rate = r["rate_bps"]
     if abs(rate - r["steady_rate"]) * STEADY_TOL > r["steady_rate"]:
         r["steady"] = 0
         r["steady_rate"] = rate
-    n = _train_room(w, f)
-    g = r["act_next"]
-    for _ in range(w.port[p]["act_count"] - 1):
-        n = min(n, _train_room(w, g))
-        g = w.flow[g]["act_next"]
+    pt = w.port[p]
+    if pt["round_left"] <= 0:
+        n = _train_room(w, f)
+        g = r["act_next"]
+        for _ in range(pt["act_count"] - 1):
+            n = min(n, _train_room(w, g))
+            g = w.flow[g]["act_next"]
+        # no longer than the first link's delay: until its first packet arrives, a train can be cut
+        one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
+        pt["round_len"] = min(n, pt["prop_ps"] // one + 1)
+        pt["round_left"] = pt["act_count"]
+    pt["round_left"] -= 1
+    n = pt["round_len"]
     # a window is clocked by ACKs one packet apart: ACK trains would stall it (HPCC, DCTCP)
     if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
         n = 1
@@ -223,8 +234,52 @@ def flow_start(w, f, t):
     if w.cfg[CFG_TRAIN_MAX] > 0:
         r["path_key"] = _path_key(w, f)
         _path_add(w, f, I64(1))
+        cut_train(w, I64(r["nic_port"]), t)
     ring_insert(w, r["nic_port"], f)
     return r["nic_port"]
+
+
+@njit
+def cut_train(w, p, t):
+    """A queue pair joins host port p at t: a data train the port is sending ends after its
+    packet in progress, as the round robin would have served the newcomer next. The train
+    has not reached the next hop yet (_train_length keeps it that short), so only the NIC
+    and the sending flow take the packets back."""
+    pt = w.port[p]
+    k = pt["tx_pkt"]
+    if pt["busy"] == 0 or k < 0:
+        return
+    pk = w.pkt[k]
+    n = I64(pk["n_sub"])
+    f = pk["flow"]
+    r = w.flow[f]
+    if n < 2 or pk["kind"] != PK_DATA or r["snd_nxt"] != pk["seq"] + n:
+        return
+    frame = pk["frame_bytes"] // n
+    wire = frame + w.cfg[CFG_IFG]
+    start = pk["tail_ps"]
+    j = (t - start) // ser_ps(wire, pt["rate_bps"]) + 1  # packets begun by t
+    if j >= n:
+        return
+    back = n - j
+    pk["n_sub"] = j
+    pk["frame_bytes"] = j * frame
+    pk["sent_ps"] = start + ser_ps((j - 1) * wire, r["rate_bps"])
+    end = start + ser_ps(j * wire, pt["rate_bps"])
+    pt["tx_end_ps"] = end
+    pt["tx_bytes"] -= back * wire
+    pt["tx_data_pkts"] -= back
+    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
+    r["snd_nxt"] -= back
+    r["max_sent"] = r["snd_nxt"]
+    r["pkts_sent"] -= back
+    r["steady"] -= back
+    r["next_tx_ps"] = start + ser_ps(j * wire, r["rate_bps"])
+    w.ccs[f]["last_wire"] = j * wire
+    w.stats[C_DATA_SENT] -= back
+    w.stats[C_TRAIN_PKTS] -= back if j > 1 else n
+    if j == 1:  # a lone packet after all
+        w.stats[C_TRAINS] -= 1
 
 
 @njit

@@ -9,7 +9,7 @@ queued for it (stale routes still point there until they converge), a NIC holds 
 from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
+from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CFG_TRAIN_MAX, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
                     NPRIO, PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
@@ -107,17 +107,25 @@ def _try_send(w, p, t):
     end = t + ser_ps(wire, pt["rate_bps"])
     if n > 1:
         end = _send_train(w, p, k, n, wire, t, end)
+    if w.cfg[CFG_TRAIN_MAX] > 0:
+        pt["tx_end_ps"] = end
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
 
 
 @njit
 def _send_train(w, p, k, n, wire, t, end):
-    """Port p starts sending train k at t, cut-through: its first packet reaches the peer after
-    one packet's serialisation and the propagation delay, as a lone packet would, and its last
-    leaves no sooner than one packet's time after it arrived here (tail_ps). The port is busy
-    until then, holding no packet (the train is already on its way). Returns that time."""
+    """Port p starts sending train k at t; returns when it ends.
+
+    A NIC keeps the train until it has left (so that a queue pair joining the NIC can cut it,
+    nic.cut_train), remembering its start in tail_ps. A switch forwards it cut-through: its
+    first packet reaches the peer after one packet's serialisation and the propagation
+    delay, as a lone packet would, and its last leaves no sooner than one packet's time
+    after it arrived here (tail_ps); the port is busy until then, holding no packet."""
     pt = w.port[p]
     pk = w.pkt[k]
+    if pt["at_host"] != 0:
+        pk["tail_ps"] = t
+        return end
     one = ser_ps(wire // n, pt["rate_bps"])
     end = max(end, pk["tail_ps"] + one)
     pk["tail_ps"] = end + pt["prop_ps"]
@@ -127,9 +135,24 @@ def _send_train(w, p, k, n, wire, t, end):
 
 
 @njit
+def _leave_nic(w, p, k, t):
+    """Train k has left its NIC port p at t: when its first packet reaches the peer (cut-through
+    from its start, not before now); its last arrives at t plus the propagation delay."""
+    pt = w.port[p]
+    pk = w.pkt[k]
+    n = I64(pk["n_sub"])
+    one = ser_ps((pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n, pt["rate_bps"])
+    head = max(pk["tail_ps"] + one, t - pt["prop_ps"])
+    pk["tail_ps"] = t + pt["prop_ps"]
+    return head + pt["prop_ps"]
+
+
+@njit
 def on_tx_done(w, p, t):
     """Last bit left port p: the packet arrives at the peer after the propagation delay."""
     pt = w.port[p]
+    if w.cfg[CFG_TRAIN_MAX] > 0 and (pt["busy"] == 0 or t != pt["tx_end_ps"]):
+        return  # the old end of a train that was cut
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
@@ -139,7 +162,8 @@ def on_tx_done(w, p, t):
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
     else:
-        heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+        arrive = t + pt["prop_ps"] if w.pkt[k]["n_sub"] == 1 else _leave_nic(w, p, k, t)
+        heap_push(w.ev, w.meta, arrive, EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     kick(w, p)
 
 

@@ -61,9 +61,11 @@ PORT_DTYPE = np.dtype([
     ("ecn_marks", np.int64),
     ("drops", np.int64),  # data packets refused at this ingress
     ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
+    ("tx_end_ps", np.int64),  # with trains on: when the packet being sent ends (a cut train's old end is stale)
     ("q_bytes", np.int64),  # egress bytes queued over all priorities
     ("max_q_bytes", np.int64),  # peak of q_bytes
     ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
+    ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
     ("node", np.int32),  # owner node
     ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
     ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
@@ -71,6 +73,7 @@ PORT_DTYPE = np.dtype([
     ("rr_prio", np.int32),  # round-robin position among data priorities
     ("act_head", np.int32),  # host ports: ring of active queue pairs
     ("act_count", np.int32),
+    ("round_left", np.int32),  # queue pairs still to send a train of round_len this round
     ("busy", np.uint8),
     ("at_host", np.uint8),
     ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it
