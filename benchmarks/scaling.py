@@ -29,11 +29,11 @@ def figure(points: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    colors = {"off": "#0072B2", "on": "#009E73"}
-    names = {"off": "exact", "on": "fast-forward"}
+    colors = {"off": "#0072B2", "exact": "#E69F00", "on": "#009E73"}
+    names = {"off": "every packet (off)", "exact": "exact jumps", "on": "packet trains (on)"}
     with plt.rc_context(STYLE):
         fig, (left, right) = plt.subplots(1, 2, figsize=(7.8, 3.4))
-        for mode, marker in (("off", "o"), ("on", "s")):
+        for mode, marker in (("off", "o"), ("exact", "^"), ("on", "s")):
             mine = sorted((p for p in points if p["mode"] == mode and p.get("status") == "finished"),
                           key=lambda p: p["npus"])
             if mine:
@@ -64,7 +64,7 @@ def figure(points: list[dict], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--npus", type=int, nargs="+", default=[16, 32, 64, 128, 256])
-    ap.add_argument("--mode", choices=["off", "on"], action="append", help="fast-forward (default: off)")
+    ap.add_argument("--mode", choices=["off", "exact", "on"], action="append", help="sim.fast_forward (default: off)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per point")
     ap.add_argument("--probe-s", type=float, default=None,
                     help="stop each run after this many seconds in the engine (sim.max_wall_s) and record how "

@@ -7,10 +7,11 @@ priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queu
 Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
 pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
 whose path's egress ports carry only flows of that same path and are no slower than it,
-sends its next packets (up to ``steady``, so trains grow by doubling) as one train packet
-that stands for ``n_sub`` packets; its receiver answers with one ACK train of as many
-ACKs. Trains shrink towards the flow's end and its last ``TRAIN_TAIL`` packets go alone.
-docs/fast_forward.md gives the model and its error.
+sends its next packets as one train packet that stands for ``n_sub`` packets; its receiver
+answers with one ACK train of as many ACKs. Trains grow by doubling, shrink towards the
+flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
+delay, and have one length per round of the NIC's round robin; a queue pair joining the
+NIC cuts the train in progress. docs/fast_forward.md gives the model and its error.
 """
 import numpy as np
 
