@@ -23,7 +23,7 @@ from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_B
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
                     EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
-from .paths import next_hop, ser_ps
+from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .rng import mix64
 from .tasks import task_done
 
@@ -117,10 +117,7 @@ def _path_key(w, f):
     key = np.uint64(dst)
     for _ in range(64):
         key = mix64(key, p)
-        node = I64(w.port[w.port[p]["peer_port"]]["node"])
-        if node == dst:
-            break
-        p = next_hop(w, node, dst, r["ecmp_hash"])
+        p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
             break
     return np.int64(key >> np.uint64(1))
@@ -142,12 +139,9 @@ def _path_add(w, f, delta):
         pt["data_keys"] += delta * key
         if pt["data_keys"] != pt["data_flows"] * key or pt["rate_bps"] < r["rate_bps"]:
             clear = False
-        node = I64(w.port[pt["peer_port"]]["node"])
-        if node == dst:
-            break
-        p = next_hop(w, node, dst, r["ecmp_hash"])
+        p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
-            return False
+            return clear and p == PATH_END
     return clear
 
 

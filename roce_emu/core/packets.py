@@ -1,6 +1,6 @@
 """Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
 from .jit import njit
-from .kinds import (C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
+from .kinds import (CFG_IFG, C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
                     M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE, PK_PAUSE, PK_RESUME)
 
 
@@ -24,6 +24,13 @@ def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
     r["n_sub"] = 1
     r["n_int"] = 0
     return k
+
+
+@njit
+def wire_bytes(w, k):
+    """Bytes packet k occupies on the wire: its frame, and the preamble and gap of each packet
+    it stands for (one, or a train's n_sub)."""
+    return w.pkt[k]["frame_bytes"] + w.pkt[k]["n_sub"] * w.cfg[CFG_IFG]
 
 
 @njit

@@ -35,6 +35,21 @@ def next_hop(w, node, dst, ecmp_hash):
     return route_pick(w.route_off[w.meta[M_ROUTE_EPOCH]], w.route_ports, w.cfg[CFG_N_HOSTS], node, dst, ecmp_hash)
 
 
+PATH_END = np.int64(-1)  #: next_egress: the link ends at the destination
+NO_ROUTE = np.int64(-2)  #: next_egress: the next node has no route to the destination
+
+
+@njit
+def next_egress(w, p, dst, ecmp_hash):
+    """The egress port after port p on a flow's path to host ``dst`` (the routes in use now),
+    PATH_END where p's link ends at dst, NO_ROUTE where the next node has none."""
+    node = np.int64(w.port[w.port[p]["peer_port"]]["node"])
+    if node == dst:
+        return PATH_END
+    e = next_hop(w, node, dst, ecmp_hash)
+    return e if e >= 0 else NO_ROUTE
+
+
 @njit_alloc
 def flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src, dst, ecmp_hash):
     """Ports a packet of the flow crosses from host src to host dst (its node is src, then switches)."""

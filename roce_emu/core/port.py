@@ -9,11 +9,11 @@ queued for it (stale routes still point there until they converge), a NIC holds 
 from . import cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_HPCC, CFG_CC, CFG_IFG, CFG_TRAIN_MAX, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
+from .kinds import (CC_HPCC, CFG_CC, CFG_TRAIN_MAX, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
                     NPRIO, PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
-from .packets import fault, fifo_pop, fifo_push, is_pfc, pkt_free, pkt_lose
+from .packets import fault, fifo_pop, fifo_push, is_pfc, pkt_free, pkt_lose, wire_bytes
 from .paths import next_hop, ser_ps
 from .rng import rand_unit
 
@@ -98,7 +98,7 @@ def _try_send(w, p, t):
     n = I64(pk["n_sub"])
     pt["busy"] = 1
     pt["tx_pkt"] = k
-    wire = pk["frame_bytes"] + n * w.cfg[CFG_IFG]
+    wire = wire_bytes(w, k)
     if pk["kind"] == PK_DATA:
         pt["tx_data_pkts"] += n
         if pt["at_host"] == 0 and w.cfg[CFG_CC] == CC_HPCC:
@@ -141,7 +141,7 @@ def _leave_nic(w, p, k, t):
     pt = w.port[p]
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
-    one = ser_ps((pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n, pt["rate_bps"])
+    one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
     head = max(pk["tail_ps"] + one, t - pt["prop_ps"])
     pk["tail_ps"] = t + pt["prop_ps"]
     return head + pt["prop_ps"]

@@ -21,7 +21,7 @@ EV_DTYPE = np.dtype(
 PKT_DTYPE = np.dtype([
     ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
     ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-    ("tail_ps", np.int64),  # a train: when its last bit reaches the node it is travelling to
+    ("tail_ps", np.int64),  # a train: at its NIC, when it started; then when its last bit reaches the next node
     ("flow", np.int32),
     ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
     ("dst", np.int32),  # destination host
