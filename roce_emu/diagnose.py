@@ -5,6 +5,7 @@ import numpy as np
 from .core import kinds as K
 from .core.paths import flow_path
 from .core.state import World
+from .results import flows_now
 from .topology import Fabric
 
 
@@ -24,10 +25,17 @@ def _cut_off(world: World, f: int) -> bool:
     return not reached or bool((world.port["down"][path] != 0).any())
 
 
+def _acked(world: World, f: int) -> int:
+    """Packets of flow f its sender has the ACK of (0 before it starts)."""
+    qp = int(world.flow[f]["qp"])
+    return int(world.qp[qp]["snd_una"]) if qp >= 0 else 0
+
+
 def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, str]:
     """(is a PFC deadlock, one line): a cycle of paused links or a plain stall, with where and who."""
     port = world.port
     names = fabric.names
+    mtu = int(world.cfg[K.CFG_MTU])
     t_ns = world.stats[K.C_NOW_PS] / 1000
     quiet_ns = (world.stats[K.C_NOW_PS] - world.stats[K.C_LAST_PROGRESS_PS]) / 1000
     paused = np.argwhere(world.pq["paused"] != 0)
@@ -40,11 +48,11 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
         v = int(port[port[p]["peer_port"]]["node"])
         waits.add_edge(u, v, prio=int(prio))
         described.append(f"{names[u]}->{names[v]} prio {prio} ({int(world.pq[p, prio]['bytes'])} B queued)")
-    flow = world.flow
+    flow = flows_now(world)
     stuck = np.flatnonzero(flow["state"] != K.FL_DONE)
     stuck_text = ", ".join(
-        f"{f} (h{flow[f]['src']}->h{flow[f]['dst']}, {flow[f]['snd_una']}/{flow[f]['n_pkts']} packets acked"
-        f"{', no live path' if _cut_off(world, f) else ''})" for f in stuck[:limit])
+        f"{f} (h{flow[f]['src']}->h{flow[f]['dst']}, {_acked(world, f)}/{-(-flow[f]['size_bytes'] // mtu)} "
+        f"packets acked{', no live path' if _cut_off(world, f) else ''})" for f in stuck[:limit])
     if len(stuck) > limit:
         stuck_text += f", and {len(stuck) - limit} more"
     ports_text = "; ".join(described[:limit]) + (f"; and {len(described) - limit} more" if len(described) > limit

@@ -13,7 +13,7 @@ from .core.fastforward import advance_ff
 from .core.loop import advance
 from .core.state import World
 from .invariants import InvariantError, check_world
-from .world import grow, grow_fast_forward, new_fast_forward
+from .world import grow, grow_fast_forward, grow_qps, new_fast_forward
 
 
 @dataclass
@@ -112,9 +112,11 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
                 continue
             if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW):
                 world = grow(world)
-            if fast is not None and status in (K.ST_HEAP_LOW, K.ST_FF_GROW):
+            if status == K.ST_QP_LOW:
+                world = grow_qps(world)
+            if fast is not None and status in (K.ST_HEAP_LOW, K.ST_FF_GROW, K.ST_QP_LOW):
                 fast = grow_fast_forward(fast, world)
-            if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW, K.ST_FF_GROW):
+            if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW, K.ST_FF_GROW, K.ST_QP_LOW):
                 continue
             if status == K.ST_TRACE_FULL:
                 flush_trace(world, chunks)

@@ -1,6 +1,7 @@
 """Engine invariants: the reports of the cheap ones the engine checks at every event, and the
 expensive ones ``--check`` runs between slices (every packet in at most one queue, queue byte
-counts equal to their packets, the free list holding exactly the free packets)."""
+counts equal to their packets, the free lists holding exactly the free packets and queue
+pairs, every open queue pair counting the packets that name it)."""
 import numpy as np
 
 from .core import kinds as K
@@ -66,3 +67,22 @@ def check_world(world: World) -> None:
         p = int(np.argmax(queued != world.port["q_bytes"]))
         raise InvariantError(f"t={t_ns:g} ns: port {p} queue total {int(world.port['q_bytes'][p])} B, "
                              f"its priorities hold {int(queued[p])} B")
+    _check_queue_pairs(world, t_ns)
+
+
+def _check_queue_pairs(world: World, t_ns: float) -> None:
+    qp, flow = world.qp, world.flow
+    n_free = int(world.meta[K.M_QP_FREE])
+    free_ids = world.qp_free[:n_free]
+    open_ids = np.flatnonzero(qp["flow"] >= 0)
+    if len(np.unique(free_ids)) != n_free or (qp["flow"][free_ids] >= 0).any() or n_free + len(open_ids) != len(qp):
+        raise InvariantError(f"t={t_ns:g} ns: the free queue pairs are not exactly the slots without a flow")
+    if (flow["qp"][qp["flow"][open_ids]] != open_ids).any():
+        raise InvariantError(f"t={t_ns:g} ns: an open queue pair and its flow do not name each other")
+    pkt = world.pkt
+    named = pkt["flow"][(pkt["kind"] != K.PK_FREE) & (pkt["flow"] >= 0)]
+    alive = np.bincount(named, minlength=len(qp))
+    if (alive != qp["alive"]).any():
+        f = int(np.argmax(alive != qp["alive"]))
+        raise InvariantError(f"t={t_ns:g} ns: queue pair {f} counts {int(qp['alive'][f])} packets, "
+                             f"{int(alive[f])} name it")

@@ -29,9 +29,24 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
     return fwd, rev
 
 
+#: the counters a queue pair keeps while open and hands to its flow's record when it closes
+QP_COUNTERS = ("finish_ps", "pkts_sent", "pkts_delivered", "pkts_dropped", "retransmits", "timeouts", "state")
+
+
+def flows_now(world: World) -> np.ndarray:
+    """Every flow's record (FLOW_DTYPE) as of now: a flow still in flight (a run that stopped
+    early) takes its counters from its open queue pair."""
+    flow = world.flow.copy()
+    live = np.flatnonzero(flow["qp"] >= 0)
+    qp = world.qp[flow["qp"][live]]
+    for name in QP_COUNTERS:
+        flow[name][live] = qp[name]
+    return flow
+
+
 def flow_table(world: World) -> dict[str, np.ndarray]:
     """Every flow's results as numeric columns (times in ps, -1 for none), computed in bulk."""
-    flow = world.flow
+    flow = flows_now(world)
     cfg = world.cfg
     hops, ideal = flow_hops_and_ideal_fcts(
         world.route_off[0], world.route_ports, world.port["node"], world.port["peer_port"], int(cfg[K.CFG_N_HOSTS]),
@@ -76,7 +91,10 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, t
     tables = {}
     mode = int(world.cfg[K.CFG_TRACE])
     t_ns = [ps_to_ns(int(t)) or "0" for t in trace[:, 0]]
-    if mode & K.TRACE_RATE_ON:
+    if mode & K.TRACE_RATE_ON:  # the engine samples flows in queue-pair order: by time, then flow
+        order = np.lexsort((trace[:, 2], trace[:, 1], trace[:, 0]))
+        trace = trace[order]
+        t_ns = [t_ns[i] for i in order.tolist()]
         rows = [(t_ns[i], obj, a, b, c) for i, (kind, obj, a, b, c) in enumerate(trace[:, 1:].tolist())
                 if kind == K.TR_RATE]
         tables["traces_rate.csv"] = (RATE_TRACE_COLUMNS, rows)
@@ -96,8 +114,8 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, t
 def in_flight_per_flow(world: World) -> np.ndarray:
     """Data packets of each flow still in the network (counted in the packet pool)."""
     live = world.pkt["kind"] == K.PK_DATA
-    return np.bincount(world.pkt["flow"][live], weights=world.pkt["n_sub"][live],
-                       minlength=len(world.flow)).astype(np.int64)
+    flows = world.qp["flow"][world.pkt["flow"][live]]  # packets name queue pairs
+    return np.bincount(flows, weights=world.pkt["n_sub"][live], minlength=len(world.flow)).astype(np.int64)
 
 
 def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np.ndarray]) -> dict:

@@ -5,14 +5,13 @@ import os
 import numpy as np
 
 from .cc_params import INT_HEADER_BYTES, engine_params, needs_fabric_rtt, resolved_params
-from .core import cc_dctcp, cc_hpcc
 from .config.schema import Scenario
 from .core import fastforward as ff
 from .core import kinds as K
 from .core.loop import schedule_start
 from .core.paths import base_rtt_extremes, first_hops
 from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
-                         TASK_DTYPE, FastForward, World)
+                         QP_DTYPE, TASK_DTYPE, FastForward, World)
 from .errors import ScenarioError
 from .faults import compile_faults
 from .topology import Fabric
@@ -35,16 +34,28 @@ MAX_MEMORY_SHARE = 0.8  # refuse a world that would need more than this share of
 
 def estimate_bytes(fabric: Fabric, workload: Workload, route_epochs: int = 1) -> int:
     """Memory to build and start the world: routing rows (node x host, per route epoch), packets
-    and events for the initial pools, per-flow and per-task state. Pools grow later with the work."""
+    and events for the initial pools, the first queue pairs, per-flow and per-task records.
+    Pools grow later with the work in flight."""
     n_ports = len(fabric.port_node)
     rows = fabric.n_nodes * fabric.n_hosts
     n_flows, n_tasks = len(workload.flows), len(workload.tasks)
-    pool = 4096 + 64 * n_ports + 4 * n_flows
-    per_flow = FLOW_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 6 * K.N_TIMERS
+    qps = first_qp_slots(n_flows, fabric.n_hosts)
+    pool = _pool_capacity(n_ports, qps)
+    per_qp = QP_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 2 * K.N_TIMERS + 4
     routes = rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES
-    return (routes + pool * (PKT_DTYPE.itemsize + 4 + 2 * EV_DTYPE.itemsize)
-            + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + n_flows * per_flow
-            + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
+    return (routes + pool * (PKT_DTYPE.itemsize + 4) + 2 * EV_DTYPE.itemsize * _heap_capacity(pool, n_ports, qps)
+            + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + qps * per_qp
+            + n_flows * FLOW_DTYPE.itemsize + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
+
+
+def first_qp_slots(n_flows: int, n_hosts: int) -> int:
+    """Queue-pair slots a world starts with (World.qp grows by doubling when flows in flight
+    need more): room for a few flows per host, never more than there are flows."""
+    return max(1, min(n_flows, 4 * n_hosts + 64))
+
+
+def _pool_capacity(n_ports: int, n_qps: int) -> int:
+    return 4096 + 64 * n_ports + 4 * n_qps
 
 
 def available_bytes() -> int:
@@ -118,6 +129,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     port = _ports(scenario, fabric)
     node = _nodes(scenario, fabric, port, source)
     flow = _flows(scenario, fabric, flows, route_off[0], route_ports)
+    n_qps = first_qp_slots(len(flows), H)
     # the all-pairs route walk (O(hosts^2)) only for an algorithm that needs the fabric's base
     # RTT (HPCC, DCTCP) or INT room per hop (HPCC); the base RTT of the healthy fabric, the INT
     # room for the longest detour a failure forces
@@ -131,22 +143,26 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
     cc_values = resolved_params(algorithm, dict(net.cc.params), line_gbps)
     ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))
-    ccs = _cc_state(algorithm, flow, ccp)
     int_hops = max_switch_hops if int_bytes else 0
     n_ports = len(port)
-    pool_cap = 4096 + 64 * n_ports + 4 * len(flows)
+    pool_cap = _pool_capacity(n_ports, n_qps)
+    fanout = np.diff(workload.tasks.succ_off)
+    cfg[K.CFG_HEAP_ROOM] = K.HEAP_MARGIN + (int(fanout.max()) if len(fanout) else 0)
+    roots = int(np.count_nonzero(workload.tasks.n_deps == 0))
     pq = np.zeros((n_ports, K.NPRIO), PQ_DTYPE)
     pq["head"] = -1
     pq["tail"] = -1
     meta = np.zeros(K.M_SIZE, np.int64)
     meta[K.M_FREE] = pool_cap
+    meta[K.M_QP_FREE] = n_qps
     rng_state = np.random.SeedSequence(scenario.seed, spawn_key=(3,)).generate_state(1, np.uint64)
     world = World(
         cfg=cfg,
         stats=np.zeros(K.C_SIZE, np.int64),
         meta=meta,
         rng=np.maximum(rng_state, np.uint64(1)),
-        ev=np.zeros(_heap_capacity(pool_cap, n_ports, len(flows)) + len(plan.actions), EV_DTYPE),
+        ev=np.zeros(_heap_capacity(pool_cap, n_ports, n_qps) + roots + int(cfg[K.CFG_HEAP_ROOM]) + len(plan.actions),
+                    EV_DTYPE),
         kick=np.zeros(K.NPRIO * n_ports + K.KICK_CAP, np.int32),
         pkt=_new_packets(pool_cap),
         pkt_free=np.arange(pool_cap - 1, -1, -1, dtype=np.int32),  # pops the lowest id first
@@ -156,12 +172,14 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
         route_off=route_off,
         route_ports=route_ports,
         flow=flow,
+        qp=_new_qps(n_qps),
+        qp_free=np.arange(n_qps - 1, -1, -1, dtype=np.int32),  # pops the lowest slot first
         ccp=ccp,
-        ccs=ccs,
-        timer=np.zeros((len(flows), K.N_TIMERS, 2), np.int64),
+        ccs=np.zeros(n_qps, CC_DTYPE),
+        timer=np.zeros((n_qps, K.N_TIMERS, 2), np.int64),
         int_rec=np.zeros((pool_cap, int_hops, INT_FIELDS), np.int64),
-        int_prev=np.zeros((len(flows), int_hops, INT_FIELDS), np.int64),
-        trace=np.zeros((_trace_rows(cfg, len(flows), n_ports), K.TR_COLS), np.int64),
+        int_prev=np.zeros((n_qps, int_hops, INT_FIELDS), np.int64),
+        trace=np.zeros((_trace_rows(cfg, n_qps, n_ports), K.TR_COLS), np.int64),
         task=_tasks(workload.tasks),
         succ_off=workload.tasks.succ_off,
         succ=workload.tasks.succ,
@@ -180,7 +198,7 @@ FF_FLOATS_PER_FLOW = 8
 def new_fast_forward(world: World) -> FastForward:
     """The exact fast-forward's arrays for a world. The signature arrays start with room for
     a few hundred flows in flight and grow (ST_FF_GROW) when a checkpoint needs more."""
-    n_ports, n_flows = len(world.port), len(world.flow)
+    n_ports, n_flows = len(world.port), len(world.qp)
     cap = 4096 + FF_FIELDS_PER_PORT * n_ports + FF_FIELDS_PER_FLOW * min(n_flows, 256)
     fcap = FF_FLOATS_PER_FLOW * min(n_flows, 256)
     meta = np.zeros(ff.FM_SIZE, np.int64)
@@ -195,7 +213,7 @@ def new_fast_forward(world: World) -> FastForward:
 
 def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
     """After ST_FF_GROW: room for twice the signature a checkpoint asked for (the stored ones
-    are forgotten); after the world's heap grew: sort room for every event."""
+    are forgotten); after the world's heap or queue pairs grew: room for them."""
     if fast.meta[ff.FM_WANT]:
         walk = fast.ck[ff.FF_SLOTS]
         fast.meta[ff.FM_WANT] = 0
@@ -204,6 +222,11 @@ def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
                              fsig=np.zeros((ff.FF_SLOTS, 2 * max(int(walk[ff.X_FIDX]), fast.fsig.shape[1]))))
     if fast.tmp.shape[1] < len(world.ev):
         fast = fast._replace(tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64))
+    more = len(world.qp) - fast.flow.shape[1]
+    if more > 0:  # the queue pairs grew
+        extra = np.zeros((ff.FF_FLOW_ROWS, more), np.int64)
+        extra[ff.FF_POS] = -1
+        fast = fast._replace(flow=np.concatenate([fast.flow, extra], axis=1))
     return fast
 
 
@@ -228,30 +251,18 @@ def _trace_rows(cfg, n_flows: int, n_ports: int) -> int:
     return max(1 << 16, 64 * per_sample)
 
 
-def _cc_state(algorithm: str, flow: np.ndarray, ccp: np.ndarray) -> np.ndarray:
-    """Every flow starts at its NIC's line rate (no slow start in any of the algorithms), with
-    alpha = 1 and U = 1; HPCC and DCTCP start with the window of one base RTT at line rate."""
-    ccs = np.zeros(len(flow), CC_DTYPE)
-    line = flow["rate_bps"].astype(np.float64)
-    ccs["line_bps"] = line
-    ccs["rate"] = line
-    ccs["target"] = line
-    ccs["ref_rate"] = line
-    ccs["alpha"] = 1.0
-    ccs["util"] = 1.0
-    ccs["batch"] = 1
-    ccs["last_cnp_ps"] = -1
-    base_rtt_index = {"hpcc": cc_hpcc.P_BASE_RTT_PS, "dctcp": cc_dctcp.P_BASE_RTT_PS}.get(algorithm)
-    if base_rtt_index is not None:
-        flow["window_bytes"] = np.maximum((line * ccp[base_rtt_index]) // 8e12, 1).astype(np.int64)
-    return ccs
-
-
-def _heap_capacity(pool_cap: int, n_ports: int, n_flows: int) -> int:
+def _heap_capacity(pool_cap: int, n_ports: int, n_qps: int) -> int:
     # every packet has at most one pending event; plus a TX_DONE and a wake-up per port,
-    # and per flow a start, a retransmission timer and the CC timers; and a trace sample
-    # (compute tasks' events grow the heap through ST_HEAP_LOW; link actions are added at build)
-    return pool_cap + 2 * n_ports + (2 + K.N_TIMERS) * n_flows + 1 + K.HEAP_MARGIN
+    # and per queue pair a start, a retransmission timer and the CC timers; and a trace sample
+    # (flow starts and compute tasks the DAG releases, and the timers that outlive their queue
+    # pairs, grow the heap through ST_HEAP_LOW; the roots and link actions are added at build)
+    return pool_cap + 2 * n_ports + (2 + K.N_TIMERS) * n_qps + 1 + K.HEAP_MARGIN
+
+
+def _new_qps(n: int) -> np.ndarray:
+    qp = np.zeros(n, QP_DTYPE)
+    qp["flow"] = -1
+    return qp
 
 
 def _new_packets(n: int) -> np.ndarray:
@@ -317,24 +328,19 @@ def _nodes(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) ->
 
 def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, route_ports) -> np.ndarray:
     F = len(table)
-    mtu = scenario.network.mtu_bytes
     hashes = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2,))).integers(
         0, 2**62, F, dtype=np.int64)
     flow = np.zeros(F, FLOW_DTYPE)
     flow["src"] = table.src
     flow["dst"] = table.dst
     flow["size_bytes"] = table.size_bytes
-    flow["n_pkts"] = (table.size_bytes + mtu - 1) // mtu
     flow["start_ps"] = table.start_ps
     flow["prio"] = table.prio
     flow["ecmp_hash"] = hashes
     flow["nic_port"] = first_hops(route_off, route_ports, fabric.n_hosts, table.src.astype(np.int64),
                                   table.dst.astype(np.int64), hashes)
     flow["state"] = K.FL_WAITING
-    flow["nack_seq"] = -1
-    flow["rate_bps"] = fabric.port_rate_bps[flow["nic_port"]]
-    flow["act_next"] = -1
-    flow["act_prev"] = -1
+    flow["qp"] = -1
     flow["finish_ps"] = -1
     return flow
 
@@ -348,10 +354,27 @@ def grow(world: World) -> World:
     free = np.concatenate([np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int32), world.pkt_free[:n_free],
                            np.zeros(cap - n_free, np.int32)])
     world.meta[K.M_FREE] = cap + n_free
-    ev = np.zeros(max(2 * len(world.ev), _heap_capacity(2 * cap, len(world.port), len(world.flow))), EV_DTYPE)
+    ev = np.zeros(max(2 * len(world.ev), _heap_capacity(2 * cap, len(world.port), len(world.qp))), EV_DTYPE)
     ev[: len(world.ev)] = world.ev
     int_rec = np.concatenate([world.int_rec, np.zeros_like(world.int_rec)])
     return world._replace(pkt=pkt, pkt_free=free, ev=ev, int_rec=int_rec)
+
+
+def grow_qps(world: World) -> World:
+    """Double the queue-pair slots (a flow starts and none is free), keeping every slot as it
+    is; the trace buffer keeps room for a sample of them all."""
+    n = len(world.qp)
+    free = np.concatenate([np.arange(2 * n - 1, n - 1, -1, dtype=np.int32), world.qp_free])
+    free[n:] = 0  # ST_QP_LOW: no old slot was free
+    world.meta[K.M_QP_FREE] = n
+    trace = world.trace
+    rows = _trace_rows(world.cfg, 2 * n, len(world.port))
+    if rows > len(trace):
+        trace = np.concatenate([trace, np.zeros((rows - len(trace), K.TR_COLS), np.int64)])
+    return world._replace(qp=np.concatenate([world.qp, _new_qps(n)]), qp_free=free,
+                          ccs=np.concatenate([world.ccs, np.zeros(n, CC_DTYPE)]),
+                          timer=np.concatenate([world.timer, np.zeros_like(world.timer)]),
+                          int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]), trace=trace)
 
 
 def memory_bytes(world: World) -> int:

@@ -7,7 +7,7 @@ import pytest
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Scenario
 from roce_emu.core import kinds as K
-from roce_emu.results import in_flight_per_flow
+from roce_emu.results import flows_now, in_flight_per_flow
 
 
 def scenario(**sections) -> Scenario:
@@ -18,7 +18,7 @@ def scenario(**sections) -> Scenario:
 
 def assert_conservation(world) -> None:
     """Per flow: data packets sent = delivered + dropped + still in the network."""
-    flow = world.flow
+    flow = flows_now(world)
     in_flight = in_flight_per_flow(world)
     lhs = flow["pkts_sent"]
     rhs = flow["pkts_delivered"] + flow["pkts_dropped"] + in_flight
@@ -41,14 +41,24 @@ def run_scenario():
 def advance_to(world, t_ps):
     """Process every event up to t_ps (growing the pools as the driver would); returns the world."""
     from roce_emu.core.loop import advance
-    from roce_emu.world import grow
+    from roce_emu.world import grow, grow_qps
 
     while True:
         status = advance(world, t_ps, 1 << 40)
         if status in (K.ST_POOL_LOW, K.ST_HEAP_LOW):
             world = grow(world)
             continue
+        if status == K.ST_QP_LOW:
+            world = grow_qps(world)
+            continue
         return world
+
+
+def qp_of(world, f: int) -> int:
+    """The open queue pair of flow f: its live state in world.qp, world.ccs and world.timer."""
+    q = int(world.flow[f]["qp"])
+    assert q >= 0, f"flow {f} has no open queue pair"
+    return q
 
 
 def one_flow(algorithm, params=None, size=100_000_000, ecn=True, **extra):

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import advance_to, scenario, simulate
+from conftest import advance_to, qp_of, scenario, simulate
 from roce_emu.api import prepare_scenario
 from roce_emu.core import cc_dcqcn, cc_dctcp, cc_hpcc, cc_timely
 from roce_emu.core import kinds as K
@@ -135,10 +135,11 @@ def test_dcqcn_cx_survivor_follows_the_increase_timer_exactly():
         world = advance_to(world, t)
     t = int(world.flow[1]["finish_ps"]) + 200 * US  # let the last marked packets' ACKs arrive
     world = advance_to(world, t)
-    c = world.ccs[0]
+    f = qp_of(world, 0)
+    c = world.ccs[f]
     p = world.ccp
     rate, target, stage = float(c["rate"]), float(c["target"]), int(c["stage"])
-    tick = int(world.timer[0, K.TM_INCREASE, 0])
+    tick = int(world.timer[f, K.TM_INCREASE, 0])
     period = int(p[cc_dcqcn.P_INC_PS])
     F = p[cc_dcqcn.P_F]
     while rate < 0.99 * LINE:
@@ -152,9 +153,9 @@ def test_dcqcn_cx_survivor_follows_the_increase_timer_exactly():
     tick -= period
     print(f"dcqcn-cx: 99 % of line {(tick - t) / 1e9:.2f} ms after the state was read")
     world = advance_to(world, tick - 1)
-    assert world.ccs[0]["rate"] < 0.99 * LINE
+    assert world.ccs[f]["rate"] < 0.99 * LINE
     world = advance_to(world, tick)
-    assert world.ccs[0]["rate"] == pytest.approx(rate, rel=1e-12)
+    assert world.ccs[f]["rate"] == pytest.approx(rate, rel=1e-12)
     assert world.stats[K.C_FLOWS_DONE] == 1
 
 
@@ -170,11 +171,12 @@ def test_dcqcn_paper_survivor_within_additive_bound():
         world = advance_to(world, t)
     t_leave = int(world.flow[1]["finish_ps"])
     p = world.ccp
-    r0 = float(world.ccs[0]["rate"])
+    f = qp_of(world, 0)
+    r0 = float(world.ccs[f]["rate"])
     gap = LINE - r0
     events = p[cc_dcqcn.P_F] + math.ceil(gap / p[cc_dcqcn.P_RAI]) + math.ceil(math.log2(gap / (0.01 * LINE))) + 1
     bound = t_leave + int(events * p[cc_dcqcn.P_INC_PS])
-    while world.ccs[0]["rate"] < 0.99 * LINE:
+    while world.ccs[f]["rate"] < 0.99 * LINE:
         assert t < bound, "not back to line rate within the derived bound"
         t += 100 * US
         world = advance_to(world, t)
@@ -278,12 +280,12 @@ def test_hpcc_state_mid_run_shows_why_the_ratio_holds():
     others'."""
     world = prepare_scenario(_latecomer({})).world
     world = advance_to(world, 1000 * US)
-    c = world.ccs[:4]
+    qps = [qp_of(world, f) for f in range(4)]  # all four still sending
+    c = world.ccs[qps]
     T = world.ccp[cc_hpcc.P_BASE_RTT_PS]
-    assert (world.flow["finish_ps"][:4] < 0).all(), "all four still sending"
     assert c["util"].max() / c["util"].min() < 1.02, f"one bottleneck, one U: {c['util']}"
     assert c["util"].mean() == pytest.approx(0.95, abs=0.05)  # held near eta
-    windows = world.flow["window_bytes"][:4]
+    windows = world.qp["window_bytes"][qps]
     assert windows == pytest.approx(c["rate"] * T / 8e12, rel=1e-6, abs=1)  # W = R T
     assert c["ref_rate"][3] >= 2 * c["ref_rate"][:3].max()
     print(f"U {c['util'].round(3)}, R_c {np.round(c['ref_rate'] / 1e9, 2)} Gb/s, W {windows} B")

@@ -2,12 +2,13 @@
 import numpy as np
 import pytest
 
-from conftest import advance_to, one_flow, scenario, simulate
+from conftest import advance_to, one_flow, qp_of, scenario, simulate
 from roce_emu.api import prepare_scenario
 from roce_emu.config import load_scenario
 from roce_emu.core import cc, cc_hpcc, cc_timely
 from roce_emu.core import kinds as K
 from roce_emu.core.packets import pkt_alloc
+from roce_emu.core.qp import qp_open
 from roce_emu.core.state import INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
 from roce_emu.errors import ScenarioError
 
@@ -17,7 +18,7 @@ LINE = 100e9
 
 def _rate_at(world, t_ps):
     world = advance_to(world, t_ps)
-    return world, float(world.ccs[0]["rate"])
+    return world, float(world.ccs[qp_of(world, 0)]["rate"])
 
 
 def test_dcqcn_cx_single_cnp_trajectory():
@@ -25,8 +26,9 @@ def test_dcqcn_cx_single_cnp_trajectory():
     world = prepare_scenario(one_flow("dcqcn", ecn=False)).world
     t0 = 10 * US
     world = advance_to(world, t0)
-    assert world.ccs[0]["rate"] == LINE
-    cc.on_cnp(world, np.int32(0), t0)
+    f = qp_of(world, 0)
+    assert world.ccs[f]["rate"] == LINE
+    cc.on_cnp(world, np.int32(f), t0)
     alpha = (255 / 256) ** 4  # four alpha updates at t0 + 1..4 us without a CNP
     first = LINE * (1 - alpha / 2)
     world, r = _rate_at(world, t0 + 4 * US + 999)
@@ -34,7 +36,7 @@ def test_dcqcn_cx_single_cnp_trajectory():
     world, r = _rate_at(world, t0 + 4 * US + 1000)
     assert r == pytest.approx(first, rel=1e-12)
     assert r / 1e9 == pytest.approx(50.777, rel=1e-3)
-    assert world.ccs[0]["target"] == LINE, "s = 0 and no clamp: the target stays"
+    assert world.ccs[f]["target"] == LINE, "s = 0 and no clamp: the target stays"
     world, r = _rate_at(world, t0 + 304 * US + 1000)  # fast recovery (s = 0 < F = 1)
     assert r / 1e9 == pytest.approx(75.39, rel=1e-3)
     assert r == pytest.approx((first + LINE) / 2, rel=1e-12)
@@ -51,22 +53,24 @@ def test_dcqcn_paper_cut_and_fast_recovery():
     world = prepare_scenario(one_flow("dcqcn", {"variant": "paper"}, ecn=False)).world
     t0 = 10 * US
     world = advance_to(world, t0)
-    cc.on_cnp(world, np.int32(0), t0)
-    assert world.ccs[0]["rate"] == LINE / 2
-    assert world.ccs[0]["alpha"] == 1.0  # (1 - g) * 1 + g
+    f = qp_of(world, 0)
+    cc.on_cnp(world, np.int32(f), t0)
+    assert world.ccs[f]["rate"] == LINE / 2
+    assert world.ccs[f]["alpha"] == 1.0  # (1 - g) * 1 + g
     world, r = _rate_at(world, t0 + 55 * US - 1)
     assert r == LINE / 2
     world, r = _rate_at(world, t0 + 55 * US)
     assert r == 0.75 * LINE
-    assert world.ccs[0]["alpha"] == pytest.approx(1 - 1 / 256)  # K = 55 us passed without a CNP
+    assert world.ccs[f]["alpha"] == pytest.approx(1 - 1 / 256)  # K = 55 us passed without a CNP
 
 
 @pytest.mark.parametrize("variant", ["cx", "paper"])
 def test_dcqcn_no_cnp_without_marks(variant):
-    res = simulate(_incast("dcqcn", {"variant": variant}, ecn=False))
+    res = simulate(_incast("dcqcn", {"variant": variant}, ecn=False, output={"traces": ["rate"]}))
     assert res.summary["ecn_marks"] == 0
     assert res.summary["cnps_sent"] == 0
-    assert np.all(res.outcome.world.ccs["rate"] == LINE), "no CNP, no cut"
+    rates = res.outcome.trace[res.outcome.trace[:, 1] == K.TR_RATE, 3]
+    assert len(rates) > 8 and np.all(rates == LINE), "no CNP, no cut"
 
 
 def test_dcqcn_cnps_follow_marks():
@@ -80,11 +84,11 @@ def test_dcqcn_cnps_follow_marks():
     assert paper.summary["cnps_sent"] <= 8 * (duration_us / 50 + 1), "at most one CNP per flow per 50 us"
 
 
-def _incast(algorithm, params, ecn=True, size=2_000_000):
+def _incast(algorithm, params, ecn=True, size=2_000_000, **extra):
     return scenario(topology={"kind": "single_switch", "hosts": 9},
                     network={"cc": {"algorithm": algorithm, "params": params},
                              "switch": {"buffer_bytes": 4 * 1024 * 1024, "ecn": {"enabled": ecn}}},
-                    workload={"flows": [{"src": s, "dst": 0, "bytes": size} for s in range(1, 9)]})
+                    workload={"flows": [{"src": s, "dst": 0, "bytes": size} for s in range(1, 9)]}, **extra)
 
 
 def test_hpcc_window_update_matches_hand_computed_int():
@@ -96,30 +100,31 @@ def test_hpcc_window_update_matches_hand_computed_int():
     W = R * T / 8 = 99,839.9 -> 99,839 bytes."""
     world = prepare_scenario(one_flow("hpcc", {"base_rtt_ns": 10_000}, size=10_000_000)).world
     switch_port = int(np.flatnonzero(world.port["at_host"] == 0)[0])
-    world.ccs[0]["ref_rate"] = 80e9
-    world.ccs[0]["util"] = 0.9
-    world.ccs[0]["n_hops"] = 1
-    world.ccs[0]["update_seq"] = 10
-    world.flow[0]["snd_nxt"] = 50
-    world.int_prev[0, 0, [INT_TS_PS, INT_TX_BYTES, INT_QLEN, INT_PORT]] = [1 * US, 100_000, 20_000, switch_port]
-    k = pkt_alloc(world, K.PK_ACK, np.int64(0), np.int64(11), np.int64(88), K.CTRL_PRIO, np.int64(1))
+    f = qp_open(world, np.int64(0))
+    world.ccs[f]["ref_rate"] = 80e9
+    world.ccs[f]["util"] = 0.9
+    world.ccs[f]["n_hops"] = 1
+    world.ccs[f]["update_seq"] = 10
+    world.qp[f]["snd_nxt"] = 50
+    world.int_prev[f, 0, [INT_TS_PS, INT_TX_BYTES, INT_QLEN, INT_PORT]] = [1 * US, 100_000, 20_000, switch_port]
+    k = pkt_alloc(world, K.PK_ACK, np.int64(f), np.int64(11), np.int64(88), K.CTRL_PRIO, np.int64(1))
     world.int_rec[k, 0, [INT_TS_PS, INT_TX_BYTES, INT_QLEN, INT_PORT]] = [3 * US, 125_000, 30_000, switch_port]
     world.pkt[k]["n_int"] = 1
-    cc_hpcc.on_ack(world, np.int32(0), k)
-    c = world.ccs[0]
+    cc_hpcc.on_ack(world, np.int32(f), k)
+    c = world.ccs[f]
     assert c["util"] == pytest.approx(0.952, rel=1e-12)
     assert c["rate"] == pytest.approx(79_871_932_773.1, rel=1e-10)
-    assert world.flow[0]["window_bytes"] == 99_839
+    assert world.qp[f]["window_bytes"] == 99_839
     assert c["ref_rate"] == c["rate"] and c["update_seq"] == 50, "seq 11 > 10: the per-RTT update commits"
     # a second ACK inside the same RTT reacts from the unchanged reference rate
     world.int_rec[k, 0, [INT_TS_PS, INT_TX_BYTES]] = [5 * US, 150_000]  # again 100 Gb/s
     world.pkt[k]["seq"] = 12
     committed = c["ref_rate"]
-    cc_hpcc.on_ack(world, np.int32(0), k)
+    cc_hpcc.on_ack(world, np.int32(f), k)
     u = 30_000 * 8 / 1e6 + 1.0
     U = 0.8 * 0.952 + 0.2 * u
-    assert world.ccs[0]["rate"] == pytest.approx(committed / (U / 0.95) + 40e6, rel=1e-10)
-    assert world.ccs[0]["ref_rate"] == committed
+    assert world.ccs[f]["rate"] == pytest.approx(committed / (U / 0.95) + 40e6, rel=1e-10)
+    assert world.ccs[f]["ref_rate"] == committed
 
 
 def test_hpcc_lone_flow_settles_at_eta_b_plus_rai():
@@ -169,8 +174,9 @@ def test_timely_gradient_rule_hand_computed():
 
 def test_timely_lone_flow_stays_at_line_rate():
     """With RTT far below T_low the rule only adds delta, capped at line rate."""
-    res = simulate(one_flow("timely", size=5_000_000))
-    assert res.outcome.world.ccs[0]["rate"] == LINE
+    res = simulate(one_flow("timely", size=5_000_000, output={"traces": ["rate"]}))
+    rates = res.outcome.trace[res.outcome.trace[:, 1] == K.TR_RATE, 3]
+    assert len(rates) > 1 and np.all(rates == LINE)
     assert res.summary["pfc_pauses_sent"] == 0
 
 

@@ -177,7 +177,7 @@ def test_all_to_all_time_is_the_busiest_link(topology):
     wire_bytes = np.zeros(len(w.port))
     for f in range(len(w.flow)):
         fwd, rev = flow_paths(w, f)
-        n = int(w.flow[f]["n_pkts"])
+        n = -(-int(w.flow[f]["size_bytes"]) // MTU)
         wire_bytes[fwd] += int(w.flow[f]["size_bytes"]) + n * (DATA - MTU)
         wire_bytes[rev] += n * ACK
     bound_ns = float((wire_bytes * 8e9 / w.port["rate_bps"]).max())

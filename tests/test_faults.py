@@ -187,7 +187,7 @@ def test_random_loss_gives_the_go_back_n_goodput(loss):
     result = simulate(lossy(loss))
     world = result.outcome.world
     assert result.outcome.status == "finished"
-    n = int(world.flow[0]["n_pkts"])
+    n = -(-int(world.flow[0]["size_bytes"]) // int(world.cfg[K.CFG_MTU]))
     s, D = data_ns(world), go_back_ns(world)
     fct = float(result.rows[0]["fct_ns"])
     realised = n * s + result.summary["nacks_sent"] * D

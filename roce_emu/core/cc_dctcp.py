@@ -21,7 +21,7 @@ N_PARAMS = 4
 def on_ack(w, f, k):
     p = w.ccp
     c = w.ccs[f]
-    r = w.flow[f]
+    r = w.qp[f]
     ack = w.pkt[k]["seq"]
     marked = w.pkt[k]["ecn"] != 0
     if marked:

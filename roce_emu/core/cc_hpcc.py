@@ -84,7 +84,7 @@ def on_ack(w, f, k):
         return
     c = w.ccs[f]
     if c["n_hops"] == 0:  # first ACK: only remember the records
-        c["update_seq"] = w.flow[f]["snd_nxt"]
+        c["update_seq"] = w.qp[f]["snd_nxt"]
     else:
         _update_rate(w, f, k)
     n = w.pkt[k]["n_int"]
@@ -97,7 +97,7 @@ def _update_rate(w, f, k):
     """R = R_c / (U / eta) + R_AI, or R_c + R_AI in the additive stages; commit once per RTT."""
     p = w.ccp
     c = w.ccs[f]
-    r = w.flow[f]
+    r = w.qp[f]
     _measure(w, f, k)
     per_rtt = w.pkt[k]["seq"] > c["update_seq"]
     stage = c["stage"]

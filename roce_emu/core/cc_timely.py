@@ -45,7 +45,7 @@ def next_rate(p, ref_rate, stage, rtt_diff, last_rtt, rtt):
 def on_ack(w, f, k, t):
     """ACK (or NACK) k reached the sender: an RTT sample; update once per window."""
     c = w.ccs[f]
-    r = w.flow[f]
+    r = w.qp[f]
     if w.pkt[k]["seq"] <= c["update_seq"]:
         return
     rtt = t - w.pkt[k]["sent_ps"]

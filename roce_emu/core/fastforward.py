@@ -47,7 +47,7 @@ from .kinds import (CC_DCQCN, CFG_CC, CFG_NACK_PS, CFG_N_HOSTS, C_EVENTS, C_FF_C
                     C_FF_PS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS, C_SIZE, C_TASKS_DONE, EV_ARRIVE, EV_CC_TIMER,
                     EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE, EV_TX_DONE, FL_ACTIVE, I64,
                     M_EV_COUNT, M_ROUTE_EPOCH, N_TIMERS, NPRIO, PK_ACK, PK_DATA, PK_NACK, PK_PAUSE, PK_RESUME,
-                    ST_BUDGET, ST_FF_GROW, ST_INVARIANT, ST_STALLED)
+                    ST_BUDGET, ST_FF_GROW, ST_INVARIANT, ST_STALLED, TIMER_SPAN)
 from .loop import advance
 from .state import INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES, TIMER_ARMED, TIMER_DUE
 
@@ -100,9 +100,9 @@ FF_CK_ROWS = Q_ROW + FF_KEYS
 EMIT = 0
 APPLY = 1
 
-# ---- rows of World.ff_flow and World.ff_tmp --------------------------------------------------
-FF_ACT = 0  #: the active flows (first ff.meta[FM_ACTIVE] entries)
-FF_POS = 1  #: each flow's index in FF_ACT, -1 if not active
+# ---- rows of FastForward.flow (one column per queue pair) and FastForward.tmp ---------------------
+FF_ACT = 0  #: the active flows' queue pairs (first ff.meta[FM_ACTIVE] entries)
+FF_POS = 1  #: each queue pair's index in FF_ACT, -1 if not active
 FF_SHIFT = 2  #: d_f of the match being applied (0 otherwise)
 FF_BASE_A = 3  #: the flow's cumulative ack at the earlier state
 FF_FLOW_ROWS = 4
@@ -275,7 +275,7 @@ def _walk_pkt(w, ff, k):
 
 @njit
 def _walk_flow(w, ff, f):
-    r = w.flow[f]
+    r = w.qp[f]
     c = w.ccs[f]
     _put(ff, T_PLAIN, f)
     r["snd_una"] = _put(ff, T_SEQ_BASE | (f << T_SHIFT), r["snd_una"])
@@ -360,7 +360,7 @@ def _walk_port(w, ff, p, now):
     f = pt["act_head"]
     for _ in range(n_act):
         _put(ff, T_PLAIN, _i(f))
-        f = w.flow[f]["act_next"]
+        f = w.qp[f]["act_next"]
     _put(ff, T_PLAIN, waking)
     if waking != 0:
         pt["wake_ps"] = _put(ff, T_TIME, pt["wake_ps"])
@@ -406,8 +406,9 @@ def _walk_events(w, ff):
             keep = True
         elif kind == EV_NIC_WAKE:
             keep = w.port[obj]["wake_ps"] == ev[i]["t_ps"]
-        elif kind == EV_RTO or kind == EV_CC_TIMER:
-            keep = w.flow[obj]["state"] == FL_ACTIVE
+        elif kind == EV_RTO or kind == EV_CC_TIMER:  # of its queue pair's flow, which still sends
+            flow = ev[i]["arg"] // TIMER_SPAN if kind == EV_CC_TIMER else ev[i]["arg"]
+            keep = w.qp[obj]["flow"] == flow and w.qp[obj]["state"] == FL_ACTIVE
         else:  # scheduled: flow starts, task ends, faults, trace samples stay where they are
             continue
         if keep:
@@ -425,7 +426,7 @@ def _walk_events(w, ff):
         kind = _i(ev[e]["kind"])
         obj = _i(ev[e]["obj"])
         if kind == EV_RTO or kind == EV_CC_TIMER:
-            tmp[TMP_LKEY, lazy] = obj * 8 + (1 + ev[e]["arg"] if kind == EV_CC_TIMER else 0)
+            tmp[TMP_LKEY, lazy] = obj * 8 + (1 + ev[e]["arg"] % TIMER_SPAN if kind == EV_CC_TIMER else 0)
             tmp[TMP_LRANK, lazy] = live
             tmp[TMP_LIDX, lazy] = e
             lazy += 1
@@ -569,7 +570,7 @@ def _periods(w, ff, t_b, period, horizon):
         f = ff.flow[FF_ACT, i]
         d = ff.flow[FF_SHIFT, f]
         if d > 0:
-            r = w.flow[f]
+            r = w.qp[f]
             n = min(n, (r["n_pkts"] - 1 - max(r["snd_nxt"], r["max_sent"])) // d)
     return n
 
@@ -599,7 +600,7 @@ def _choose_anchor(w, ff):
     most = -1
     for i in range(ff.meta[FM_ACTIVE]):
         f = ff.flow[FF_ACT, i]
-        left = w.flow[f]["n_pkts"] - w.flow[f]["snd_nxt"]
+        left = w.qp[f]["n_pkts"] - w.qp[f]["snd_nxt"]
         if left > most or (left == most and f < best):
             best = f
             most = left
@@ -699,7 +700,7 @@ def advance_ff(w, ff, t_limit_ps, max_events):
             kind = w.ev[0]["kind"]
             obj = w.ev[0]["obj"]
         anchor = ff.meta[FM_ANCHOR]
-        sent = w.flow[anchor]["pkts_sent"] if anchor >= 0 else 0
+        sent = w.qp[anchor]["pkts_sent"] if anchor >= 0 else 0
         finished = w.stats[C_FLOWS_DONE]
         tasks_done = w.stats[C_TASKS_DONE]
         events = w.stats[C_EVENTS]
@@ -708,7 +709,7 @@ def advance_ff(w, ff, t_limit_ps, max_events):
             return status
         done += 1
         if kind == EV_FLOW_START:
-            ff_flow_started(ff, obj)
+            ff_flow_started(ff, I64(w.flow[obj]["qp"]))
         elif kind == EV_TASK_DONE or kind == EV_LINK or kind == EV_TRACE or w.stats[C_TASKS_DONE] != tasks_done:
             ff_reset(ff)  # the task DAG, a fault or the trace moved: no period spans this event
         if w.stats[C_FLOWS_DONE] != finished:  # the last ACK of one flow (packet obj) arrived
@@ -718,7 +719,7 @@ def advance_ff(w, ff, t_limit_ps, max_events):
         if ff.meta[FM_ANCHOR] < 0:
             if ff.meta[FM_ACTIVE] > 0:
                 _choose_anchor(w, ff)
-        elif w.flow[anchor]["pkts_sent"] != sent:
+        elif w.qp[anchor]["pkts_sent"] != sent:
             _checkpoint(w, ff, w.stats[C_NOW_PS], t_limit_ps)
         if status != ST_BUDGET:
             return status

@@ -13,12 +13,12 @@ NO_ARG = I64(0)  #: an unused event or call argument
 NO_ID = I64(-1)  #: no flow / no host
 
 # ---- event kinds (heap records' "kind") ------------------------------------
-EV_FLOW_START = I64(0)  #: obj = flow: the flow's queue pair becomes active
+EV_FLOW_START = I64(0)  #: obj = flow: the flow opens its queue pair and becomes active
 EV_TX_DONE = I64(1)  #: obj = port: the port finished serialising its packet
 EV_ARRIVE = I64(2)  #: obj = packet, arg = ingress port: last bit arrived
 EV_NIC_WAKE = I64(3)  #: obj = host port: a paced queue pair may be eligible now
-EV_RTO = I64(4)  #: obj = flow: retransmission timer check
-EV_CC_TIMER = I64(5)  #: obj = flow, arg = CC timer id (TM_*): a congestion-control timer is due
+EV_RTO = I64(4)  #: obj = queue pair, arg = its flow: retransmission timer check
+EV_CC_TIMER = I64(5)  #: obj = queue pair, arg = its flow * TIMER_SPAN + CC timer id (TM_*): a CC timer is due
 EV_TRACE = I64(6)  #: sample the traces (per-flow rate, per-port queue)
 EV_TASK_DONE = I64(7)  #: obj = compute task: its duration has passed
 EV_LINK = I64(8)  #: obj = row of World.link_plan: a scheduled change to a link or to the routes
@@ -61,6 +61,7 @@ TM_ALPHA = I64(0)
 TM_DECREASE = I64(1)
 TM_INCREASE = I64(2)
 N_TIMERS = 3
+TIMER_SPAN = 8  #: EV_CC_TIMER's arg packs the flow and the timer id (< TIMER_SPAN)
 
 # ---- trace records (rows of World.trace) --------------------------------------------
 TR_RATE = I64(0)  #: obj = flow, a = pacing rate (bit/s), b = window (bytes, 0 = none), c = bytes acked
@@ -83,8 +84,9 @@ ST_STALLED = 5  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
 ST_TRACE_FULL = 6  #: the trace buffer cannot take another sample: flush it and call again
 ST_INVARIANT = 7  #: an engine invariant broke (meta[M_FAULT]): the run stops at that event
 ST_FF_GROW = 8  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
+ST_QP_LOW = 9  #: a flow starts next but no queue-pair slot is free: grow and call again
 STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full", "invariant",
-                "ff_grow")
+                "ff_grow", "qp_low")
 
 # ---- invariant violations (meta[M_FAULT]); meta[M_FAULT_OBJ] names the entity --------------
 F_NONE = 0
@@ -123,7 +125,8 @@ CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
 CFG_TRACE_PS = 17  #: trace sampling interval
 CFG_N_TASKS = 18
 CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: on); 0 = every packet alone
-CFG_SIZE = 20
+CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MARGIN + the most successors of a task
+CFG_SIZE = 21
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 C_NOW_PS = 0
@@ -174,4 +177,5 @@ M_FAULT_OBJ = 7
 M_FAULT_KIND = 8  #: the kind of the event that broke it
 M_ROUTE_EPOCH = 9  #: the routing table in use (World.route_off[epoch])
 M_PLAN_LEFT = 10  #: link actions not yet applied (a run waiting on one is not stalled)
-M_SIZE = 11
+M_QP_FREE = 11  #: free queue-pair slots (World.qp_free)
+M_SIZE = 12

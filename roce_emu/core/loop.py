@@ -6,12 +6,12 @@ is taken, so slicing never changes the result.
 from . import cc
 from .heap import heap_pop, heap_push
 from .jit import njit
-from .kinds import (CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS,
-                    EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE,
-                    EV_TX_DONE, HEAP_MARGIN, I64, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
-                    M_TRACE_ROWS, NO_ARG,
+from .kinds import (CFG_HEAP_ROOM, CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS,
+                    C_NOW_PS, EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE,
+                    EV_TX_DONE, I64, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
+                    M_QP_FREE, M_TRACE_ROWS, NO_ARG,
                     PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE, ST_INVARIANT, ST_POOL_LOW,
-                    ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT)
+                    ST_QP_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT, TIMER_SPAN)
 from .links import apply_link_action, schedule_link_plan
 from .nic import flow_start, on_host_arrive, on_rto, train_due_ps
 from .packets import is_pfc, pkt_free, pkt_lose
@@ -58,6 +58,7 @@ def advance(w, t_limit_ps, max_events):
     n_flows = w.cfg[CFG_N_FLOWS]
     stall_ps = w.cfg[CFG_STALL_PS]
     trace_rows = rows_per_sample(w)
+    heap_room = w.cfg[CFG_HEAP_ROOM]
     done = 0
     while True:
         if meta[M_EV_COUNT] == 0:
@@ -68,8 +69,10 @@ def advance(w, t_limit_ps, max_events):
             return ST_BUDGET
         if meta[M_FREE] < POOL_MARGIN:
             return ST_POOL_LOW
-        if ev.shape[0] - meta[M_EV_COUNT] < HEAP_MARGIN:
+        if ev.shape[0] - meta[M_EV_COUNT] < heap_room:
             return ST_HEAP_LOW
+        if meta[M_QP_FREE] == 0 and ev[0]["kind"] == EV_FLOW_START:
+            return ST_QP_LOW
         if ev[0]["kind"] == EV_TRACE and w.trace.shape[0] - meta[M_TRACE_ROWS] < trace_rows:
             return ST_TRACE_FULL
         t, kind, obj, arg = heap_pop(ev, meta)
@@ -85,12 +88,15 @@ def advance(w, t_limit_ps, max_events):
                 w.port[obj]["wake_ps"] = 0
                 kick(w, obj)
         elif kind == EV_RTO:
-            p = on_rto(w, obj, t)
-            if p >= 0:
-                kick(w, p)
+            if w.qp[obj]["flow"] == arg:  # else its queue pair closed: the flow had finished
+                p = on_rto(w, obj, t)
+                if p >= 0:
+                    kick(w, p)
         elif kind == EV_CC_TIMER:
-            cc.on_timer(w, obj, arg, t)
-            kick(w, w.flow[obj]["nic_port"])
+            flow = arg // TIMER_SPAN
+            if w.qp[obj]["flow"] == flow:
+                cc.on_timer(w, obj, arg % TIMER_SPAN, t)
+            kick(w, w.flow[flow]["nic_port"])
         elif kind == EV_FLOW_START:
             kick(w, flow_start(w, obj, t))
         elif kind == EV_TASK_DONE:

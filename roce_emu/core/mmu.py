@@ -61,7 +61,7 @@ def admit(w, node, p_in, prio, size):
 @njit
 def count_drop(w, p_in, f):
     w.port[p_in]["drops"] += 1
-    w.flow[f]["pkts_dropped"] += 1
+    w.qp[f]["pkts_dropped"] += 1
     w.stats[C_DATA_DROPPED] += 1
 
 

@@ -24,6 +24,7 @@ from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_B
                     EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import PATH_END, next_egress, next_hop, ser_ps
+from .qp import qp_open
 from .rng import mix64
 from .tasks import task_done
 
@@ -35,7 +36,7 @@ STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run starte
 # ---- the ring of active queue pairs per host port ------------------------------------
 @njit
 def ring_insert(w, p, f):
-    fl = w.flow
+    fl = w.qp
     if fl[f]["in_ring"] != 0:
         return
     fl[f]["in_ring"] = 1
@@ -57,7 +58,7 @@ def ring_insert(w, p, f):
 
 @njit
 def ring_remove(w, p, f):
-    fl = w.flow
+    fl = w.qp
     if fl[f]["in_ring"] == 0:
         return
     fl[f]["in_ring"] = 0
@@ -81,7 +82,7 @@ def next_data_packet(w, p, t):
     """Build the next data packet the host port p may send at t, or return -1.
 
     If queue pairs wait only for their pacing time, schedule a wake-up for the earliest."""
-    fl = w.flow
+    fl = w.qp
     pt = w.port[p]
     f = pt["act_head"]
     mtu = w.cfg[CFG_MTU]
@@ -111,7 +112,7 @@ def next_data_packet(w, p, t):
 @njit
 def _path_key(w, f):
     """A hash of the ports flow f's data crosses, in order: flows with one key share one path."""
-    r = w.flow[f]
+    r = w.qp[f]
     dst = I64(r["dst"])
     p = I64(r["nic_port"])
     key = np.uint64(dst)
@@ -128,7 +129,7 @@ def _path_add(w, f, delta):
     """Count flow f (delta = 1) or stop counting it (-1) on every egress port of its path; return
     True if every flow counted on those ports shares f's whole path and none of the ports is
     slower than f's pacing rate."""
-    r = w.flow[f]
+    r = w.qp[f]
     dst = I64(r["dst"])
     key = r["path_key"]
     p = I64(r["nic_port"])
@@ -150,7 +151,7 @@ def _train_room(w, f):
     """The longest train flow f's own state allows: up to its steady run (so trains grow by
     doubling), at most 1/TRAIN_TAPER of what it has left (so they shrink towards its end,
     where its timing is decided), never its last TRAIN_TAIL packets."""
-    r = w.flow[f]
+    r = w.qp[f]
     return min(w.cfg[CFG_TRAIN_MAX], r["steady"], (r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL) // TRAIN_TAPER)
 
 
@@ -160,7 +161,7 @@ def _train_length(w, p, f):
     the module doc). Queue pairs sharing the port send trains of one length in each round of
     the round robin, the shortest any of them allows when the round starts, so that the
     round robin stays fair by bytes."""
-    r = w.flow[f]
+    r = w.qp[f]
     rate = r["rate_bps"]
     if abs(rate - r["steady_rate"]) * STEADY_TOL > r["steady_rate"]:
         r["steady"] = 0
@@ -171,7 +172,7 @@ def _train_length(w, p, f):
         g = r["act_next"]
         for _ in range(pt["act_count"] - 1):
             n = min(n, _train_room(w, g))
-            g = w.flow[g]["act_next"]
+            g = w.qp[g]["act_next"]
         # no longer than the first link's delay: until its first packet arrives, a train can be cut
         one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
         pt["round_len"] = min(n, pt["prop_ps"] // one + 1)
@@ -187,7 +188,7 @@ def _train_length(w, p, f):
 
 @njit
 def _emit_data(w, p, f, t):
-    r = w.flow[f]
+    r = w.qp[f]
     mtu = w.cfg[CFG_MTU]
     n = _train_length(w, p, f) if w.cfg[CFG_TRAIN_MAX] > 0 else 1
     seq = r["snd_nxt"]
@@ -219,12 +220,13 @@ def _emit_data(w, p, f, t):
 
 
 @njit
-def flow_start(w, f, t):
-    r = w.flow[f]
-    r["state"] = FL_ACTIVE
+def flow_start(w, L, t):
+    """Flow L starts at t: it opens a queue pair, which joins its NIC port's round robin."""
+    f = qp_open(w, L)
+    r = w.qp[f]
     r["next_tx_ps"] = t
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
+    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, I64(L))
     w.stats[C_LAST_PROGRESS_PS] = t
     if w.cfg[CFG_TRAIN_MAX] > 0:
         r["path_key"] = _path_key(w, f)
@@ -247,7 +249,7 @@ def cut_train(w, p, t):
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
     f = pk["flow"]
-    r = w.flow[f]
+    r = w.qp[f]
     if n < 2 or pk["kind"] != PK_DATA or r["snd_nxt"] != pk["seq"] + n:
         return
     frame = pk["frame_bytes"] // n
@@ -280,7 +282,7 @@ def cut_train(w, p, t):
 @njit
 def _go_back(w, f, seq):
     """Go-back-N: resend from seq; returns the NIC port to kick."""
-    r = w.flow[f]
+    r = w.qp[f]
     if seq < r["snd_nxt"]:
         r["snd_nxt"] = seq
     ring_insert(w, r["nic_port"], f)
@@ -289,7 +291,7 @@ def _go_back(w, f, seq):
 
 @njit
 def _on_ack(w, f, ack_seq, t):
-    r = w.flow[f]
+    r = w.qp[f]
     if ack_seq <= r["snd_una"]:
         return
     r["snd_una"] = ack_seq
@@ -309,14 +311,14 @@ def _on_ack(w, f, ack_seq, t):
 @njit
 def on_rto(w, f, t):
     """Retransmission timer: re-arm at the deadline, or go back to the last ack if it passed."""
-    r = w.flow[f]
+    r = w.qp[f]
     if r["state"] != FL_ACTIVE:
         return -1
     if t < r["rto_ps"]:
-        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
+        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
         return -1
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), NO_ARG)
+    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
     if r["snd_nxt"] > r["snd_una"]:
         r["steady"] = 0
         r["timeouts"] += 1
@@ -334,7 +336,7 @@ def train_due_ps(w, k, node):
     pk = w.pkt[k]
     due = pk["tail_ps"]
     if pk["kind"] == PK_DATA:
-        r = w.flow[pk["flow"]]
+        r = w.qp[pk["flow"]]
         p = next_hop(w, node, I64(r["src"]), r["ecmp_hash"])
         ack_wire = w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
         due -= ser_ps((pk["n_sub"] - 1) * ack_wire, w.port[p]["rate_bps"])
@@ -347,7 +349,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     the flow's sender.
 
     It echoes the data packet's send time (TIMELY's RTT) and, for HPCC, its INT records."""
-    r = w.flow[f]
+    r = w.qp[f]
     size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else w.cfg[CFG_ACK_BYTES]
     k = pkt_alloc(w, kind, I64(f), seq, n * size, CTRL_PRIO, I64(r["src"]))
     w.pkt[k]["n_sub"] = n
@@ -365,7 +367,7 @@ def on_host_arrive(w, k, node, t):
     """A packet reached a host. Returns a port to kick, or -1."""
     pk = w.pkt[k]
     f = pk["flow"]
-    r = w.flow[f]
+    r = w.qp[f]
     kind = pk["kind"]
     if kind == PK_DATA:
         return _on_data(w, k, f, node, t)
@@ -393,7 +395,7 @@ def _on_data(w, k, f, node, t):
     """Receiver: ACK in-order data, re-ACK duplicates, NACK a gap (once per interval);
     answer a CE mark as the algorithm wants (flagged ACK or a CNP packet). A train is
     n in-order packets, answered by one ACK train of n ACKs."""
-    r = w.flow[f]
+    r = w.qp[f]
     n = I64(w.pkt[k]["n_sub"])
     r["pkts_delivered"] += n
     w.stats[C_DATA_DELIVERED] += n
@@ -408,7 +410,7 @@ def _on_data(w, k, f, node, t):
         new = seq + n
         r["rcv_nxt"] = new
         if new == r["n_pkts"]:  # the receiver holds the whole flow
-            task_done(w, f, t)
+            task_done(w, I64(r["flow"]), t)
         w.stats[C_ACKS] += new - expected
         return _reply(w, f, PK_ACK, new, I64(flag), node, k, new - expected)
     if seq < expected:  # duplicate after a go-back: re-ACK

@@ -1,11 +1,16 @@
 """Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
 from .jit import njit
 from .kinds import (CFG_IFG, C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
-                    M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE, PK_PAUSE, PK_RESUME)
+                    I64, M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE, PK_PAUSE, PK_RESUME)
+from .qp import qp_release
 
 
 @njit
 def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
+    """A packet from the pool; ``flow`` is the queue pair it belongs to (-1 for PFC frames),
+    which stays open while the packet exists."""
+    if flow >= 0:
+        w.qp[flow]["alive"] += 1
     n = w.meta[M_FREE] - 1
     w.meta[M_FREE] = n
     k = w.pkt_free[n]
@@ -50,6 +55,9 @@ def pkt_free(w, k):
     n = w.meta[M_FREE]
     w.pkt_free[n] = k
     w.meta[M_FREE] = n + 1
+    f = w.pkt[k]["flow"]
+    if f >= 0:
+        qp_release(w, I64(f))
 
 
 @njit
@@ -64,7 +72,7 @@ def pkt_lose(w, k):
     if w.pkt[k]["kind"] == PK_DATA:
         w.stats[C_DATA_DROPPED] += 1
         w.stats[C_LINK_LOST] += 1
-        w.flow[w.pkt[k]["flow"]]["pkts_dropped"] += 1
+        w.qp[w.pkt[k]["flow"]]["pkts_dropped"] += 1
     else:
         w.stats[C_CTRL_DROPPED] += 1
     pkt_free(w, k)

@@ -4,9 +4,10 @@ A world is a NamedTuple of a dozen arrays. Keeping it narrow matters: Numba pass
 every array of a tuple argument as separate machine arguments, and a world of a
 hundred field arrays made each kernel take seconds to compile (measured: 95 s cold
 for the engine, against a few seconds with records). Records also keep the fields
-of one packet or port on one cache line. Access is ``w.flow[f]["snd_nxt"]`` (the
+of one packet or port on one cache line. Access is ``w.qp[f]["snd_nxt"]`` (the
 form that works with and without JIT). Indices are dense: ``p`` port, ``n`` node,
-``f`` flow, ``k`` packet.
+``k`` packet, ``L`` flow of the workload (World.flow, the task DAG's flow tasks) and ``f``
+its queue pair (World.qp, a slot reused once the flow is over; packets name it).
 """
 from typing import NamedTuple
 
@@ -41,7 +42,7 @@ INT_QLEN = 2  # bytes queued at the egress port (all priorities) after this pack
 INT_PORT = 3  # the egress port (its rate is the hop's B)
 INT_FIELDS = 4
 
-#: per-flow congestion-control timers, World.timer[f, TM_*]: the deadline, and 1 while an event is queued
+#: per-queue-pair congestion-control timers, World.timer[f, TM_*]: the deadline, and 1 while an event is queued
 TIMER_DUE = 0
 TIMER_ARMED = 1
 
@@ -109,10 +110,31 @@ NODE_DTYPE = np.dtype([
     ("is_host", np.uint8),
 ], align=True)
 
+#: one flow of the workload, for the whole run: what it is, and what became of it (its
+#: queue pair's counters are copied here when the queue pair closes)
 FLOW_DTYPE = np.dtype([
     ("size_bytes", np.int64),
+    ("start_ps", np.int64),  # its earliest start, then when it was released
+    ("finish_ps", np.int64),  # when its sender had every ACK (-1 until then)
+    ("ecmp_hash", np.int64),
+    ("pkts_sent", np.int64),
+    ("pkts_delivered", np.int64),
+    ("pkts_dropped", np.int64),
+    ("retransmits", np.int64),
+    ("timeouts", np.int64),
+    ("src", np.int32),
+    ("dst", np.int32),
+    ("nic_port", np.int32),  # sender's first-hop port
+    ("qp", np.int32),  # its queue pair while it has one, else -1
+    ("prio", np.int8),
+    ("state", np.int8),  # FL_*
+], align=True)
+
+#: the live state of a flow, from its start until its last packet is gone (qp.py): a slot of
+#: World.qp, reused by later flows, so memory grows with the flows in flight
+QP_DTYPE = np.dtype([
+    ("size_bytes", np.int64),
     ("n_pkts", np.int64),
-    ("start_ps", np.int64),
     ("ecmp_hash", np.int64),
     ("snd_nxt", np.int64),  # next sequence to send
     ("snd_una", np.int64),  # cumulative ack (packets)
@@ -124,7 +146,7 @@ FLOW_DTYPE = np.dtype([
     ("rate_bps", np.int64),  # pacing rate
     ("next_tx_ps", np.int64),  # earliest start of the next packet
     ("window_bytes", np.int64),  # 0 = no window
-    ("finish_ps", np.int64),  # -1 until done
+    ("finish_ps", np.int64),  # -1 until its sender has every ACK
     ("pkts_sent", np.int64),  # data packets put on the wire (with retransmissions)
     ("pkts_delivered", np.int64),  # data packets that reached the receiver
     ("pkts_dropped", np.int64),
@@ -133,6 +155,8 @@ FLOW_DTYPE = np.dtype([
     ("steady", np.int64),  # packets sent since the rate last moved or congestion was signalled (trains)
     ("steady_rate", np.int64),  # the pacing rate they were sent at
     ("path_key", np.int64),  # a hash of the ports its data crosses (trains)
+    ("flow", np.int32),  # the flow it serves (World.flow), -1 while the slot is free
+    ("alive", np.int32),  # packets that name it (data, ACK, NACK, CNP): it closes when none is left
     ("src", np.int32),
     ("dst", np.int32),
     ("nic_port", np.int32),  # sender's first-hop port
@@ -144,10 +168,10 @@ FLOW_DTYPE = np.dtype([
 ], align=True)
 
 
-#: per-flow congestion-control state; each algorithm uses the fields its module names
+#: per-queue-pair congestion-control state; each algorithm uses the fields its module names
 CC_DTYPE = np.dtype([
     ("line_bps", np.float64),  # the sender's NIC rate: the top of every rate
-    ("rate", np.float64),  # current rate R (bit/s); flow["rate_bps"] is its integer copy for pacing
+    ("rate", np.float64),  # current rate R (bit/s); qp["rate_bps"] is its integer copy for pacing
     ("target", np.float64),  # DCQCN target rate R_T
     ("ref_rate", np.float64),  # HPCC / TIMELY reference rate R_c, committed once per RTT
     ("alpha", np.float64),  # DCQCN / DCTCP congestion estimate
@@ -198,12 +222,14 @@ class World(NamedTuple):
     node: np.ndarray  # NODE_DTYPE
     route_off: np.ndarray  # int64[epochs, n_nodes * n_hosts + 1]: per route epoch, CSR rows node * n_hosts + dst
     route_ports: np.ndarray  # int32
-    flow: np.ndarray  # FLOW_DTYPE
+    flow: np.ndarray  # FLOW_DTYPE per workload flow
+    qp: np.ndarray  # QP_DTYPE: queue-pair slots, the live state of the flows in flight (qp.py)
+    qp_free: np.ndarray  # int32 stack of free queue-pair slots (meta[M_QP_FREE] of them)
     ccp: np.ndarray  # float64: the algorithm's parameters (indices in its cc_* module)
-    ccs: np.ndarray  # CC_DTYPE per flow
-    timer: np.ndarray  # int64[flows, N_TIMERS, 2]: CC timer deadline and armed flag (TIMER_*)
+    ccs: np.ndarray  # CC_DTYPE per queue pair
+    timer: np.ndarray  # int64[queue pairs, N_TIMERS, 2]: CC timer deadline and armed flag (TIMER_*)
     int_rec: np.ndarray  # int64[pool, max hops, INT_FIELDS]: INT carried by each packet (0 hops if not HPCC)
-    int_prev: np.ndarray  # int64[flows, max hops, INT_FIELDS]: HPCC's last INT seen per flow
+    int_prev: np.ndarray  # int64[queue pairs, max hops, INT_FIELDS]: HPCC's last INT seen per queue pair
     trace: np.ndarray  # int64[rows, TR_COLS]: trace samples since the driver last flushed
     task: np.ndarray  # TASK_DTYPE: flows first, then compute tasks
     succ_off: np.ndarray  # int64[tasks + 1]: CSR rows of each task's successors
@@ -219,6 +245,6 @@ class FastForward(NamedTuple):
     sig: np.ndarray  # int64[FF_SLOTS, 2, cap]: stored checkpoint signatures (field type, value)
     fsig: np.ndarray  # float64[FF_SLOTS, fcap]: their floating-point fields (compared exactly)
     ck: np.ndarray  # int64[FF_CK_ROWS, CK_SIZE]: per checkpoint (time, lengths, hash, events), the walk, the anchor
-    flow: np.ndarray  # int64[FF_FLOW_ROWS, flows]: active list and positions, per-flow shift and base
+    flow: np.ndarray  # int64[FF_FLOW_ROWS, queue pairs]: active list and positions, per-queue-pair shift and base
     port: np.ndarray  # int64[ports]: per-port tx-byte advance in one period
     tmp: np.ndarray  # int64[FF_TMP_ROWS, heap capacity]: sort scratch

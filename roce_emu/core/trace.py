@@ -1,5 +1,6 @@
 """Sampled traces: every cfg[CFG_TRACE_PS] the sending flows' rates and windows, and every
-switch port's egress queue, as rows of World.trace that the driver flushes between slices."""
+switch port's egress queue, as rows of World.trace that the driver flushes between slices.
+Flows come in queue-pair order; results.trace_tables sorts them by flow."""
 from .heap import heap_push
 from .jit import njit
 from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64,
@@ -12,7 +13,7 @@ def rows_per_sample(w):
     mode = w.cfg[CFG_TRACE]
     n = 0
     if mode & TRACE_RATE_ON:
-        n += w.flow.shape[0]
+        n += w.qp.shape[0]
     if mode & TRACE_QUEUE_ON:
         n += w.port.shape[0]
     return n
@@ -36,11 +37,11 @@ def sample(w, t):
     """Record one sample at t; schedule the next while flows remain unfinished."""
     mode = w.cfg[CFG_TRACE]
     if mode & TRACE_RATE_ON:
-        for f in range(w.flow.shape[0]):
-            r = w.flow[f]
-            if r["state"] == FL_ACTIVE:
+        for f in range(w.qp.shape[0]):
+            r = w.qp[f]
+            if r["flow"] >= 0 and r["state"] == FL_ACTIVE:
                 acked = min(r["snd_una"] * w.cfg[CFG_MTU], r["size_bytes"])
-                _row(w, t, TR_RATE, I64(f), r["rate_bps"], r["window_bytes"], acked)
+                _row(w, t, TR_RATE, I64(r["flow"]), r["rate_bps"], r["window_bytes"], acked)
     if mode & TRACE_QUEUE_ON:
         for p in range(w.port.shape[0]):
             if w.port[p]["at_host"] == 0:

@@ -1,0 +1,97 @@
+"""Queue pairs: the live state of a flow, in a slot of World.qp that later flows reuse.
+
+A flow of the workload (World.flow, index ``L``) opens a queue pair when it starts. The
+queue pair (index ``f``) holds everything that changes while the flow is in flight: its
+sequence numbers, pacing, congestion-control state (World.ccs), timers and HPCC's INT
+history. Packets name the queue pair. It closes once the sender has every ACK and no
+packet of it is left anywhere; its counters go back to the flow's record and the slot is
+free for the next flow. So memory grows with the flows in flight, not with the workload.
+
+Timer events (EV_RTO, EV_CC_TIMER) carry their flow: one that pops after its queue pair
+closed finds another flow, or none, in the slot, and is what the closed flow's timer
+was, a no-op (loop.py). Which slot a flow gets changes no result.
+"""
+import numpy as np
+
+from . import cc_dctcp, cc_hpcc
+from .jit import njit
+from .kinds import CC_DCTCP, CC_HPCC, CFG_CC, CFG_MTU, FL_ACTIVE, FL_DONE, I64, M_QP_FREE
+from .state import CC_DTYPE, QP_DTYPE
+
+_BLANK_QP = np.zeros(1, QP_DTYPE)  # every field zero: a slot is reset from these before reuse
+_BLANK_CC = np.zeros(1, CC_DTYPE)
+
+
+@njit
+def _cc_start(w, f):
+    """Every flow starts at its NIC's line rate (no slow start in any of the algorithms), with
+    alpha = 1 and U = 1; HPCC and DCTCP start with the window of one base RTT at line rate."""
+    c = w.ccs[f]
+    line = np.float64(w.qp[f]["rate_bps"])
+    c["line_bps"] = line
+    c["rate"] = line
+    c["target"] = line
+    c["ref_rate"] = line
+    c["alpha"] = 1.0
+    c["util"] = 1.0
+    c["batch"] = 1
+    c["last_cnp_ps"] = -1
+    algorithm = w.cfg[CFG_CC]
+    if algorithm == CC_HPCC or algorithm == CC_DCTCP:
+        base_rtt = w.ccp[cc_hpcc.P_BASE_RTT_PS] if algorithm == CC_HPCC else w.ccp[cc_dctcp.P_BASE_RTT_PS]
+        w.qp[f]["window_bytes"] = max(np.int64((line * base_rtt) // 8e12), 1)
+
+
+@njit
+def qp_open(w, L):
+    """Flow L starts: give it a free queue pair, reset to the flow's start state; return it."""
+    n = w.meta[M_QP_FREE] - 1
+    w.meta[M_QP_FREE] = n
+    f = I64(w.qp_free[n])
+    fl = w.flow[L]
+    w.qp[f] = _BLANK_QP[0]
+    w.ccs[f] = _BLANK_CC[0]
+    w.timer[f] = 0
+    w.int_prev[f] = 0
+    r = w.qp[f]
+    r["flow"] = L
+    r["size_bytes"] = fl["size_bytes"]
+    r["n_pkts"] = (fl["size_bytes"] + w.cfg[CFG_MTU] - 1) // w.cfg[CFG_MTU]
+    r["ecmp_hash"] = fl["ecmp_hash"]
+    r["src"] = fl["src"]
+    r["dst"] = fl["dst"]
+    r["nic_port"] = fl["nic_port"]
+    r["prio"] = fl["prio"]
+    r["rate_bps"] = w.port[fl["nic_port"]]["nominal_bps"]
+    r["nack_seq"] = -1
+    r["act_next"] = -1
+    r["act_prev"] = -1
+    r["finish_ps"] = -1
+    r["state"] = FL_ACTIVE
+    _cc_start(w, f)
+    fl["qp"] = f
+    fl["state"] = FL_ACTIVE
+    return f
+
+
+@njit
+def qp_release(w, f):
+    """One packet that named queue pair f is gone; close it if that was the last one and its
+    sender has every ACK: the counters go to the flow's record and the slot is free."""
+    r = w.qp[f]
+    r["alive"] -= 1
+    if r["alive"] > 0 or r["state"] != FL_DONE:
+        return
+    fl = w.flow[r["flow"]]
+    fl["finish_ps"] = r["finish_ps"]
+    fl["pkts_sent"] = r["pkts_sent"]
+    fl["pkts_delivered"] = r["pkts_delivered"]
+    fl["pkts_dropped"] = r["pkts_dropped"]
+    fl["retransmits"] = r["retransmits"]
+    fl["timeouts"] = r["timeouts"]
+    fl["state"] = FL_DONE
+    fl["qp"] = -1
+    r["flow"] = -1
+    n = w.meta[M_QP_FREE]
+    w.qp_free[n] = f
+    w.meta[M_QP_FREE] = n + 1
