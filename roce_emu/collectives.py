@@ -50,7 +50,7 @@ class Collective:
     chunks: int
     iteration: int
     group: int = 0  # which of the item's disjoint groups (e.g. one per tensor-parallel group)
-    flows: list = field(default_factory=list)  # provisional task ids
+    flows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its flows' task ids
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
 
 
@@ -61,21 +61,38 @@ def split(total: int, parts: int) -> list[int]:
 
 
 class _Expansion:
+    """Adds one collective's flows to the builder and remembers them (ids, senders, receivers)."""
+
     def __init__(self, b: DagBuilder, c: Collective, prio: int, ready: dict):
         self.b, self.c, self.prio = b, c, prio
         self.ready = ready  # rank -> tasks its first sends wait for
+        self.made: list[tuple] = []  # (ids, src, dst) per batch of flows
+        self.singles: list[tuple] = []  # (id, src, dst) of flows added one at a time
 
     def flow(self, src: int, dst: int, nbytes: int, after) -> int:
         k = self.b.flow(src, dst, max(int(nbytes), 1), self.prio, self.c.name, self.c.iteration,
                         after=[a for a in after if a is not None])
-        self.c.flows.append(k)
+        self.singles.append((k, src, dst))
         return k
 
     def flows(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
         """Many flows at once, in order; their predecessors are added with ``b.edges``."""
+        self._batch_singles()
         ids = self.b.flows(src, dst, np.maximum(nbytes, 1), self.prio, self.c.name, self.c.iteration)
-        self.c.flows.extend(ids.tolist())
+        self.made.append((ids, src, dst))
         return ids
+
+    def _batch_singles(self) -> None:
+        if self.singles:
+            self.made.append(tuple(np.array(column, np.int64) for column in zip(*self.singles)))
+            self.singles = []
+
+    def all_flows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, src, dst) of every flow added, in order."""
+        self._batch_singles()
+        if not self.made:
+            return (np.zeros(0, np.int64),) * 3
+        return tuple(np.concatenate(column).astype(np.int64) for column in zip(*self.made))
 
 
 def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None) -> Collective:
@@ -85,26 +102,29 @@ def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, di
     x = _Expansion(b, c, prio, ready)
     p = len(c.ranks)
     per_chunk = split(c.nbytes, c.chunks)
-    touching: dict[int, list[int]] = {r: [] for r in c.ranks}
-    prev: dict = {}  # the previous chunk's flow per (phase, step, sender)
+    prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
     for chunk in range(c.chunks):
         size = per_chunk[chunk]
         starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
         if c.algorithm == "hierarchical":
-            flows = _hierarchical(x, c.ranks, size, starts, prev, coords, dims)
+            _hierarchical(x, c.ranks, size, starts, prev, coords, dims)
         elif c.kind == "all_to_all":
-            flows = (_a2a_direct if c.algorithm == "direct" else _a2a_pairwise)(x, c.ranks, size, starts, prev)
+            (_a2a_direct if c.algorithm == "direct" else _a2a_pairwise)(x, c.ranks, size, starts, prev)
         elif c.algorithm == "ring":
             steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1, "all_gather": p - 1}[c.kind]
-            flows = _ring(x, c.ranks, [size] * p, steps, starts, prev, phase="ring")
+            _ring(x, c.ranks, [size] * p, steps, starts, prev, phase="ring")
         elif c.algorithm == "halving_doubling":
-            flows = _halving_doubling(x, c.ranks, size, starts, prev)
+            _halving_doubling(x, c.ranks, size, starts, prev)
         else:
-            flows = _direct(x, c.kind, c.ranks, size, starts, prev)
-        for (src, dst), k in flows:
-            touching[src].append(k)
-            touching[dst].append(k)
-    c.end = {r: b.join(c.name, c.iteration, after=touching[r]) for r in c.ranks}
+            _direct(x, c.kind, c.ranks, size, starts, prev)
+    # each rank's part is done when every flow it sends or receives is
+    ids, src, dst = x.all_flows()
+    c.end = {r: b.join(c.name, c.iteration) for r in c.ranks}
+    end_of = np.zeros(max(c.ranks) + 1, np.int64)
+    end_of[list(c.end)] = list(c.end.values())
+    b.edges(ids, end_of[src])
+    b.edges(ids, end_of[dst])
+    c.flows = ids
     return c
 
 
@@ -120,7 +140,8 @@ def _ring(x: _Expansion, ranks, totals, steps: int, starts, prev, phase):
     """Steps around the ring ranks[0] -> ranks[1] -> ...: at step s rank i sends segment
     (i - s) mod p of its buffer (totals[i] bytes, cut in p segments) to rank i + 1. Built a
     whole collective at a time: flow (s, i) waits for starts[ranks[i]] (s = 0) or for flow
-    (s - 1, i - 1), which brought it the data, and for the previous chunk's flow (s, i)."""
+    (s - 1, i - 1), which brought it the data, and for the previous chunk's flow (s, i).
+    Returns the flows' ids, senders and receivers."""
     p = len(ranks)
     r = np.asarray(ranks, np.int64)
     pos = np.tile(np.arange(p), steps)
@@ -130,20 +151,19 @@ def _ring(x: _Expansion, ranks, totals, steps: int, starts, prev, phase):
     ids = x.flows(src, dst, segs[pos, (pos - step) % p])
     grid = ids.reshape(steps, p)
     firsts = [(starts[ranks[i]], grid[0, i]) for i in range(p) if starts.get(ranks[i]) is not None]
-    before = [b for b, _ in firsts]
-    after = [a for _, a in firsts]
+    before = [np.array([b for b, _ in firsts], np.int64)]
+    after = [np.array([a for _, a in firsts], np.int64)]
     if steps > 1:  # what each later flow forwards came in the step before, from the position before
-        before.extend(grid[:-1, (np.arange(p) - 1) % p].ravel().tolist())
-        after.extend(grid[1:].ravel().tolist())
-    keys = list(zip([phase] * len(ids), step.tolist(), src.tolist()))
-    for key, k in zip(keys, ids.tolist()):  # the previous chunk's flow at the same step and rank
-        earlier = prev.get(key)
-        if earlier is not None:
-            before.append(earlier)
-            after.append(k)
-    prev.update(zip(keys, ids.tolist()))
-    x.b.edges(before, after)
-    return list(zip(zip(src.tolist(), dst.tolist()), ids.tolist()))
+        before.append(grid[:-1, (np.arange(p) - 1) % p].ravel())
+        after.append(grid[1:].ravel())
+    key = (phase, ranks[0], p)  # a rank is in one ring group per phase
+    earlier = prev.get(key)
+    if earlier is not None:  # the previous chunk's flow at the same step and rank
+        before.append(earlier.ravel())
+        after.append(grid.ravel())
+    prev[key] = grid
+    x.b.edges(np.concatenate(before), np.concatenate(after))
+    return ids, src, dst
 
 
 def _halving_doubling(x: _Expansion, ranks, size, starts, prev):
@@ -241,13 +261,12 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims):
     order = list(range(len(dims))) + list(range(len(dims) - 1, -1, -1))
     held = {r: size for r in ranks}
     done = dict(starts)  # what each rank waits for before its next phase
-    out = []
     for phase, k in enumerate(order):
         gather = phase >= len(dims)
         groups: dict[tuple, list[int]] = {}
         for r in ranks:
             groups.setdefault(coords[r][:k] + coords[r][k + 1:], []).append(r)
-        into: dict[int, list[int]] = {r: [] for r in ranks}
+        received = []  # (ids, receivers) of this phase's rings
         for key in sorted(groups):
             group = sorted(groups[key], key=lambda r: coords[r][k])
             if len(group) < 2:
@@ -256,11 +275,17 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims):
                 totals = [held[r] * len(group) for r in group]
             else:
                 totals = [held[r] for r in group]
-            flows = _ring(x, group, totals, len(group) - 1, done, prev, phase=("h", phase))
-            for (src, dst), kf in flows:
-                into[dst].append(kf)
-            out.extend(flows)
+            ids, _, dst = _ring(x, group, totals, len(group) - 1, done, prev, phase=("h", phase))
+            received.append((ids, dst))
             for r in group:
                 held[r] = totals[group.index(r)] if gather else totals[group.index(r)] // len(group)
-        done = {r: (x.b.join(x.c.name, x.c.iteration, after=into[r]) if into[r] else done[r]) for r in rank_set}
-    return out
+        if not received:
+            continue
+        ids, dst = (np.concatenate(column) for column in zip(*received))
+        receivers = set(dst.tolist())
+        # a rank's next phase waits for everything it received in this one
+        joins = {r: x.b.join(x.c.name, x.c.iteration) for r in rank_set if r in receivers}
+        join_of = np.zeros(max(ranks) + 1, np.int64)
+        join_of[list(joins)] = list(joins.values())
+        x.b.edges(ids, join_of[dst])
+        done = {r: joins.get(r, done[r]) for r in rank_set}

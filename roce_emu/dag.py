@@ -1,8 +1,10 @@
 """Build the workload's task DAG in Python: flows, compute tasks, zero-length joins, and edges.
 
 Tasks get provisional ids in creation order; ``build`` renumbers them so that the flows
-come first (task f is flow f, as the engine expects) and returns flat arrays. Labels
-(name, iteration, role) ride along for tasks.csv.
+come first (task f is flow f, as the engine expects) and returns flat arrays. Rows are kept
+as NumPy chunks: a collective adds its flows and their edges as whole arrays, so a flow costs
+a few dozen bytes while the DAG is built, not Python objects. Labels (name, iteration, role)
+ride along as small integer ids, for tasks.csv.
 """
 from dataclasses import dataclass
 
@@ -11,6 +13,8 @@ import numpy as np
 ROLE_FLOW = "flow"
 ROLE_COMPUTE = "compute"
 ROLE_JOIN = "join"
+ROLES = (ROLE_FLOW, ROLE_COMPUTE, ROLE_JOIN)  #: TaskTable.role codes index this
+ROLE_CODE = {role: i for i, role in enumerate(ROLES)}
 
 
 @dataclass(frozen=True)
@@ -36,94 +40,150 @@ class TaskTable:
     n_deps: np.ndarray  # int32
     succ_off: np.ndarray  # int64
     succ: np.ndarray  # int32
-    name: list  # the collective, compute or flow group each task belongs to
+    name_id: np.ndarray  # int32: the collective, compute or flow group each task belongs to, in names
+    names: list
     iteration: np.ndarray  # int32
-    role: list  # ROLE_*
+    role: np.ndarray  # int8: index into ROLES
 
     def __len__(self) -> int:
         return len(self.is_flow)
 
+    def name(self, k: int) -> str:
+        return self.names[self.name_id[k]]
+
+
+class _Rows:
+    """Integer rows of one width, added one at a time or as whole columns, kept as NumPy chunks
+    (single rows wait in a short list first)."""
+
+    PENDING = 1 << 14
+
+    def __init__(self, width: int):
+        self.width = width
+        self._chunks: list[np.ndarray] = []
+        self._pending: list[tuple] = []
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, row: tuple) -> None:
+        self._pending.append(row)
+        self._n += 1
+        if len(self._pending) >= self.PENDING:
+            self._flush()
+
+    def extend(self, *columns) -> None:
+        """Add rows column by column: arrays of one length, or scalars repeated."""
+        self._flush()
+        n = max(np.size(column) for column in columns)
+        block = np.empty((n, self.width), np.int64)
+        for j, column in enumerate(columns):
+            block[:, j] = column
+        self._chunks.append(block)
+        self._n += n
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._chunks.append(np.array(self._pending, np.int64).reshape(-1, self.width))
+            self._pending = []
+
+    def array(self) -> np.ndarray:
+        self._flush()
+        if len(self._chunks) != 1:
+            self._chunks = [np.concatenate(self._chunks) if self._chunks else np.zeros((0, self.width), np.int64)]
+        return self._chunks[0]
+
 
 class DagBuilder:
     def __init__(self):
-        self._flows: list[tuple[int, int, int, int, int]] = []
-        self._computes: list[tuple[int, int, int]] = []
-        self._nodes: list[tuple[bool, int]] = []  # (is flow, index into its list)
-        self._labels: list[tuple[str, int, str]] = []
-        self._edges: list[tuple[int, int]] = []
+        self._flows = _Rows(5)  # src, dst, bytes, earliest start, priority
+        self._computes = _Rows(2)  # host (-1 for a join), duration
+        self._nodes = _Rows(3)  # is flow, index into its rows, label
+        self._edges = _Rows(2)  # before, after
+        self._labels: dict[tuple, int] = {}  # (name, iteration, role) -> label id
 
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def _label(self, name: str, iteration: int, role: str) -> int:
+        return self._labels.setdefault((name, iteration, role), len(self._labels))
+
     def flow(self, src: int, dst: int, nbytes: int, prio: int, name: str, iteration: int = 0,
              earliest_ps: int = 0, after=()) -> int:
-        self._flows.append((src, dst, nbytes, earliest_ps, prio))
-        return self._add(True, len(self._flows) - 1, (name, iteration, ROLE_FLOW), after)
+        self._flows.add((src, dst, nbytes, earliest_ps, prio))
+        return self._add(True, len(self._flows) - 1, self._label(name, iteration, ROLE_FLOW), after)
 
     def flows(self, src, dst, nbytes, prio: int, name: str, iteration: int = 0) -> np.ndarray:
         """Add many flows at once (arrays of equal length, no predecessors yet): their ids."""
-        src, dst, nbytes = (np.asarray(a, np.int64).tolist() for a in (src, dst, nbytes))
-        first_flow, first_node, n = len(self._flows), len(self._nodes), len(src)
-        self._flows.extend(zip(src, dst, nbytes, [0] * n, [prio] * n))
-        self._nodes.extend(zip([True] * n, range(first_flow, first_flow + n)))
-        self._labels.extend([(name, iteration, ROLE_FLOW)] * n)
+        n = len(src)
+        first_flow, first_node = len(self._flows), len(self._nodes)
+        self._flows.extend(src, dst, nbytes, 0, prio)
+        self._nodes.extend(1, np.arange(first_flow, first_flow + n), self._label(name, iteration, ROLE_FLOW))
         return np.arange(first_node, first_node + n)
 
     def edges(self, before, after) -> None:
         """Add the edges before[i] -> after[i] (arrays of task ids)."""
-        self._edges.extend(zip(np.asarray(before, np.int64).tolist(), np.asarray(after, np.int64).tolist()))
+        if len(before):
+            self._edges.extend(before, after)
 
     def compute(self, host: int, duration_ps: int, name: str, iteration: int = 0, after=()) -> int:
-        self._computes.append((host, duration_ps, 0))
-        return self._add(False, len(self._computes) - 1, (name, iteration, ROLE_COMPUTE), after)
+        self._computes.add((host, duration_ps))
+        return self._add(False, len(self._computes) - 1, self._label(name, iteration, ROLE_COMPUTE), after)
 
     def join(self, name: str, iteration: int = 0, after=()) -> int:
         """A zero-length task that finishes when everything in ``after`` has."""
-        self._computes.append((-1, 0, 0))
-        return self._add(False, len(self._computes) - 1, (name, iteration, ROLE_JOIN), after)
+        self._computes.add((-1, 0))
+        return self._add(False, len(self._computes) - 1, self._label(name, iteration, ROLE_JOIN), after)
 
     def edge(self, before: int, after: int) -> None:
-        self._edges.append((before, after))
+        self._edges.add((before, after))
 
-    def _add(self, is_flow: bool, index: int, label, after) -> int:
+    def _add(self, is_flow: bool, index: int, label: int, after) -> int:
         node = len(self._nodes)
-        self._nodes.append((is_flow, index))
-        self._labels.append(label)
-        for before in after:
-            self._edges.append((before, node))
+        self._nodes.add((int(is_flow), index, label))
+        if isinstance(after, np.ndarray):
+            self.edges(after, np.full(len(after), node))
+        else:
+            for before in after:
+                self._edges.add((before, node))
         return node
 
     def build(self) -> tuple[FlowTable, TaskTable, np.ndarray]:
         """(flows, tasks, new id of every provisional id)."""
-        n_flows = len(self._flows)
-        new_id = np.array([index if is_flow else n_flows + index for is_flow, index in self._nodes], np.int64)
-        flows = np.array(self._flows, np.int64).reshape(-1, 5)
+        flows = self._flows.array()
+        n_flows = len(flows)
+        nodes = self._nodes.array()
+        is_flow = nodes[:, 0] == 1
+        new_id = np.where(is_flow, nodes[:, 1], n_flows + nodes[:, 1])
         table = FlowTable(src=flows[:, 0].astype(np.int32), dst=flows[:, 1].astype(np.int32),
-                          size_bytes=flows[:, 2], start_ps=flows[:, 3], prio=flows[:, 4].astype(np.int8))
-        n = len(self._nodes)
-        computes = np.array(self._computes, np.int64).reshape(-1, 3)
+                          size_bytes=flows[:, 2].copy(), start_ps=flows[:, 3].copy(), prio=flows[:, 4].astype(np.int8))
+        n = len(nodes)
+        computes = self._computes.array()
         host = np.full(n, -1, np.int32)
         host[n_flows:] = computes[:, 0]
         duration = np.zeros(n, np.int64)
         duration[n_flows:] = computes[:, 1]
         earliest = np.zeros(n, np.int64)
         earliest[:n_flows] = flows[:, 3]
-        edges = np.array(self._edges, np.int64).reshape(-1, 2)
+        edges = self._edges.array()
         src, dst = new_id[edges[:, 0]], new_id[edges[:, 1]]
         order = np.lexsort((dst, src))
         src, dst = src[order], dst[order]
         succ_off = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=succ_off[1:])
-        names = [""] * n
-        roles = [""] * n
-        iteration = np.zeros(n, np.int32)
-        label_names, label_iterations, label_roles = zip(*self._labels) if self._labels else ((), (), ())
-        iteration[new_id] = label_iterations
-        for k, name, role in zip(new_id.tolist(), label_names, label_roles):
-            names[k], roles[k] = name, role
+        labels = list(self._labels)  # in label-id order
+        names = sorted({name for name, _, _ in labels})
+        name_code = {name: i for i, name in enumerate(names)}
+        label_name = np.array([name_code[name] for name, _, _ in labels], np.int32)
+        label_iteration = np.array([it for _, it, _ in labels], np.int32)
+        label_role = np.array([ROLE_CODE[role] for _, _, role in labels], np.int8)
+        label = np.empty(n, np.int64)
+        label[new_id] = nodes[:, 2]
         tasks = TaskTable(is_flow=np.arange(n) < n_flows, duration_ps=duration, earliest_ps=earliest, host=host,
                           n_deps=np.bincount(dst, minlength=n).astype(np.int32), succ_off=succ_off,
-                          succ=dst.astype(np.int32), name=names, iteration=iteration, role=roles)
+                          succ=dst.astype(np.int32), name_id=label_name[label], names=names,
+                          iteration=label_iteration[label], role=label_role[label])
         return table, tasks, new_id
 
 

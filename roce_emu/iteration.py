@@ -13,7 +13,7 @@ import numpy as np
 
 from .collectives import BUS_FACTOR
 from .core.state import World
-from .dag import ROLE_JOIN
+from .dag import ROLE_CODE, ROLE_COMPUTE, ROLE_JOIN, ROLES
 from .results import ps_to_ns
 from .workload import Workload, collective_flow_mask
 
@@ -29,7 +29,7 @@ def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
     t = workload.tasks
     task = world.task
     flow = world.flow
-    keep = np.asarray(t.role) != ROLE_JOIN
+    keep = t.role != ROLE_CODE[ROLE_JOIN]
     if leave_out is not None:
         keep[: len(leave_out)] &= ~np.asarray(leave_out, bool)
     rows = []
@@ -37,7 +37,7 @@ def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
         start, finish = int(task[k]["start_ps"]), int(task[k]["finish_ps"])
         is_flow = bool(t.is_flow[k])
         rows.append({
-            "task_id": k, "kind": t.role[k], "name": t.name[k], "iteration": int(t.iteration[k]),
+            "task_id": k, "kind": ROLES[t.role[k]], "name": t.name(k), "iteration": int(t.iteration[k]),
             "host": "" if is_flow else int(t.host[k]),
             "src": int(flow[k]["src"]) if is_flow else "", "dst": int(flow[k]["dst"]) if is_flow else "",
             "bytes": int(flow[k]["size_bytes"]) if is_flow else "",
@@ -85,6 +85,27 @@ def _covered(intervals) -> list[tuple[int, int]]:
         else:
             out.append([s, e])
     return [(s, e) for s, e in out]
+
+
+def _covered_per_host(host: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[int, list[tuple[int, int]]]:
+    """_covered of each host's intervals, in bulk: {host: disjoint sorted [start, end)}."""
+    keep = end > start
+    host, start, end = host[keep].astype(np.int64), start[keep], end[keep]
+    if not len(host):
+        return {}
+    order = np.lexsort((start, host))
+    host, start, end = host[order], start[order], end[order]
+    group = np.cumsum(np.append(0, host[1:] != host[:-1]))  # 0, 1, ... per host in order
+    span = int(end.max()) + 1  # offsetting each host's times by group * span keeps hosts apart
+    reach = np.maximum.accumulate(end + group * span) - group * span  # furthest end so far, per host
+    first = np.ones(len(host), bool)
+    first[1:] = (host[1:] != host[:-1]) | (start[1:] > reach[:-1])
+    begin = np.flatnonzero(first)
+    last = np.append(begin[1:], len(host)) - 1
+    out: dict[int, list[tuple[int, int]]] = {}
+    for h, s, e in zip(host[begin].tolist(), start[begin].tolist(), reach[last].tolist()):
+        out.setdefault(h, []).append((s, e))
+    return out
 
 
 def _subtract(a, b) -> list[tuple[int, int]]:
@@ -146,18 +167,16 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     start, finish = task["start_ps"].astype(np.int64), task["finish_ps"].astype(np.int64)
     is_collective = np.zeros(len(t), bool)
     is_collective[:len(workload.flows)] = collective_flow_mask(workload)
-    compute = np.flatnonzero((np.asarray(t.role) == "compute") & (start >= 0) & (finish >= 0))
+    compute = np.flatnonzero((t.role == ROLE_CODE[ROLE_COMPUTE]) & (start >= 0) & (finish >= 0))
     comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
-    spans: dict[int, tuple[list, list]] = {}
-    for k, h in zip(compute, np.asarray(t.host)[compute]):
-        spans.setdefault(int(h), ([], []))[0].append((int(start[k]), int(finish[k])))
-    for k in comm:
-        for h in (int(flow[k]["src"]), int(flow[k]["dst"])):
-            spans.setdefault(h, ([], []))[1].append((int(start[k]), int(finish[k])))
+    computing = _covered_per_host(t.host[compute], start[compute], finish[compute])
+    # a collective flow occupies its sender and its receiver
+    ends = np.concatenate([flow["src"][comm], flow["dst"][comm]])
+    communicating = _covered_per_host(ends, np.tile(start[comm], 2), np.tile(finish[comm], 2))
     rows = []
-    for h in sorted(spans):
-        busy_c = _covered(spans[h][0])
-        busy_m = _covered(spans[h][1])
+    for h in sorted(set(computing) | set(communicating)):
+        busy_c = computing.get(h, [])
+        busy_m = communicating.get(h, [])
         exposed = _subtract(busy_m, busy_c)
         idle = _subtract([(0, windows[-1][1])], _covered(busy_c + busy_m))
         segments = sorted([(s, e, "compute") for s, e in busy_c] + [(s, e, "exposed_communication") for s, e in exposed]

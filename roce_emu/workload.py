@@ -52,7 +52,7 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
     if has_cycle(tasks):  # pragma: no cover - names are ordered before expansion
         raise ScenarioError(source, "workload", "the tasks wait for each other in a cycle")
     for c in collectives:
-        c.flows = [int(new_id[k]) for k in c.flows]
+        c.flows = new_id[c.flows]
         c.end = {r: int(new_id[k]) for r, k in c.end.items()}
     ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
     return Workload(flows, tasks, collectives, ends)

@@ -1,11 +1,14 @@
 """Training iterations: built-in model sizes, overlap of gradient all-reduces with the backward
 pass, tensor-parallel collectives and pipeline sends on the critical path."""
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import scenario, simulate
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Model
-from roce_emu.iteration import collective_rows, task_rows
+from roce_emu.iteration import _covered, _covered_per_host, collective_rows, task_rows
 from roce_emu.core.paths import ser_ps
 from roce_emu.models import dlrm, resnet50, transformer
 
@@ -141,3 +144,18 @@ def test_a_bucket_starts_when_its_last_layer_backward_ends():
     assert float(colls["grad_ar.l2-l1"]["start_ns"]) == bwd_end["l1"] == 300 * US + 400 * US
     assert float(colls["grad_ar.l0"]["start_ns"]) == bwd_end["l0"] == 300 * US + 600 * US
     assert [c["name"] for c in run_three(0)[1]] == ["grad_ar.l2", "grad_ar.l1", "grad_ar.l0"]
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 100), st.integers(-5, 40)), max_size=40))
+def test_busy_time_per_host_in_bulk_is_the_union_of_its_intervals(rows):
+    """The rank timeline unites every host's compute and flow intervals in one vectorised pass;
+    it must give, per host, the union that merging the host's intervals one by one gives."""
+    host = np.array([h for h, _, _ in rows], np.int64)
+    start = np.array([s for _, s, _ in rows], np.int64)
+    end = start + np.array([d for _, _, d in rows], np.int64)
+    want = {}
+    for h in set(host.tolist()):
+        merged = _covered([(int(s), int(e)) for s, e, x in zip(start, end, host) if x == h])
+        if merged:
+            want[h] = merged
+    assert _covered_per_host(host, start, end) == want
