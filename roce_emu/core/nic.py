@@ -11,7 +11,8 @@ sends its next packets as one train packet that stands for ``n_sub`` packets; it
 answers with one ACK train of as many ACKs. Trains grow by doubling, shrink towards the
 flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
 delay, and have one length per round of the NIC's round robin; a queue pair joining the
-NIC cuts the train in progress. docs/fast_forward.md gives the model and its error.
+NIC cuts the train in progress, and a round cut short is settled by credits that later
+trains repay. docs/fast_forward.md gives the model and its error.
 """
 import numpy as np
 
@@ -21,7 +22,7 @@ from .jit import njit
 from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
                     CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
-                    EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
+                    EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, NO_ID, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .qp import qp_open
@@ -35,11 +36,33 @@ STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run starte
 
 # ---- the ring of active queue pairs per host port ------------------------------------
 @njit
+def _settle_round(w, p, leaving):
+    """Trains: the queue pairs on host port p change in the middle of a round. Per-packet round
+    robin would have split the round's packets evenly among its queue pairs; those served
+    less than that are owed the difference, those served more owe it (``credit``), and repay
+    it in the trains of the rounds to come. Without this, a round cut short leaves whoever
+    was served first in it ahead for good."""
+    pt = w.port[p]
+    if w.cfg[CFG_TRAIN_MAX] == 0 or pt["round_left"] <= 0 or pt["round_qps"] < 2:
+        return
+    share = pt["round_pkts"] / pt["round_qps"]
+    g = pt["act_head"]
+    for _ in range(pt["act_count"]):
+        q = w.qp[g]
+        if g != leaving:
+            sent = q["round_sent"] if q["round_id"] == pt["round_id"] else 0
+            q["credit"] += share - sent
+        g = q["act_next"]
+
+
+@njit
 def ring_insert(w, p, f):
     fl = w.qp
     if fl[f]["in_ring"] != 0:
         return
+    _settle_round(w, p, NO_ID)
     fl[f]["in_ring"] = 1
+    fl[f]["round_id"] = -1
     pt = w.port[p]
     head = pt["act_head"]
     if head < 0:
@@ -61,6 +84,7 @@ def ring_remove(w, p, f):
     fl = w.qp
     if fl[f]["in_ring"] == 0:
         return
+    _settle_round(w, p, f)
     fl[f]["in_ring"] = 0
     pt = w.port[p]
     pt["act_count"] -= 1
@@ -177,11 +201,26 @@ def _train_length(w, p, f):
         one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
         pt["round_len"] = min(n, pt["prop_ps"] // one + 1)
         pt["round_left"] = pt["act_count"]
+        pt["round_qps"] = pt["act_count"]
+        pt["round_id"] += 1
+        pt["round_pkts"] = 0
     pt["round_left"] -= 1
     n = pt["round_len"]
     # a window is clocked by ACKs one packet apart: ACK trains would stall it (HPCC, DCTCP)
     if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
         n = 1
+    else:  # repay what an earlier round cut short owes or is owed, within the train's limits
+        one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
+        most = min(w.cfg[CFG_TRAIN_MAX], pt["prop_ps"] // one + 1, r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL)
+        owed = I64(r["credit"])  # whole packets, towards zero
+        m = max(1, min(n + owed, most))
+        r["credit"] -= m - n
+        n = m
+    if r["round_id"] != pt["round_id"]:
+        r["round_id"] = pt["round_id"]
+        r["round_sent"] = 0
+    r["round_sent"] += n
+    pt["round_pkts"] += n
     r["steady"] += n
     return n
 
@@ -268,6 +307,8 @@ def cut_train(w, p, t):
     pt["tx_data_pkts"] -= back
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
     r["snd_nxt"] -= back
+    r["round_sent"] -= back
+    pt["round_pkts"] -= back
     r["max_sent"] = r["snd_nxt"]
     r["pkts_sent"] -= back
     r["steady"] -= back

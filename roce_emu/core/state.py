@@ -67,6 +67,8 @@ PORT_DTYPE = np.dtype([
     ("max_q_bytes", np.int64),  # peak of q_bytes
     ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
     ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
+    ("round_id", np.int64),  # trains: rounds started on this port
+    ("round_pkts", np.int64),  # trains: packets sent in this round
     ("node", np.int32),  # owner node
     ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
     ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
@@ -75,6 +77,7 @@ PORT_DTYPE = np.dtype([
     ("act_head", np.int32),  # host ports: ring of active queue pairs
     ("act_count", np.int32),
     ("round_left", np.int32),  # queue pairs still to send a train of round_len this round
+    ("round_qps", np.int32),  # queue pairs in this round when it started
     ("busy", np.uint8),
     ("at_host", np.uint8),
     ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it
@@ -155,6 +158,9 @@ QP_DTYPE = np.dtype([
     ("steady", np.int64),  # packets sent since the rate last moved or congestion was signalled (trains)
     ("steady_rate", np.int64),  # the pacing rate they were sent at
     ("path_key", np.int64),  # a hash of the ports its data crosses (trains)
+    ("round_id", np.int64),  # trains: the NIC round it last sent in
+    ("round_sent", np.int64),  # trains: packets it sent in that round
+    ("credit", np.float64),  # trains: packets per-packet round robin owes it (+) or it owes (-)
     ("flow", np.int32),  # the flow it serves (World.flow), -1 while the slot is free
     ("alive", np.int32),  # packets that name it (data, ACK, NACK, CNP): it closes when none is left
     ("src", np.int32),
