@@ -22,7 +22,8 @@ from .jit import njit
 from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
                     CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
-                    EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, NO_ID, PK_ACK, PK_CNP, PK_DATA, PK_NACK)
+                    EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, NO_ID, PK_ACK, PK_CNP, PK_DATA,
+                    PK_NACK)
 from .packets import fifo_push, pkt_alloc
 from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .qp import qp_open
@@ -180,6 +181,14 @@ def _train_room(w, f):
 
 
 @njit
+def _first_link_cap(w, pt):
+    """Packets a train from host port pt may carry: no longer than the first link's delay, so
+    that until its first packet arrives it can still be cut."""
+    one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
+    return pt["prop_ps"] // one + 1
+
+
+@njit
 def _train_length(w, p, f):
     """Packets flow f sends in its next packet from host port p: 1, or a train's length (see
     the module doc). Queue pairs sharing the port send trains of one length in each round of
@@ -197,9 +206,7 @@ def _train_length(w, p, f):
         for _ in range(pt["act_count"] - 1):
             n = min(n, _train_room(w, g))
             g = w.qp[g]["act_next"]
-        # no longer than the first link's delay: until its first packet arrives, a train can be cut
-        one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
-        pt["round_len"] = min(n, pt["prop_ps"] // one + 1)
+        pt["round_len"] = min(n, _first_link_cap(w, pt))
         pt["round_left"] = pt["act_count"]
         pt["round_qps"] = pt["act_count"]
         pt["round_id"] += 1
@@ -210,8 +217,7 @@ def _train_length(w, p, f):
     if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
         n = 1
     else:  # repay what an earlier round cut short owes or is owed, within the train's limits
-        one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
-        most = min(w.cfg[CFG_TRAIN_MAX], pt["prop_ps"] // one + 1, r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL)
+        most = min(w.cfg[CFG_TRAIN_MAX], _first_link_cap(w, pt), r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL)
         owed = I64(r["credit"])  # whole packets, towards zero
         m = max(1, min(n + owed, most))
         r["credit"] -= m - n
