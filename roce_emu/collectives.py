@@ -120,12 +120,18 @@ def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, di
     # each rank's part is done when every flow it sends or receives is
     ids, src, dst = x.all_flows()
     c.end = {r: b.join(c.name, c.iteration) for r in c.ranks}
-    end_of = np.zeros(max(c.ranks) + 1, np.int64)
-    end_of[list(c.end)] = list(c.end.values())
+    end_of = _by_rank(c.end)
     b.edges(ids, end_of[src])
     b.edges(ids, end_of[dst])
     c.flows = ids
     return c
+
+
+def _by_rank(tasks: dict) -> np.ndarray:
+    """{rank: task id} as an array indexed by rank, to look many ranks up at once."""
+    out = np.zeros(max(tasks) + 1, np.int64)
+    out[list(tasks)] = list(tasks.values())
+    return out
 
 
 def _start_join(b: DagBuilder, c: Collective, waits):
@@ -285,7 +291,5 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims):
         receivers = set(dst.tolist())
         # a rank's next phase waits for everything it received in this one
         joins = {r: x.b.join(x.c.name, x.c.iteration) for r in rank_set if r in receivers}
-        join_of = np.zeros(max(ranks) + 1, np.int64)
-        join_of[list(joins)] = list(joins.values())
-        x.b.edges(ids, join_of[dst])
+        x.b.edges(ids, _by_rank(joins)[dst])
         done = {r: joins.get(r, done[r]) for r in rank_set}

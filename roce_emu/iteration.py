@@ -171,10 +171,11 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
     computing = _covered_per_host(t.host[compute], start[compute], finish[compute])
     # a collective flow occupies its sender and its receiver
-    ends = np.concatenate([flow["src"][comm], flow["dst"][comm]])
-    communicating = _covered_per_host(ends, np.tile(start[comm], 2), np.tile(finish[comm], 2))
+    comm_hosts = np.concatenate([flow["src"][comm], flow["dst"][comm]])
+    communicating = _covered_per_host(comm_hosts, np.tile(start[comm], 2), np.tile(finish[comm], 2))
     rows = []
-    for h in sorted(set(computing) | set(communicating)):
+    # every host with a task gets its rows, also one whose tasks all took no time (all idle)
+    for h in np.union1d(t.host[compute], comm_hosts).tolist():
         busy_c = computing.get(h, [])
         busy_m = communicating.get(h, [])
         exposed = _subtract(busy_m, busy_c)

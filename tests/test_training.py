@@ -159,3 +159,19 @@ def test_busy_time_per_host_in_bulk_is_the_union_of_its_intervals(rows):
         if merged:
             want[h] = merged
     assert _covered_per_host(host, start, end) == want
+
+
+def test_a_host_whose_tasks_take_no_time_is_idle_for_the_whole_iteration():
+    """Host 3 only runs a zero-length compute task: the timeline still tiles its iteration,
+    all of it idle."""
+    from roce_emu.iteration import rank_timeline
+
+    sc = scenario(topology={"kind": "single_switch", "hosts": 4},
+                  workload={"compute": [{"name": "nothing", "hosts": [3], "duration_ns": 0}],
+                            "collectives": [{"name": "ar", "kind": "all_reduce", "hosts": [0, 1, 2],
+                                             "bytes": 300_000}]})
+    result = simulate(sc)
+    timeline = rank_timeline(result.outcome.world, result.prepared.workload)
+    host3 = [(state, s, e) for _, h, state, s, e, _ in timeline if h == 3]
+    end = max(e for _, _, _, _, e, _ in timeline)
+    assert host3 == [("idle", 0, end)]
