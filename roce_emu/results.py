@@ -5,7 +5,7 @@ from . import __version__
 from .cc_params import params_from_engine
 from .core import kinds as K
 from .core.paths import flow_hops_and_ideal_fcts, flow_path
-from .core.state import World
+from .core.state import QP_COUNTERS, World
 from .topology import Fabric
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
@@ -27,10 +27,6 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
     fwd = flow_path(*args, int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
     rev = flow_path(*args, int(r["dst"]), int(r["src"]), int(r["ecmp_hash"]))
     return fwd, rev
-
-
-#: the counters a queue pair keeps while open and hands to its flow's record when it closes
-QP_COUNTERS = ("finish_ps", "pkts_sent", "pkts_delivered", "pkts_dropped", "retransmits", "timeouts", "state")
 
 
 def flows_now(world: World) -> np.ndarray:

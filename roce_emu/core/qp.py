@@ -12,11 +12,12 @@ closed finds another flow, or none, in the slot, and is what the closed flow's t
 was, a no-op (loop.py). Which slot a flow gets changes no result.
 """
 import numpy as np
+from numba import literal_unroll
 
 from . import cc_dctcp, cc_hpcc
 from .jit import njit
 from .kinds import CC_DCTCP, CC_HPCC, CFG_CC, CFG_MTU, FL_ACTIVE, FL_DONE, I64, M_QP_FREE
-from .state import CC_DTYPE, QP_DTYPE
+from .state import CC_DTYPE, QP_COUNTERS, QP_DTYPE
 
 _BLANK_QP = np.zeros(1, QP_DTYPE)  # every field zero: a slot is reset from these before reuse
 _BLANK_CC = np.zeros(1, CC_DTYPE)
@@ -83,13 +84,8 @@ def qp_release(w, f):
     if r["alive"] > 0 or r["state"] != FL_DONE:
         return
     fl = w.flow[r["flow"]]
-    fl["finish_ps"] = r["finish_ps"]
-    fl["pkts_sent"] = r["pkts_sent"]
-    fl["pkts_delivered"] = r["pkts_delivered"]
-    fl["pkts_dropped"] = r["pkts_dropped"]
-    fl["retransmits"] = r["retransmits"]
-    fl["timeouts"] = r["timeouts"]
-    fl["state"] = FL_DONE
+    for name in literal_unroll(QP_COUNTERS):  # its state among them: FL_DONE
+        fl[name] = r[name]
     fl["qp"] = -1
     r["flow"] = -1
     n = w.meta[M_QP_FREE]

@@ -133,6 +133,9 @@ FLOW_DTYPE = np.dtype([
     ("state", np.int8),  # FL_*
 ], align=True)
 
+#: what a queue pair counts while it is open and hands to its flow's record when it closes
+QP_COUNTERS = ("finish_ps", "pkts_sent", "pkts_delivered", "pkts_dropped", "retransmits", "timeouts", "state")
+
 #: the live state of a flow, from its start until its last packet is gone (qp.py): a slot of
 #: World.qp, reused by later flows, so memory grows with the flows in flight
 QP_DTYPE = np.dtype([
