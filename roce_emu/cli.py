@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .core.cc.registry import NAMES as CC_NAMES
 from .errors import ScenarioError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -268,7 +269,7 @@ def plot(directory, out):
 
 
 @main.command("cc")
-@click.argument("algorithm", required=False, type=click.Choice(["none", "dcqcn", "hpcc", "timely", "dctcp"]))
+@click.argument("algorithm", required=False, type=click.Choice(CC_NAMES))
 def cc_command(algorithm):
     """List the congestion-control algorithms, or one algorithm's parameters with their units,
     defaults and sources (set them under network.cc.params in a scenario, or with --set).
@@ -278,9 +279,9 @@ def cc_command(algorithm):
       roce-emu cc dcqcn
       roce-emu run scenarios/cc_dcqcn.yaml --set network.cc.params.variant=paper
     """
-    from .cc_params import TABLES, markdown_table
+    from .cc_params import markdown_table
 
-    for name in [algorithm] if algorithm else TABLES:
+    for name in [algorithm] if algorithm else CC_NAMES:
         click.echo(f"{name}:\n{markdown_table(name)}\n")
 
 

@@ -14,6 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .core.cc.registry import ALGORITHMS  # noqa: E402
+
 STYLE = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 150, "savefig.bbox": "tight", "font.size": 9,
     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
@@ -22,8 +24,8 @@ STYLE = {
     "axes.prop_cycle": matplotlib.cycler(color=["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
                                                 "#56B4E9", "#F0E442", "#000000"]),
 }
-POLICY_ORDER = ["none", "dcqcn", "hpcc", "timely", "dctcp"]
-POLICY_LABEL = {"none": "PFC only", "dcqcn": "DCQCN", "hpcc": "HPCC", "timely": "TIMELY", "dctcp": "DCTCP"}
+POLICY_ORDER = [a.name for a in ALGORITHMS]
+POLICY_LABEL = {a.name: a.label for a in ALGORITHMS}
 
 
 def _read_csv(path: Path):

@@ -4,7 +4,8 @@ import os
 
 import numpy as np
 
-from .cc_params import INT_HEADER_BYTES, engine_params, needs_fabric_rtt, resolved_params
+from .cc_params import engine_params, resolved_params
+from .core.cc.registry import BY_NAME
 from .config.schema import Scenario
 from .core import fastforward as ff
 from .core import kinds as K
@@ -102,7 +103,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     plan = compile_faults(scenario, fabric, source)
     route_off, route_ports = plan.route_off, plan.route_ports
     H = fabric.n_hosts
-    int_bytes = INT_HEADER_BYTES.get(algorithm, 0)
+    int_bytes = BY_NAME[algorithm].int_header_bytes
     cfg = np.zeros(K.CFG_SIZE, np.int64)
     cfg[K.CFG_MTU] = net.mtu_bytes
     cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes + int_bytes
@@ -134,7 +135,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     # RTT (HPCC, DCTCP) or INT room per hop (HPCC); the base RTT of the healthy fabric, the INT
     # room for the longest detour a failure forces
     base_rtt_ps, max_switch_hops = 0, 0
-    if needs_fabric_rtt(algorithm) or int_bytes:
+    if BY_NAME[algorithm].needs_fabric_rtt or int_bytes:
         walk = (route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
                 int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
         base_rtt_ps, max_switch_hops = base_rtt_extremes(route_off[0], *walk)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import advance_to, qp_of, scenario, simulate
 from roce_emu.api import prepare_scenario
-from roce_emu.core import cc_dcqcn, cc_dctcp, cc_hpcc, cc_timely
+from roce_emu.core.cc import dcqcn as cc_dcqcn, dctcp as cc_dctcp, hpcc as cc_hpcc, timely as cc_timely
 from roce_emu.core import kinds as K
 from roce_emu.metrics import jain_index, queue_series, rate_series, throughput_bps
 

@@ -5,7 +5,7 @@ import pytest
 from conftest import advance_to, one_flow, qp_of, scenario, simulate
 from roce_emu.api import prepare_scenario
 from roce_emu.config import load_scenario
-from roce_emu.core import cc, cc_hpcc, cc_timely
+from roce_emu.core.cc import dispatch as cc, hpcc as cc_hpcc, timely as cc_timely
 from roce_emu.core import kinds as K
 from roce_emu.core.packets import pkt_alloc
 from roce_emu.core.qp import qp_open
@@ -208,14 +208,15 @@ def test_defaults_follow_the_nic_rate_and_are_reported():
 def test_readme_and_the_model_document_every_parameter_table():
     from pathlib import Path
 
-    from roce_emu.cc_params import TABLES, markdown_table
+    from roce_emu.cc_params import markdown_table
+    from roce_emu.core.cc.registry import ALGORITHMS
 
     root = Path(__file__).resolve().parent.parent
     for doc in ("README.md", "docs/model.md"):
         text = (root / doc).read_text()
-        for algorithm in TABLES:
-            if TABLES[algorithm]:
-                assert markdown_table(algorithm) in text, f"{doc}'s {algorithm} table is out of date"
+        for algorithm in ALGORITHMS:
+            if algorithm.params:
+                assert markdown_table(algorithm.name) in text, f"{doc}'s {algorithm.name} table is out of date"
 
 
 def test_every_citation_of_the_model_names_a_section_it_has():

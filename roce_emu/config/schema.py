@@ -9,7 +9,8 @@ from typing import Annotated, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..cc_params import ECN_DEFAULT, ECN_DEFAULTS, check_params
+from ..cc_params import check_params
+from ..core.cc.registry import BY_NAME, NAMES
 from ..errors import AT
 
 MIB = 1024 * 1024
@@ -167,7 +168,7 @@ class Pfc(Strict):
 class Ecn(Strict):
     """RED marking on the egress queue at dequeue: 0 below Kmin, Pmax at Kmax, 1 above.
 
-    An omitted threshold takes the congestion-control algorithm's default (cc_params)."""
+    An omitted threshold takes the congestion-control algorithm's default (core/cc/registry.py)."""
 
     enabled: bool = True
     kmin_bytes: Optional[int] = Field(None, ge=0)
@@ -178,7 +179,7 @@ class Ecn(Strict):
 
     def resolved(self, algorithm: str) -> tuple[int, int, float]:
         """(kmin_bytes, kmax_bytes, pmax) at the reference rate, defaults filled in."""
-        kmin, kmax, pmax = ECN_DEFAULTS.get(algorithm, ECN_DEFAULT)
+        kmin, kmax, pmax = BY_NAME[algorithm].ecn
         return (kmin if self.kmin_bytes is None else self.kmin_bytes,
                 kmax if self.kmax_bytes is None else self.kmax_bytes,
                 pmax if self.pmax is None else self.pmax)
@@ -196,13 +197,10 @@ class Nic(Strict):
     data_priority: int = Field(3, ge=1, le=7)
 
 
-CC_ALGORITHMS = ("none", "dcqcn", "hpcc", "timely", "dctcp")
-
-
 class Cc(Strict):
     """The congestion-control algorithm of every sender, and overrides of its parameters by name."""
 
-    algorithm: Literal["none", "dcqcn", "hpcc", "timely", "dctcp"] = "none"
+    algorithm: Literal[NAMES] = "none"
     params: dict[str, Union[bool, int, float, str]] = {}
 
     @model_validator(mode="after")

@@ -40,10 +40,10 @@ Reads and writes every world array except the task DAG, the route tables and the
 """
 import numpy as np
 
-from . import cc_dcqcn
+from .cc import dispatch as cc
 from .heap import heap_rebuild
 from .jit import njit
-from .kinds import (CC_DCQCN, CFG_CC, CFG_NACK_PS, CFG_N_HOSTS, C_EVENTS, C_FF_CHECKPOINTS, C_FF_EVENTS, C_FF_JUMPS,
+from .kinds import (CFG_NACK_PS, CFG_N_HOSTS, C_EVENTS, C_FF_CHECKPOINTS, C_FF_EVENTS, C_FF_JUMPS,
                     C_FF_PS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS, C_SIZE, C_TASKS_DONE, EV_ARRIVE, EV_CC_TIMER,
                     EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE, EV_TX_DONE, FL_ACTIVE, I64,
                     M_EV_COUNT, M_ROUTE_EPOCH, N_TIMERS, NPRIO, PK_ACK, PK_DATA, PK_NACK, PK_PAUSE, PK_RESUME,
@@ -323,7 +323,7 @@ def _walk_flow(w, ff, f):
     last = c["last_cnp_ps"]
     _put(ff, T_PLAIN, _i(last >= 0))
     if last >= 0:  # DCQCN paper receiver: the time from which it may send the next CNP
-        gap = np.int64(w.ccp[cc_dcqcn.P_CNP_PS]) if w.cfg[CFG_CC] == CC_DCQCN else np.int64(0)
+        gap = cc.cnp_gap_ps(w)
         c["last_cnp_ps"] = _put(ff, T_TIME, last + gap) - gap
     for tm in range(N_TIMERS):
         armed = w.timer[f, tm, TIMER_ARMED]

@@ -8,6 +8,8 @@ global Python int as a literal and compiles a callee once per literal value pass
 """
 import numpy as np
 
+from .cc import registry as _cc_registry
+
 I64 = np.int64
 NO_ARG = I64(0)  #: an unused event or call argument
 NO_ID = I64(-1)  #: no flow / no host
@@ -48,15 +50,15 @@ FL_WAITING = I64(0)
 FL_ACTIVE = I64(1)
 FL_DONE = I64(2)
 
-# ---- congestion-control algorithms --------------------------------------------
-CC_NONE = I64(0)  #: line rate, PFC alone keeps the fabric lossless
-CC_DCQCN = I64(1)
-CC_HPCC = I64(2)
-CC_TIMELY = I64(3)
-CC_DCTCP = I64(4)
-CC_NAMES = ("none", "dcqcn", "hpcc", "timely", "dctcp")
+# ---- congestion-control algorithms: codes from their registry (cc/registry.py) ----------
+CC_NAMES = _cc_registry.NAMES
+CC_NONE = I64(_cc_registry.code("none"))  #: line rate, PFC alone keeps the fabric lossless
+CC_DCQCN = I64(_cc_registry.code("dcqcn"))
+CC_HPCC = I64(_cc_registry.code("hpcc"))
+CC_TIMELY = I64(_cc_registry.code("timely"))
+CC_DCTCP = I64(_cc_registry.code("dctcp"))
 
-#: congestion-control timers per flow (one pending event each, see cc_base.py)
+#: congestion-control timers per flow (one pending event each, see cc/base.py)
 TM_ALPHA = I64(0)
 TM_DECREASE = I64(1)
 TM_INCREASE = I64(2)

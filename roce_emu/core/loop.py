@@ -3,7 +3,7 @@
 The Python driver calls it in slices; every stopping test happens before an event
 is taken, so slicing never changes the result.
 """
-from . import cc
+from .cc import dispatch as cc
 from .heap import heap_pop, heap_push
 from .jit import njit
 from .kinds import (CFG_HEAP_ROOM, CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS,

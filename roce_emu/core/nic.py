@@ -16,10 +16,10 @@ trains repay. docs/fast_forward.md gives the model and its error.
 """
 import numpy as np
 
-from . import cc
+from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_DCQCN, CC_HPCC, CC_NONE, CFG_ACK_BYTES, CFG_CC, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
+from .kinds import (CFG_ACK_BYTES, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
                     CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
                     EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, NO_ID, PK_ACK, PK_CNP, PK_DATA,
@@ -257,8 +257,7 @@ def _emit_data(w, p, f, t):
     w.stats[C_DATA_SENT] += n
     r["next_tx_ps"] = t + ser_ps(wire, r["rate_bps"])
     w.ccs[f]["last_wire"] = wire
-    if w.cfg[CFG_CC] == CC_DCQCN:  # the only algorithm that counts bytes sent
-        cc.on_send(w, f, wire)
+    cc.on_send(w, f, wire)
     if r["snd_nxt"] >= r["n_pkts"]:
         ring_remove(w, p, f)
     return k
@@ -402,8 +401,8 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     w.pkt[k]["n_sub"] = n
     w.pkt[k]["ecn"] = ecn
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
-    if kind != PK_CNP and w.cfg[CFG_CC] == CC_HPCC:
-        cc.echo_int(w, k_data, k)
+    if kind != PK_CNP:
+        cc.on_reply(w, k_data, k)
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))
     return p
@@ -429,8 +428,7 @@ def on_host_arrive(w, k, node, t):
     if r["state"] != FL_ACTIVE:
         return -1
     kick = -1
-    if w.cfg[CFG_CC] != CC_NONE:
-        cc.on_ack(w, f, k, t)
+    if cc.on_ack(w, f, k, t):
         kick = r["nic_port"]  # the rate or the window may let the queue pair send
     if kind == PK_NACK:
         return _go_back(w, f, pk["seq"])

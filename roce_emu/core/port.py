@@ -6,10 +6,10 @@ account a data packet in the MMU on arrival and release it, marking ECN, when it
 starts to leave. A port whose link is down sends nothing: a switch discards what is
 queued for it (stale routes still point there until they converge), a NIC holds it.
 """
-from . import cc
+from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CC_HPCC, CFG_CC, CFG_TRAIN_MAX, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
+from .kinds import (CFG_TRAIN_MAX, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
                     NPRIO, PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
@@ -101,8 +101,8 @@ def _try_send(w, p, t):
     wire = wire_bytes(w, k)
     if pk["kind"] == PK_DATA:
         pt["tx_data_pkts"] += n
-        if pt["at_host"] == 0 and w.cfg[CFG_CC] == CC_HPCC:
-            cc.stamp_int(w, k, p, t)
+        if pt["at_host"] == 0:
+            cc.on_switch_egress(w, k, p, t)
     pt["tx_bytes"] += wire
     end = t + ser_ps(wire, pt["rate_bps"])
     if n > 1:

@@ -14,9 +14,9 @@ was, a no-op (loop.py). Which slot a flow gets changes no result.
 import numpy as np
 from numba import literal_unroll
 
-from . import cc_dctcp, cc_hpcc
+from .cc import dispatch as cc
 from .jit import njit
-from .kinds import CC_DCTCP, CC_HPCC, CFG_CC, CFG_MTU, FL_ACTIVE, FL_DONE, I64, M_QP_FREE
+from .kinds import CFG_MTU, FL_ACTIVE, FL_DONE, I64, M_QP_FREE
 from .state import CC_DTYPE, QP_COUNTERS, QP_DTYPE
 
 _BLANK_QP = np.zeros(1, QP_DTYPE)  # every field zero: a slot is reset from these before reuse
@@ -37,10 +37,7 @@ def _cc_start(w, f):
     c["util"] = 1.0
     c["batch"] = 1
     c["last_cnp_ps"] = -1
-    algorithm = w.cfg[CFG_CC]
-    if algorithm == CC_HPCC or algorithm == CC_DCTCP:
-        base_rtt = w.ccp[cc_hpcc.P_BASE_RTT_PS] if algorithm == CC_HPCC else w.ccp[cc_dctcp.P_BASE_RTT_PS]
-        w.qp[f]["window_bytes"] = max(np.int64((line * base_rtt) // 8e12), 1)
+    cc.on_open(w, f, line)
 
 
 @njit

@@ -6,20 +6,21 @@ beta (1 - T_high / rtt); otherwise it follows the normalised EWMA gradient of RT
 differences: add delta when it is <= 0, else multiply by 1 - beta * gradient. After
 N increases in a row the step is the hyperactive R_HAI.
 """
-from .cc_base import set_rate
-from .jit import njit
+from ..jit import njit
+from .base import set_rate
+from .registry import TIMELY as SPEC
 
-# ---- parameters: indices into World.ccp (engine units) ---------------------------------
-P_ALPHA = 0  #: EWMA weight of the newest RTT difference
-P_BETA = 1  #: multiplicative decrease factor
-P_T_LOW_PS = 2
-P_T_HIGH_PS = 3
-P_MIN_RTT_PS = 4  #: gradient normaliser
-P_RAI = 5  #: additive increase delta (bit/s)
-P_RHAI = 6  #: hyperactive increase (bit/s)
-P_HAI_N = 7  #: increases in a row before the hyperactive step
-P_MIN_RATE = 8
-N_PARAMS = 9
+# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+P_ALPHA = SPEC.slot("alpha")  #: EWMA weight of the newest RTT difference
+P_BETA = SPEC.slot("beta")  #: multiplicative decrease factor
+P_T_LOW_PS = SPEC.slot("t_low_us")
+P_T_HIGH_PS = SPEC.slot("t_high_us")
+P_MIN_RTT_PS = SPEC.slot("min_rtt_us")  #: gradient normaliser
+P_RAI = SPEC.slot("rate_ai_mbps")  #: additive increase delta (bit/s)
+P_RHAI = SPEC.slot("rate_hai_mbps")  #: hyperactive increase (bit/s)
+P_HAI_N = SPEC.slot("hai_after")  #: increases in a row before the hyperactive step
+P_MIN_RATE = SPEC.slot("min_rate_mbps")
+N_PARAMS = SPEC.n_params
 
 
 @njit

@@ -7,17 +7,18 @@ time, and sets R = R_c / (U / eta) + R_AI (or R_c + R_AI in the additive stages)
 The reference rate R_c and the stage are committed once per RTT; every ACK recomputes
 R from them (fast reaction). The window is W = R T.
 """
-from .cc_base import set_rate, set_window_for_rate
-from .jit import njit
-from .state import INT_FIELDS, INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
+from ..jit import njit
+from ..state import INT_FIELDS, INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
+from .base import set_rate, set_window_for_rate
+from .registry import HPCC as SPEC
 
-# ---- parameters: indices into World.ccp (engine units) ---------------------------------
-P_ETA = 0  #: target utilisation
-P_MAX_STAGE = 1  #: additive-increase stages before multiplicative steps
-P_RAI = 2  #: R_AI = W_AI / T (bit/s)
-P_MIN_RATE = 3
-P_BASE_RTT_PS = 4  #: T: the network's largest base RTT
-N_PARAMS = 5
+# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+P_ETA = SPEC.slot("eta")  #: target utilisation
+P_MAX_STAGE = SPEC.slot("max_stage")  #: additive-increase stages before multiplicative steps
+P_RAI = SPEC.slot("rate_ai_mbps")  #: R_AI = W_AI / T (bit/s)
+P_MIN_RATE = SPEC.slot("min_rate_mbps")
+P_BASE_RTT_PS = SPEC.slot("base_rtt_ns")  #: T: the network's largest base RTT
+N_PARAMS = SPEC.n_params
 
 PS_PER_S = 1e12
 

@@ -8,28 +8,29 @@ and raise it (fast recovery, additive, hyper increase by the stage count s).
 once per N per flow; each CNP cuts the rate at once; alpha decays after K without
 CNP; a timer T and a byte counter B drive the increase stages.
 """
-from .cc_base import arm_timer, set_rate
-from .jit import njit
-from .kinds import TM_ALPHA, TM_DECREASE, TM_INCREASE
+from ..jit import njit
+from ..kinds import TM_ALPHA, TM_DECREASE, TM_INCREASE
+from .base import arm_timer, set_rate
+from .registry import DCQCN as SPEC
 
 VARIANT_CX = 0
 VARIANT_PAPER = 1
 
-# ---- parameters: indices into World.ccp (engine units: ps, bit/s, bytes) --------------
-P_VARIANT = 0
-P_G = 1  #: alpha EWMA gain
-P_ALPHA_PS = 2  #: alpha update period (cx: T_alpha; paper: K)
-P_DEC_PS = 3  #: cx: rate-decrease check period T_dec
-P_INC_PS = 4  #: rate-increase timer period (cx: T_inc; paper: T)
-P_BYTES = 5  #: paper: byte counter B
-P_F = 6  #: fast-recovery stages F
-P_RAI = 7  #: additive increase R_AI (bit/s)
-P_RHAI = 8  #: hyper increase R_HAI (bit/s)
-P_MIN_RATE = 9
-P_CNP_PS = 10  #: paper: minimum interval N between CNPs of one flow at the receiver
-P_FIRST_CNP = 11  #: cx: the rate becomes this fraction of itself on the first CNP
-P_CLAMP = 12  #: cx: 1 = the target follows every cut (ClampTargetRate)
-N_PARAMS = 13
+# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+P_VARIANT = SPEC.slot("variant")
+P_G = SPEC.slot("g")  #: alpha EWMA gain
+P_ALPHA_PS = SPEC.slot("alpha_interval_us")  #: alpha update period (cx: T_alpha; paper: K)
+P_DEC_PS = SPEC.slot("decrease_interval_us")  #: cx: rate-decrease check period T_dec
+P_INC_PS = SPEC.slot("increase_interval_us")  #: rate-increase timer period (cx: T_inc; paper: T)
+P_BYTES = SPEC.slot("byte_counter_bytes")  #: paper: byte counter B
+P_F = SPEC.slot("fast_recovery_steps")  #: fast-recovery stages F
+P_RAI = SPEC.slot("rate_ai_mbps")  #: additive increase R_AI (bit/s)
+P_RHAI = SPEC.slot("rate_hai_mbps")  #: hyper increase R_HAI (bit/s)
+P_MIN_RATE = SPEC.slot("min_rate_mbps")
+P_CNP_PS = SPEC.slot("cnp_interval_us")  #: paper: minimum interval N between CNPs of one flow at the receiver
+P_FIRST_CNP = SPEC.slot("rate_on_first_cnp")  #: cx: the rate becomes this fraction of itself on the first CNP
+P_CLAMP = SPEC.slot("clamp_target_rate")  #: cx: 1 = the target follows every cut (ClampTargetRate)
+N_PARAMS = SPEC.n_params
 
 
 @njit

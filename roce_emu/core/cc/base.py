@@ -6,11 +6,11 @@ event per queue pair: restarting a timer moves its deadline later, and the pendi
 when it fires early, re-queues itself at the deadline. The heap therefore holds at
 most N_TIMERS timer events per flow however often the algorithms restart them.
 """
-from .heap import heap_push
-from .jit import njit
-from .kinds import EV_CC_TIMER, FL_ACTIVE, I64, TIMER_SPAN
-from .paths import ser_ps
-from .state import TIMER_ARMED, TIMER_DUE
+from ..heap import heap_push
+from ..jit import njit
+from ..kinds import EV_CC_TIMER, FL_ACTIVE, I64, TIMER_SPAN
+from ..paths import ser_ps
+from ..state import TIMER_ARMED, TIMER_DUE
 
 
 @njit

@@ -6,15 +6,16 @@ adds R_AI when it is not recovering. An echoed mark cuts the rate by alpha / 2, 
 most once per window (CWR until the data sent before the cut is acknowledged). The
 window follows the rate: W = R T.
 """
-from .cc_base import set_rate, set_window_for_rate
-from .jit import njit
+from ..jit import njit
+from .base import set_rate, set_window_for_rate
+from .registry import DCTCP as SPEC
 
-# ---- parameters: indices into World.ccp (engine units) ---------------------------------
-P_G = 0  #: alpha EWMA gain
-P_RAI = 1  #: additive increase per window (bit/s)
-P_MIN_RATE = 2
-P_BASE_RTT_PS = 3  #: T: window = rate x T
-N_PARAMS = 4
+# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+P_G = SPEC.slot("g")  #: alpha EWMA gain
+P_RAI = SPEC.slot("rate_ai_mbps")  #: additive increase per window (bit/s)
+P_MIN_RATE = SPEC.slot("min_rate_mbps")
+P_BASE_RTT_PS = SPEC.slot("base_rtt_ns")  #: T: window = rate x T
+N_PARAMS = SPEC.n_params
 
 
 @njit
