@@ -12,14 +12,15 @@ from .diagnose import stall_report
 from .driver import Limits, RunOutcome, simulate
 from .errors import ScenarioError
 from .invariants import engine_fault
+from .inputs import check_inputs
 from .iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
                         rank_timeline, task_rows, timeline_rows)
-from .output import frame, parquet_missing, write_run_dir
+from .output import frame, write_run_dir
 from .provenance import provenance, scenario_yaml
 from .results import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
-from .topology import Fabric, build_fabric, fabric_size
-from .workload import Workload, build_workload, collective_flow_mask, ns_to_ps
-from .world import build_world, check_fabric_memory
+from .topology import Fabric
+from .workload import Workload, collective_flow_mask, ns_to_ps
+from .world import build_world
 
 
 @dataclass
@@ -90,13 +91,9 @@ def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
 
 
 def prepare_scenario(scenario: Scenario, source: str = "<scenario>", overrides: tuple = ()) -> Prepared:
-    if scenario.output.format == "parquet" and parquet_missing():
-        raise ScenarioError(source, "output.format", parquet_missing())
-    check_fabric_memory(*fabric_size(scenario.topology), source)
-    fabric = build_fabric(scenario.topology)
-    workload = build_workload(scenario, fabric, source)
-    world = build_world(scenario, fabric, workload, source)
-    return Prepared(scenario, source, fabric, workload, world, tuple(overrides))
+    inputs = check_inputs(scenario, source)
+    world = build_world(inputs)
+    return Prepared(scenario, source, inputs.fabric, inputs.workload, world, tuple(overrides))
 
 
 def normalized_document(prepared: Prepared) -> dict:

@@ -160,25 +160,30 @@ def topo(scenario, overrides, draw_to, list_links):
 @set_option
 @click.option("--print-normalized", is_flag=True, help="Print the scenario with every default filled in.")
 def validate(scenario, overrides, print_normalized):
-    """Check a scenario (schema, host ids, buffer sizes) without simulating it.
+    """Check a scenario (schema, host ids, buffers, faults, memory) without simulating it. It
+    does not load the engine, except with --print-normalized, which computes the parameters a
+    run would use (the fabric's base RTT among them).
 
     \b
     Example:
       roce-emu validate scenarios/incast.yaml --print-normalized
     """
-    import yaml
-
-    from . import api
-
     try:
-        prepared = api.prepare(scenario, list(overrides))
+        if print_normalized:
+            import yaml
+
+            from . import api
+
+            prepared = api.prepare(scenario, list(overrides))
+            click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
+            return
+        from .inputs import load_inputs
+
+        inputs = load_inputs(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
-    if print_normalized:
-        click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
-    else:
-        click.echo(f"{scenario}: ok ({len(prepared.flows)} flows, {len(prepared.workload.tasks)} tasks, "
-                   f"{prepared.fabric.n_hosts} hosts)")
+    click.echo(f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
+               f"{inputs.fabric.n_hosts} hosts)")
 
 
 @main.command()

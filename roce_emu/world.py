@@ -1,89 +1,21 @@
-"""Compile a scenario into the engine's world: flat arrays with capacities, and growing them."""
-
-import os
+"""Compile checked inputs into the engine's world: flat arrays with capacities, and growing them."""
 
 import numpy as np
 
 from .cc_params import engine_params, resolved_params
-from .core.cc.registry import BY_NAME
 from .config.schema import Scenario
 from .core import fastforward as ff
 from .core import kinds as K
+from .core.cc.registry import BY_NAME
 from .core.loop import schedule_start
 from .core.paths import base_rtt_extremes, first_hops
-from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, NODE_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE,
-                         QP_DTYPE, TASK_DTYPE, FastForward, World)
-from .errors import ScenarioError
-from .faults import compile_faults
-from .topology import Fabric
+from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE,
+                         FastForward, World)
 from .dag import FlowTable, TaskTable
-from .workload import Workload, ns_to_ps
-
-
-def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> int:
-    """Bytes that can still arrive after XOFF is decided: the HPCC model's three one-way
-    link BDPs, plus three maximum frames (the frame in service when XOFF is queued, the
-    frame the upstream has started, and the PAUSE's own wait) so zero-delay links stay lossless."""
-    return 3 * rate_bps * prop_ps // (8 * 10**12) + 3 * max_frame_wire
-
-
-#: bytes per routing-table row while it is built in Python (a tuple in a list) and then stored
-ROUTE_ROW_BYTES = 120
-STORED_ROUTE_ROW_BYTES = 16  # per extra route epoch (link failures): an offset and a port or two
-MAX_MEMORY_SHARE = 0.8  # refuse a world that would need more than this share of the free memory
-
-
-def estimate_bytes(fabric: Fabric, workload: Workload, route_epochs: int = 1) -> int:
-    """Memory to build and start the world: routing rows (node x host, per route epoch), packets
-    and events for the initial pools, the first queue pairs, per-flow and per-task records.
-    Pools grow later with the work in flight."""
-    n_ports = len(fabric.port_node)
-    rows = fabric.n_nodes * fabric.n_hosts
-    n_flows, n_tasks = len(workload.flows), len(workload.tasks)
-    qps = first_qp_slots(n_flows, fabric.n_hosts)
-    pool = _pool_capacity(n_ports, qps)
-    per_qp = QP_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 2 * K.N_TIMERS + 4
-    routes = rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES
-    return (routes + pool * (PKT_DTYPE.itemsize + 4) + 2 * EV_DTYPE.itemsize * _heap_capacity(pool, n_ports, qps)
-            + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + qps * per_qp
-            + n_flows * FLOW_DTYPE.itemsize + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
-
-
-def first_qp_slots(n_flows: int, n_hosts: int) -> int:
-    """Queue-pair slots a world starts with (World.qp grows by doubling when flows in flight
-    need more): room for a few flows per host, never more than there are flows."""
-    return max(1, min(n_flows, 4 * n_hosts + 64))
-
-
-def _pool_capacity(n_ports: int, n_qps: int) -> int:
-    return 4096 + 64 * n_ports + 4 * n_qps
-
-
-def available_bytes() -> int:
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not on Linux
-        return 1 << 62
-
-
-def check_memory(fabric: Fabric, workload: Workload, source: str, route_epochs: int = 1) -> None:
-    """Refuse a scenario whose world would not fit in memory, with the estimate."""
-    _refuse_above(estimate_bytes(fabric, workload, route_epochs),
-                  f"{fabric.n_nodes} nodes x {fabric.n_hosts} hosts of routes x {route_epochs} route epochs, "
-                  f"{len(workload.flows)} flows", source)
-
-
-def check_fabric_memory(hosts: int, nodes: int, source: str) -> None:
-    """Before building a fabric: its routing rows and graph alone must fit."""
-    _refuse_above(nodes * hosts * ROUTE_ROW_BYTES + nodes * 2000, f"{nodes} nodes x {hosts} hosts of routes",
-                  source)
-
-
-def _refuse_above(need: int, what: str, source: str) -> None:
-    free = available_bytes()
-    if need > MAX_MEMORY_SHARE * free:
-        raise ScenarioError(source, "topology", f"needs about {need / 1e9:.1f} GB to build ({what}), but "
-                            f"{free / 1e9:.1f} GB is free: make the fabric or the workload smaller")
+from .inputs import Inputs
+from .sizing import first_qp_slots, heap_capacity, pool_capacity
+from .topology import Fabric
+from .workload import ns_to_ps
 
 
 def train_limit(scenario: Scenario, n_link_actions: int) -> int:
@@ -94,13 +26,13 @@ def train_limit(scenario: Scenario, n_link_actions: int) -> int:
     return scenario.sim.train_max_packets
 
 
-def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: str) -> World:
+def build_world(inputs: Inputs) -> World:
+    """The engine's world for checked inputs (inputs.check_inputs): configuration slots, flow
+    records, the base RTT and CC parameters, empty pools, and the first events queued."""
+    scenario, fabric, workload, plan = inputs.scenario, inputs.fabric, inputs.workload, inputs.plan
     net = scenario.network
     flows = workload.flows
     algorithm = net.cc.algorithm
-    most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
-    check_memory(fabric, workload, source, most_epochs)
-    plan = compile_faults(scenario, fabric, source)
     route_off, route_ports = plan.route_off, plan.route_ports
     H = fabric.n_hosts
     int_bytes = BY_NAME[algorithm].int_header_bytes
@@ -127,8 +59,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
     cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(plan.actions))
 
-    port = _ports(scenario, fabric)
-    node = _nodes(scenario, fabric, port, source)
+    port, node = inputs.port, inputs.node
     flow = _flows(scenario, fabric, flows, route_off[0], route_ports)
     n_qps = first_qp_slots(len(flows), H)
     # the all-pairs route walk (O(hosts^2)) only for an algorithm that needs the fabric's base
@@ -146,7 +77,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
     ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))
     int_hops = max_switch_hops if int_bytes else 0
     n_ports = len(port)
-    pool_cap = _pool_capacity(n_ports, n_qps)
+    pool_cap = pool_capacity(n_ports, n_qps)
     fanout = np.diff(workload.tasks.succ_off)
     cfg[K.CFG_HEAP_ROOM] = K.HEAP_MARGIN + (int(fanout.max()) if len(fanout) else 0)
     roots = int(np.count_nonzero(workload.tasks.n_deps == 0))
@@ -162,7 +93,7 @@ def build_world(scenario: Scenario, fabric: Fabric, workload: Workload, source: 
         stats=np.zeros(K.C_SIZE, np.int64),
         meta=meta,
         rng=np.maximum(rng_state, np.uint64(1)),
-        ev=np.zeros(_heap_capacity(pool_cap, n_ports, n_qps) + roots + int(cfg[K.CFG_HEAP_ROOM]) + len(plan.actions),
+        ev=np.zeros(heap_capacity(pool_cap, n_ports, n_qps) + roots + int(cfg[K.CFG_HEAP_ROOM]) + len(plan.actions),
                     EV_DTYPE),
         kick=np.zeros(K.NPRIO * n_ports + K.KICK_CAP, np.int32),
         pkt=_new_packets(pool_cap),
@@ -252,14 +183,6 @@ def _trace_rows(cfg, n_flows: int, n_ports: int) -> int:
     return max(1 << 16, 64 * per_sample)
 
 
-def _heap_capacity(pool_cap: int, n_ports: int, n_qps: int) -> int:
-    # every packet has at most one pending event; plus a TX_DONE and a wake-up per port,
-    # and per queue pair a start, a retransmission timer and the CC timers; and a trace sample
-    # (flow starts and compute tasks the DAG releases, and the timers that outlive their queue
-    # pairs, grow the heap through ST_HEAP_LOW; the roots and link actions are added at build)
-    return pool_cap + 2 * n_ports + (2 + K.N_TIMERS) * n_qps + 1 + K.HEAP_MARGIN
-
-
 def _new_qps(n: int) -> np.ndarray:
     qp = np.zeros(n, QP_DTYPE)
     qp["flow"] = -1
@@ -272,59 +195,6 @@ def _new_packets(n: int) -> np.ndarray:
     pkt["flow"] = -1
     pkt["nxt"] = -1
     return pkt
-
-
-def _ports(scenario: Scenario, fabric: Fabric) -> np.ndarray:
-    net = scenario.network
-    P = len(fabric.port_node)
-    is_host_port = fabric.port_node < fabric.n_hosts
-    rate = fabric.port_rate_bps
-    ecn = net.switch.ecn
-    scale = rate / (ecn.reference_rate_gbps * 1e9) if ecn.scale_with_rate else np.ones(P)
-    max_frame = net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes
-    pfc = net.switch.pfc
-    if pfc.headroom_bytes is None:
-        headroom = np.array([default_headroom_bytes(int(r), int(d), max_frame)
-                             for r, d in zip(rate, fabric.port_prop_ps)], np.int64)
-    else:
-        headroom = np.full(P, pfc.headroom_bytes, np.int64)
-    host_rate = rate[is_host_port].min()
-    doublings = np.round(np.log2(np.maximum(rate / host_rate, 1.0))).astype(np.int64)
-    port = np.zeros(P, PORT_DTYPE)
-    port["node"] = fabric.port_node
-    port["peer_port"] = fabric.port_peer
-    port["rate_bps"] = rate
-    port["nominal_bps"] = rate
-    port["prop_ps"] = fabric.port_prop_ps
-    port["at_host"] = is_host_port
-    port["tx_pkt"] = -1
-    port["act_head"] = -1
-    kmin, kmax, pmax = ecn.resolved(net.cc.algorithm)
-    port["kmin_bytes"] = np.round(kmin * scale)
-    port["kmax_bytes"] = np.round(kmax * scale)
-    port["pmax"] = pmax
-    port["headroom_bytes"] = np.where(is_host_port, 0, headroom)
-    port["pfc_shift"] = np.maximum(pfc.alpha_shift - doublings, 0)
-    return port
-
-
-def _nodes(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) -> np.ndarray:
-    sw = scenario.network.switch
-    node = np.zeros(fabric.n_nodes, NODE_DTYPE)
-    node["is_host"][: fabric.n_hosts] = 1
-    node["buffer_bytes"][fabric.n_hosts:] = sw.buffer_bytes
-    node["pfc_free_bytes"][fabric.n_hosts:] = sw.buffer_bytes
-    if sw.pfc.enabled:
-        for n in range(fabric.n_hosts, fabric.n_nodes):
-            owned = fabric.node_ports[n]
-            reserved = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
-            node[n]["pfc_free_bytes"] = sw.buffer_bytes - reserved
-            if sw.buffer_bytes <= reserved:
-                raise ScenarioError(source, "network.switch.buffer_bytes",
-                                    f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[n]}' needs "
-                                    f"more than {reserved} bytes for PFC headroom and reserve on its "
-                                    f"{len(owned)} ports")
-    return node
 
 
 def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, route_ports) -> np.ndarray:
@@ -355,7 +225,7 @@ def grow(world: World) -> World:
     free = np.concatenate([np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int32), world.pkt_free[:n_free],
                            np.zeros(cap - n_free, np.int32)])
     world.meta[K.M_FREE] = cap + n_free
-    ev = np.zeros(max(2 * len(world.ev), _heap_capacity(2 * cap, len(world.port), len(world.qp))), EV_DTYPE)
+    ev = np.zeros(max(2 * len(world.ev), heap_capacity(2 * cap, len(world.port), len(world.qp))), EV_DTYPE)
     ev[: len(world.ev)] = world.ev
     int_rec = np.concatenate([world.int_rec, np.zeros_like(world.int_rec)])
     return world._replace(pkt=pkt, pkt_free=free, ev=ev, int_rec=int_rec)
@@ -376,7 +246,3 @@ def grow_qps(world: World) -> World:
                           ccs=np.concatenate([world.ccs, np.zeros(n, CC_DTYPE)]),
                           timer=np.concatenate([world.timer, np.zeros_like(world.timer)]),
                           int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]), trace=trace)
-
-
-def memory_bytes(world: World) -> int:
-    return sum(part.nbytes for part in world)

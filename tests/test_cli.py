@@ -247,3 +247,26 @@ def test_a_wheel_carries_every_module_the_scenarios_and_the_license(tmp_path):
     assert sources <= names, f"left out of the wheel: {sorted(sources - names)}"
     assert {f"roce_emu/scenarios/{f.name}" for f in SCEN.glob("*.yaml")} <= names
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
+
+
+def test_validate_and_the_configuration_do_not_load_the_engine(tmp_path):
+    """`roce-emu validate` runs every input check (here a switch buffer too small for its PFC
+    headroom, which only the fabric's port records reveal) without importing Numba; so does
+    reading the configuration alone."""
+    probe = ("import sys, runpy\n"
+             "import roce_emu.config\n"
+             "assert 'numba' not in sys.modules, 'roce_emu.config loaded numba'\n"
+             "sys.argv = ['roce-emu', *sys.argv[1:]]\n"
+             "try:\n"
+             "    runpy.run_module('roce_emu', run_name='__main__')\n"
+             "finally:\n"
+             "    print('numba' in sys.modules, file=sys.stderr)\n")
+    ok = subprocess.run([sys.executable, "-c", probe, "validate", SCEN / "fat_tree_permutation.yaml"],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ok.returncode == 0 and "ok (16 flows" in ok.stdout, ok.stderr
+    assert ok.stderr.strip().splitlines()[-1] == "False"
+    bad = subprocess.run([sys.executable, "-c", probe, "validate", SCEN / "incast.yaml", "--set",
+                          "network.switch.buffer_bytes=100000"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and lines[-1] == "False", bad.stderr
+    assert "network.switch.buffer_bytes" in lines[0] and "headroom" in lines[0] and "Traceback" not in bad.stderr

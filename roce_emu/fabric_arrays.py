@@ -1,0 +1,70 @@
+"""The fabric as the engine holds it: one record per port (rate, delay, ECN thresholds, PFC
+headroom and alpha) and per node (buffer and the PFC shared pool). A switch whose buffer cannot
+hold its ports' headroom and reserve is refused here. No Numba."""
+import numpy as np
+
+from .config.schema import Scenario
+from .core.state import NODE_DTYPE, PORT_DTYPE
+from .errors import ScenarioError
+from .topology import Fabric
+
+
+def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> int:
+    """Bytes that can still arrive after XOFF is decided: the HPCC model's three one-way
+    link BDPs, plus three maximum frames (the frame in service when XOFF is queued, the
+    frame the upstream has started, and the PAUSE's own wait) so zero-delay links stay lossless."""
+    return 3 * rate_bps * prop_ps // (8 * 10**12) + 3 * max_frame_wire
+
+
+
+def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
+    net = scenario.network
+    P = len(fabric.port_node)
+    is_host_port = fabric.port_node < fabric.n_hosts
+    rate = fabric.port_rate_bps
+    ecn = net.switch.ecn
+    scale = rate / (ecn.reference_rate_gbps * 1e9) if ecn.scale_with_rate else np.ones(P)
+    max_frame = net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes
+    pfc = net.switch.pfc
+    if pfc.headroom_bytes is None:
+        headroom = np.array([default_headroom_bytes(int(r), int(d), max_frame)
+                             for r, d in zip(rate, fabric.port_prop_ps)], np.int64)
+    else:
+        headroom = np.full(P, pfc.headroom_bytes, np.int64)
+    host_rate = rate[is_host_port].min()
+    doublings = np.round(np.log2(np.maximum(rate / host_rate, 1.0))).astype(np.int64)
+    port = np.zeros(P, PORT_DTYPE)
+    port["node"] = fabric.port_node
+    port["peer_port"] = fabric.port_peer
+    port["rate_bps"] = rate
+    port["nominal_bps"] = rate
+    port["prop_ps"] = fabric.port_prop_ps
+    port["at_host"] = is_host_port
+    port["tx_pkt"] = -1
+    port["act_head"] = -1
+    kmin, kmax, pmax = ecn.resolved(net.cc.algorithm)
+    port["kmin_bytes"] = np.round(kmin * scale)
+    port["kmax_bytes"] = np.round(kmax * scale)
+    port["pmax"] = pmax
+    port["headroom_bytes"] = np.where(is_host_port, 0, headroom)
+    port["pfc_shift"] = np.maximum(pfc.alpha_shift - doublings, 0)
+    return port
+
+
+def node_records(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) -> np.ndarray:
+    sw = scenario.network.switch
+    node = np.zeros(fabric.n_nodes, NODE_DTYPE)
+    node["is_host"][: fabric.n_hosts] = 1
+    node["buffer_bytes"][fabric.n_hosts:] = sw.buffer_bytes
+    node["pfc_free_bytes"][fabric.n_hosts:] = sw.buffer_bytes
+    if sw.pfc.enabled:
+        for n in range(fabric.n_hosts, fabric.n_nodes):
+            owned = fabric.node_ports[n]
+            reserved = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
+            node[n]["pfc_free_bytes"] = sw.buffer_bytes - reserved
+            if sw.buffer_bytes <= reserved:
+                raise ScenarioError(source, "network.switch.buffer_bytes",
+                                    f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[n]}' needs "
+                                    f"more than {reserved} bytes for PFC headroom and reserve on its "
+                                    f"{len(owned)} ports")
+    return node

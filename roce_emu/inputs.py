@@ -1,0 +1,50 @@
+"""Every check of a scenario's input that needs no engine: what ``roce-emu validate`` runs, and
+what ``prepare`` runs before it builds the world. It loads no Numba, so it answers quickly
+on a fresh machine. What it refuses names the file, the key and what is allowed
+(ScenarioError)."""
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .config import load_scenario
+from .config.schema import Scenario
+from .errors import ScenarioError
+from .fabric_arrays import node_records, port_records
+from .faults import LinkPlan, compile_faults
+from .output import parquet_missing
+from .sizing import check_fabric_memory, check_memory
+from .topology import Fabric, build_fabric, fabric_size
+from .workload import Workload, build_workload
+
+
+@dataclass
+class Inputs:
+    """A scenario whose every input check passed, with what the checks built on the way."""
+    scenario: Scenario
+    source: str
+    fabric: Fabric
+    workload: Workload
+    plan: LinkPlan  #: the faults as link actions, and the routes of every epoch
+    port: np.ndarray  #: fabric_arrays.port_records
+    node: np.ndarray  #: fabric_arrays.node_records
+
+
+def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
+    """Run every check in the order the inputs are built; raises ScenarioError at the first failure."""
+    if scenario.output.format == "parquet" and parquet_missing():
+        raise ScenarioError(source, "output.format", parquet_missing())
+    check_fabric_memory(*fabric_size(scenario.topology), source)
+    fabric = build_fabric(scenario.topology)
+    workload = build_workload(scenario, fabric, source)
+    most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
+    check_memory(fabric, workload, source, most_epochs)
+    plan = compile_faults(scenario, fabric, source)
+    port = port_records(scenario, fabric)
+    node = node_records(scenario, fabric, port, source)
+    return Inputs(scenario, source, fabric, workload, plan, port, node)
+
+
+def load_inputs(path: Path | str, overrides: list[str] = ()) -> Inputs:
+    """Load a scenario file (with --set overrides) and check it."""
+    return check_inputs(load_scenario(path, list(overrides)), str(path))
