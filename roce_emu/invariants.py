@@ -18,8 +18,6 @@ def engine_fault(world: World, fabric: Fabric) -> str:
     code = int(world.meta[K.M_FAULT])
     obj = int(world.meta[K.M_FAULT_OBJ])
     kind = int(world.meta[K.M_FAULT_KIND])
-    events = ("flow start", "transmission done", "packet arrival", "NIC wake-up", "retransmission timer",
-              "CC timer", "trace sample", "task done", "link change")
     what = K.FAULT_NAMES[code]
     if code in (K.F_BUFFER_NEGATIVE, K.F_BUFFER_OVER):
         what += f" {fabric.names[obj]}"
@@ -27,7 +25,8 @@ def engine_fault(world: World, fabric: Fabric) -> str:
         what += f" {obj} ({fabric.names[world.port['node'][obj]]})"
     else:
         what += f" {obj}"
-    return f"invariant broken at t={int(world.stats[K.C_NOW_PS]) / 1000:g} ns during a {events[kind]} event: {what}"
+    t_ns = int(world.stats[K.C_NOW_PS]) / 1000
+    return f"invariant broken at t={t_ns:g} ns during a {K.EVENT_NAMES[kind]} event: {what}"
 
 
 def check_world(world: World) -> None:

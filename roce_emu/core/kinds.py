@@ -14,16 +14,32 @@ I64 = np.int64
 NO_ARG = I64(0)  #: an unused event or call argument
 NO_ID = I64(-1)  #: no flow / no host
 
+
+class _Codes:
+    """A family of codes numbered in the order they are declared, each with its name: the
+    constant and the name its table shows are written on one line, so they cannot drift."""
+
+    def __init__(self, kind=int):
+        self.kind = kind
+        self.names: list[str] = []
+
+    def __call__(self, name: str):
+        self.names.append(name)
+        return self.kind(len(self.names) - 1)
+
 # ---- event kinds (heap records' "kind") ------------------------------------
-EV_FLOW_START = I64(0)  #: obj = flow: the flow opens its queue pair and becomes active
-EV_TX_DONE = I64(1)  #: obj = port: the port finished serialising its packet
-EV_ARRIVE = I64(2)  #: obj = packet, arg = ingress port: last bit arrived
-EV_NIC_WAKE = I64(3)  #: obj = host port: a paced queue pair may be eligible now
-EV_RTO = I64(4)  #: obj = queue pair, arg = its flow: retransmission timer check
-EV_CC_TIMER = I64(5)  #: obj = queue pair, arg = its flow * TIMER_SPAN + CC timer id (TM_*): a CC timer is due
-EV_TRACE = I64(6)  #: sample the traces (per-flow rate, per-port queue)
-EV_TASK_DONE = I64(7)  #: obj = compute task: its duration has passed
-EV_LINK = I64(8)  #: obj = row of World.link_plan: a scheduled change to a link or to the routes
+_event = _Codes(I64)
+EV_FLOW_START = _event("flow start")  #: obj = flow: the flow opens its queue pair and becomes active
+EV_TX_DONE = _event("transmission done")  #: obj = port: the port finished serialising its packet
+EV_ARRIVE = _event("packet arrival")  #: obj = packet, arg = ingress port: last bit arrived
+EV_NIC_WAKE = _event("NIC wake-up")  #: obj = host port: a paced queue pair may be eligible now
+EV_RTO = _event("retransmission timer")  #: obj = queue pair, arg = its flow: retransmission timer check
+#: obj = queue pair, arg = its flow * TIMER_SPAN + CC timer id (TM_*): a CC timer is due
+EV_CC_TIMER = _event("CC timer")
+EV_TRACE = _event("trace sample")  #: sample the traces (per-flow rate, per-port queue)
+EV_TASK_DONE = _event("task done")  #: obj = compute task: its duration has passed
+EV_LINK = _event("link change")  #: obj = row of World.link_plan: a scheduled change to a link or to the routes
+EVENT_NAMES = tuple(_event.names)  #: as error messages name them
 
 # ---- network-fault actions (World.link_plan rows' "action") ----------------------------
 LA_DOWN = I64(0)  #: the link of port and its peer stops carrying packets
@@ -77,28 +93,30 @@ NPRIO = 8
 CTRL_PRIO = I64(0)  #: strict priority, never paused, outside the shared buffer
 
 # ---- status codes returned by advance_nb ---------------------------------------
-ST_IDLE = 0  #: no event left
-ST_T_LIMIT = 1  #: next event is after the time limit
-ST_BUDGET = 2  #: processed the slice's event budget
-ST_POOL_LOW = 3  #: packet pool nearly empty: grow and call again
-ST_HEAP_LOW = 4  #: event heap nearly full: grow and call again
-ST_STALLED = 5  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
-ST_TRACE_FULL = 6  #: the trace buffer cannot take another sample: flush it and call again
-ST_INVARIANT = 7  #: an engine invariant broke (meta[M_FAULT]): the run stops at that event
-ST_FF_GROW = 8  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
-ST_QP_LOW = 9  #: a flow starts next but no queue-pair slot is free: grow and call again
-STATUS_NAMES = ("idle", "time_limit", "budget", "pool_low", "heap_low", "stalled", "trace_full", "invariant",
-                "ff_grow", "qp_low")
+_status = _Codes()
+ST_IDLE = _status("idle")  #: no event left
+ST_T_LIMIT = _status("time_limit")  #: next event is after the time limit
+ST_BUDGET = _status("budget")  #: processed the slice's event budget
+ST_POOL_LOW = _status("pool_low")  #: packet pool nearly empty: grow and call again
+ST_HEAP_LOW = _status("heap_low")  #: event heap nearly full: grow and call again
+ST_STALLED = _status("stalled")  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
+ST_TRACE_FULL = _status("trace_full")  #: the trace buffer cannot take another sample: flush it and call again
+ST_INVARIANT = _status("invariant")  #: an engine invariant broke (meta[M_FAULT]): the run stops at that event
+ST_FF_GROW = _status("ff_grow")  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
+ST_QP_LOW = _status("qp_low")  #: a flow starts next but no queue-pair slot is free: grow and call again
+STATUS_NAMES = tuple(_status.names)
 
 # ---- invariant violations (meta[M_FAULT]); meta[M_FAULT_OBJ] names the entity --------------
-F_NONE = 0
-F_BUFFER_NEGATIVE = 1  #: obj = switch node: its buffer or an ingress counter went below zero
-F_BUFFER_OVER = 2  #: obj = switch node: more bytes held than its buffer
-F_DOUBLE_FREE = 3  #: obj = packet: freed twice
-F_QUEUE_NEGATIVE = 4  #: obj = port: an egress queue's byte count went below zero
-F_KICKS_FULL = 5  #: obj = port: the stack of ports to restart overflowed (a port would stay idle)
-FAULT_NAMES = ("", "buffer accounting below zero at switch node", "buffer over capacity at switch node",
-               "packet freed twice", "egress queue bytes below zero at port", "restart stack full at port")
+_fault = _Codes()
+F_NONE = _fault("")
+#: obj = switch node: its buffer or an ingress counter went below zero
+F_BUFFER_NEGATIVE = _fault("buffer accounting below zero at switch node")
+F_BUFFER_OVER = _fault("buffer over capacity at switch node")  #: obj = switch node: more bytes held than its buffer
+F_DOUBLE_FREE = _fault("packet freed twice")  #: obj = packet
+F_QUEUE_NEGATIVE = _fault("egress queue bytes below zero at port")  #: obj = port
+#: obj = port: the stack of ports to restart overflowed (a port would stay idle)
+F_KICKS_FULL = _fault("restart stack full at port")
+FAULT_NAMES = tuple(_fault.names)  #: as error messages name them
 
 # Free slots the loop keeps in the pool and the heap before taking an event:
 # one event allocates and schedules only a handful of packets and events.
@@ -131,41 +149,36 @@ CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MA
 CFG_SIZE = 21
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
-C_NOW_PS = 0
-C_EVENTS = 1
-C_DATA_SENT = 2
-C_DATA_DELIVERED = 3
-C_DATA_DROPPED = 4
-C_ACKS = 5
-C_NACKS = 6
-C_PAUSES = 7
-C_RESUMES = 8
-C_ECN_MARKS = 9
-C_TIMEOUTS = 10
-C_RETRANSMITS = 11
-C_FLOWS_DONE = 12
-C_LAST_PROGRESS_PS = 13
-C_CTRL_DROPPED = 14  #: ACK, NACK, CNP and PFC frames lost to network faults
-C_BUFFER_OVERFLOW = 15  #: admissions refused for the total buffer with PFC on
-C_CNPS = 16  #: congestion notifications sent by receivers (CNP packets or CNP/ECE-flagged ACKs)
-C_TASKS_DONE = 17
-C_LINK_LOST = 18  #: data packets lost to network faults (down links, lossy ports, no route); also in C_DATA_DROPPED
-C_ROUTE_UPDATES = 19  #: route epochs installed after link failures or repairs
-C_FF_JUMPS = 20  #: fast-forward jumps over repeated periods
-C_FF_EVENTS = 21  #: events the jumps skipped (not in C_EVENTS, which counts processed events)
-C_FF_PS = 22  #: simulated time the jumps skipped
-C_FF_CHECKPOINTS = 23  #: fast-forward signatures taken
-C_TRAINS = 24  #: packet trains sent (data trains and the ACK trains that answer them)
-C_TRAIN_PKTS = 25  #: data packets carried in trains
-C_SIZE = 26
-STAT_NAMES = (
-    "now_ps", "events", "data_packets_sent", "data_packets_delivered",
-    "data_packets_dropped", "acks_sent", "nacks_sent", "pfc_pauses_sent",
-    "pfc_resumes_sent", "ecn_marks", "timeouts", "retransmits", "flows_finished",
-    "last_progress_ps", "control_packets_dropped", "buffer_overflows", "cnps_sent", "tasks_finished",
-    "data_packets_lost_on_links", "route_updates", "fast_forward_jumps", "events_skipped", "skipped_ps",
-    "fast_forward_checkpoints", "trains_sent", "packets_in_trains",
-)
+_stat = _Codes()
+C_NOW_PS = _stat("now_ps")
+C_EVENTS = _stat("events")
+C_DATA_SENT = _stat("data_packets_sent")
+C_DATA_DELIVERED = _stat("data_packets_delivered")
+C_DATA_DROPPED = _stat("data_packets_dropped")
+C_ACKS = _stat("acks_sent")
+C_NACKS = _stat("nacks_sent")
+C_PAUSES = _stat("pfc_pauses_sent")
+C_RESUMES = _stat("pfc_resumes_sent")
+C_ECN_MARKS = _stat("ecn_marks")
+C_TIMEOUTS = _stat("timeouts")
+C_RETRANSMITS = _stat("retransmits")
+C_FLOWS_DONE = _stat("flows_finished")
+C_LAST_PROGRESS_PS = _stat("last_progress_ps")
+C_CTRL_DROPPED = _stat("control_packets_dropped")  #: ACK, NACK, CNP and PFC frames lost to network faults
+C_BUFFER_OVERFLOW = _stat("buffer_overflows")  #: admissions refused for the total buffer with PFC on
+C_CNPS = _stat("cnps_sent")  #: congestion notifications sent by receivers (CNP packets or CNP/ECE-flagged ACKs)
+C_TASKS_DONE = _stat("tasks_finished")
+#: data packets lost to network faults (down links, lossy ports, no route); also in C_DATA_DROPPED
+C_LINK_LOST = _stat("data_packets_lost_on_links")
+C_ROUTE_UPDATES = _stat("route_updates")  #: route epochs installed after link failures or repairs
+C_FF_JUMPS = _stat("fast_forward_jumps")  #: fast-forward jumps over repeated periods
+C_FF_EVENTS = _stat("events_skipped")  #: events the jumps skipped (not in C_EVENTS, which counts processed events)
+C_FF_PS = _stat("skipped_ps")  #: simulated time the jumps skipped
+C_FF_CHECKPOINTS = _stat("fast_forward_checkpoints")  #: fast-forward signatures taken
+C_TRAINS = _stat("trains_sent")  #: packet trains sent (data trains and the ACK trains that answer them)
+C_TRAIN_PKTS = _stat("packets_in_trains")  #: data packets carried in trains
+C_SIZE = len(_stat.names)
+STAT_NAMES = tuple(_stat.names)  #: summary.json's name of each counter
 
 # ---- mutable scalars: indices into World.meta (int64) --------------------------------
 M_EV_COUNT = 0
