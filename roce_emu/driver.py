@@ -51,7 +51,10 @@ COMPILE_S = {"advance": 40, "advance_ff": 30}
 
 
 def compile_notice(kernel) -> str:
-    """What to tell the user before a kernel compiles ('' if its machine code is cached)."""
+    """What to tell the user before a kernel compiles ('' if its machine code is cached, or if
+    nothing compiles: NUMBA_DISABLE_JIT=1 runs the kernels as plain Python)."""
+    if not hasattr(kernel, "py_func"):
+        return ""
     module = kernel.py_func.__module__.rsplit(".", 1)[-1]
     name = kernel.py_func.__name__
     if CACHE_DIR.is_dir() and any(CACHE_DIR.rglob(f"{module}.{name}-*.nbi")):

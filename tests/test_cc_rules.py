@@ -12,6 +12,8 @@ from roce_emu.core.qp import qp_open
 from roce_emu.core.state import INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
 from roce_emu.errors import ScenarioError
 
+pytestmark = pytest.mark.quick
+
 US = 10**6  # ps
 LINE = 100e9
 

@@ -10,6 +10,8 @@ from roce_emu.config import load_scenario
 from roce_emu.core import kinds as K
 from roce_emu.core.trace import rows_per_sample
 
+pytestmark = pytest.mark.quick
+
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 

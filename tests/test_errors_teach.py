@@ -6,6 +6,8 @@ import pytest
 from roce_emu.config import load_scenario
 from roce_emu.errors import ScenarioError
 
+pytestmark = pytest.mark.quick
+
 INCAST = Path(__file__).resolve().parent.parent / "scenarios" / "incast.yaml"
 
 

@@ -252,6 +252,7 @@ def workloads(draw):
                     seed=draw(st.integers(0, 1000)))
 
 
+@pytest.mark.extensive
 @settings(max_examples=int(os.environ.get("FF_EXAMPLES", 25)), deadline=None, print_blob=True, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())

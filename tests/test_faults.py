@@ -334,6 +334,7 @@ def _fault_doc(f):
     return {**doc, "rate_gbps": f["rate_gbps"]} if f["kind"] == "slow_link" else doc
 
 
+@pytest.mark.extensive
 @settings(max_examples=int(os.environ.get("FAULT_EXAMPLES", 400)), deadline=None, database=None,
           suppress_health_check=list(HealthCheck), print_blob=True)
 @given(faults=st.lists(FAULT, max_size=4), cc=st.sampled_from(["none", "dcqcn", "hpcc", "dctcp"]),

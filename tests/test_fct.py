@@ -4,6 +4,8 @@ import pytest
 from conftest import scenario, simulate
 from roce_emu.core.paths import ser_ps
 
+pytestmark = pytest.mark.quick
+
 
 def closed_form_fct_ps(size, links, rate_bps, prop_ps, mtu=1000, hdr=62, ack=66, ifg=20):
     """Equal-rate path of `links` links: back-to-back packets, store-and-forward per hop.

@@ -17,6 +17,8 @@ from conftest import assert_conservation
 from roce_emu.api import prepare, run
 from roce_emu.errors import ScenarioError
 
+pytestmark = pytest.mark.extensive
+
 BASES = [
     {"name": "a", "topology": {"kind": "single_switch", "hosts": 3},
      "workload": {"flows": [{"src": 1, "dst": 0, "bytes": 20000}, {"src": 2, "dst": 0, "bytes": 30000}]}},

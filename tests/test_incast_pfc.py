@@ -1,11 +1,14 @@
 """N-to-1 incast: line-rate drain time, lossless with PFC, drops and recovery without it."""
 import numpy as np
+import pytest
 
 from conftest import assert_conservation, scenario, simulate
 from roce_emu.api import prepare_scenario
 from roce_emu.core import kinds as K
 from roce_emu.core.loop import advance
 from roce_emu.core.paths import ser_ps
+
+pytestmark = pytest.mark.quick
 
 RATE = 100 * 10**9
 PROP = 1_000_000  # ps

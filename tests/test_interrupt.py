@@ -9,6 +9,8 @@ import pytest
 
 from conftest import scenario, simulate
 
+pytestmark = pytest.mark.extensive
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

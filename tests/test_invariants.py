@@ -2,11 +2,14 @@
 import re
 
 import numpy as np
+import pytest
 
 from conftest import advance_to, scenario
 from roce_emu.api import prepare_scenario, run
 from roce_emu.core import kinds as K
 from roce_emu.invariants import InvariantError, check_world
+
+pytestmark = pytest.mark.quick
 
 INCAST = scenario(topology={"kind": "single_switch", "hosts": 5},
                   workload={"flows": [{"src": s, "dst": 0, "bytes": 300_000} for s in range(1, 5)]})

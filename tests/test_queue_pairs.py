@@ -10,6 +10,8 @@ from roce_emu import world as world_module
 from roce_emu.api import prepare_scenario, run
 from roce_emu.core import kinds as K
 
+pytestmark = pytest.mark.quick
+
 
 FAT_TREE = {"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}}
 LEAF_SPINE = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4,

@@ -12,6 +12,8 @@ import pytest
 
 from roce_emu.sweep import SweepSpec, parse_grid, points, run_sweep
 
+pytestmark = pytest.mark.extensive
+
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = """name: small
 topology: {kind: single_switch, hosts: 3}

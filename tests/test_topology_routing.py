@@ -1,10 +1,13 @@
 """Fabric construction and routing tables: counts, ECMP fan-out, dimension-order paths."""
 import numpy as np
+import pytest
 
 from conftest import scenario
 from roce_emu.core.paths import flow_path
 from roce_emu.routing import build_routes
 from roce_emu.topology import build_fabric
+
+pytestmark = pytest.mark.quick
 
 
 def _fabric_routes(topology):

@@ -12,6 +12,8 @@ from roce_emu.iteration import _covered, _covered_per_host, collective_rows, tas
 from roce_emu.core.paths import ser_ps
 from roce_emu.models import dlrm, resnet50, transformer
 
+pytestmark = pytest.mark.quick
+
 US = 1000  # ns
 
 

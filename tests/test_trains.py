@@ -14,6 +14,8 @@ from conftest import assert_conservation
 from roce_emu.api import prepare, run
 from roce_emu.iteration import collective_rows
 
+pytestmark = pytest.mark.quick
+
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 
