@@ -35,6 +35,15 @@ def _wire_factor(world):
     return (mtu + int(world.cfg[K.CFG_DATA_HDR]) + int(world.cfg[K.CFG_IFG])) / mtu
 
 
+#: link utilisation two equal flows reach on one bottleneck (docs/model.md defaults): PFC alone,
+#: DCTCP (one marking threshold keeps a standing queue) and DCQCN-paper (a CNP at most every
+#: 50 us per flow) keep the link busy; HPCC holds eta = 0.95 of it plus an R_AI per flow;
+#: DCQCN-cx's synchronised cuts leave it idle now and then (measured 0.915) and TIMELY settles
+#: at one of its many fixed points below line rate (measured 0.872): README, congestion control
+UTILISATION = {"none": (0.99, 1.0), "dcqcn-cx": (0.90, 0.95), "dcqcn-paper": (0.99, 1.0), "hpcc": (0.94, 0.96),
+               "timely": (0.85, 0.95), "dctcp": (0.99, 1.0)}
+
+
 @pytest.mark.parametrize("algorithm, params", ALGORITHMS, ids=IDS)
 def test_two_flows_share_one_bottleneck(algorithm, params):
     size = 20_000_000
@@ -46,17 +55,10 @@ def test_two_flows_share_one_bottleneck(algorithm, params):
     goodput = [throughput_bps(trace, f, t0, t1) for f in (0, 1)]
     fairness = jain_index(goodput)
     utilisation = sum(goodput) * _wire_factor(world) / LINE
-    print(f"{algorithm} {params}: Jain {fairness:.4f}, utilisation {utilisation:.3f}")
     assert res.summary["data_packets_dropped"] == 0
-    if algorithm in ("dcqcn", "hpcc", "dctcp", "none"):
-        assert fairness >= 0.95
-    if algorithm in ("hpcc", "dctcp", "none"):
-        assert utilisation >= 0.90
-    if algorithm == "hpcc":  # eta = 0.95 of the link, plus one R_AI per flow
-        assert utilisation == pytest.approx(0.95, abs=0.01)
-    # measured (docs/model.md defaults): dcqcn-cx 0.9995 / 0.915, dcqcn-paper 1.0 / 1.0,
-    # timely 0.9995 / 0.872; explained in the README's congestion-control section
-    assert utilisation > 0.8
+    assert fairness >= 0.99, fairness  # measured 0.9995 or more for every algorithm
+    low, high = UTILISATION[IDS[ALGORITHMS.index((algorithm, params))]]
+    assert low <= utilisation <= high + 1e-9, utilisation
 
 
 def _join_leave(algorithm, params, big=60_000_000, interval_ns=2000, **extra):

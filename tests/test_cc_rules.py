@@ -175,11 +175,22 @@ def test_timely_gradient_rule_hand_computed():
 
 
 def test_timely_lone_flow_stays_at_line_rate():
-    """With RTT far below T_low the rule only adds delta, capped at line rate."""
-    res = simulate(one_flow("timely", size=5_000_000, output={"traces": ["rate"]}))
-    rates = res.outcome.trace[res.outcome.trace[:, 1] == K.TR_RATE, 3]
-    assert len(rates) > 1 and np.all(rates == LINE)
-    assert res.summary["pfc_pauses_sent"] == 0
+    """With RTT far below T_low the rule only adds delta, capped at line rate. TIMELY acts all
+    the while: its per-RTT updates count increases in a row (stage), and the same flow with
+    T_high below its RTT is cut."""
+    def rates(params):
+        res = simulate(one_flow("timely", params, size=5_000_000, output={"traces": ["rate"]}))
+        assert res.summary["pfc_pauses_sent"] == 0
+        return res.outcome.trace[res.outcome.trace[:, 1] == K.TR_RATE, 3]
+
+    steady = rates({})
+    assert len(steady) > 1 and np.all(steady == LINE)
+    world = advance_to(prepare_scenario(one_flow("timely", size=5_000_000)).world, 200 * US)
+    c = world.ccs[qp_of(world, 0)]
+    # an update per window of data (about 4.6 us at 100 Gb/s, 1 us links): dozens by 200 us
+    assert c["stage"] >= 20 and 4 * US < c["last_rtt_ps"] < 10 * US
+    cut = rates({"t_low_us": 0.5, "t_high_us": 1.0})  # every RTT is above T_high: multiplicative decrease
+    assert cut.min() < 0.9 * LINE
 
 
 @pytest.mark.parametrize("override, needle", [

@@ -20,10 +20,26 @@ def cli(*args, cwd=None):
 @pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["sweep"], ["plot"], ["cc"], ["examples"],
                                  ["cache"]])
 def test_help_teaches_with_an_example(cmd):
+    """Every help text ends with examples, at least one of that very command, and each example's
+    scenario and --set overrides pass the input checks (so the examples stay true as the format
+    changes)."""
+    from roce_emu.inputs import load_inputs
+
     p = cli(*cmd, "--help")
     assert p.returncode == 0
     assert p.stdout.startswith("Usage: ")
-    assert "Example" in p.stdout
+    examples = [line.split() for line in p.stdout.split("Example", 1)[1].splitlines()
+                if line.strip().startswith("roce-emu ")]
+    assert examples, p.stdout
+    assert not cmd or any(ex[1] == cmd[0] for ex in examples), examples
+    for ex in examples:
+        files = [ROOT / t for t in ex if t.endswith(".yaml") and (ROOT / t).parent.name in ("scenarios", "benchmarks")]
+        sets = [ex[i + 1] for i, t in enumerate(ex) if t == "--set"]
+        for path in files:
+            if ex[1] in ("run", "validate", "topo"):
+                load_inputs(path, sets)
+            else:
+                assert path.is_file(), ex
 
 
 def test_run_writes_tidy_results(tmp_path):
