@@ -117,8 +117,8 @@ def main() -> None:
                 print(f"| {name} | {args.npus} | {cc} | {off.get('error', '')} {on.get('error', '')} |")
                 continue
             err = abs(on["time_ns"] - off["time_ns"]) / off["time_ns"]
-            print(f"| {name} | {args.npus} | {cc} | {off['wall_s']:.1f} | {off['engine_s']:.1f} | {off['rss_mb']:.0f} | "
-                  f"{on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
+            print(f"| {name} | {args.npus} | {cc} | {off['wall_s']:.1f} | {off['engine_s']:.1f} | "
+                  f"{off['rss_mb']:.0f} | {on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
                   f"{off['wall_s'] / on['wall_s']:.2f}x | {off['events']:,} / {on['events']:,} | {err:.2e} |",
                   flush=True)
 

@@ -6,8 +6,9 @@
 ResNet-50 data parallel (ring all-reduce, 25 MiB gradient buckets), one iteration, DCQCN, on
 the scale benchmark's 2-level leaf-spine at 200 Gb/s (16 NPUs per leaf, 4 spines). Each point
 runs in a fresh process on a warm Numba cache (benchmarks/scale.py's harness). Writes
-benchmarks/scaling.json and docs/scaling.png (with --out elsewhere: OUT.json and OUT.png); a point that fails or times out is recorded with
-its reason and left out of the figure, as is a probe (--probe-s) that stopped early.
+benchmarks/scaling.json and docs/scaling.png (with --out elsewhere: OUT.json and OUT.png); a point
+that fails or times out is recorded with its reason and left out of the figure, as is a probe
+(--probe-s) that stopped early.
 """
 import argparse
 import json

@@ -1,4 +1,6 @@
-"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | cache``. Thin: parse, call the API, report."""
+"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | cache``.
+
+Thin: parse, call the API, report."""
 import shutil
 import signal
 import sys

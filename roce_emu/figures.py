@@ -348,7 +348,8 @@ def timeline_figure(run_dir: Path, max_ranks: int = 64):
             bars: dict[int, list] = {}
             for r in rows:
                 if r["state"] == state and int(r["host"]) in lane:
-                    bars.setdefault(int(r["host"]), []).append((_num(r["start_ns"]) / 1e6, _num(r["duration_ns"]) / 1e6))
+                    span = (_num(r["start_ns"]) / 1e6, _num(r["duration_ns"]) / 1e6)
+                    bars.setdefault(int(r["host"]), []).append(span)
             for h, spans in bars.items():
                 ax.broken_barh(spans, (lane[h] - 0.4, 0.8), facecolors=color, lw=0)
             ax.bar(0, 0, color=color, label=name)  # legend entry only

@@ -10,8 +10,9 @@
   (``fast_forward_exact``) and must then be identical. Random workloads find cases beyond the
   issue's bounds: they are held to 3 % (RANDOM_TOLERANCE), or where the exact engine's own
   result is more sensitive than that, to twice its sensitivity: the largest change that
-  making every link delay 1, 2, 3 or 5 ns longer makes to the exact result. The random draws are the same in every run (derandomize), so the
-  test is not flaky; FF_EXAMPLES=300 explores further.
+  making every link delay 1, 2, 3 or 5 ns longer makes to the exact result. The random draws
+  are the same in every run (derandomize), so the test is not flaky; FF_EXAMPLES=300 explores
+  further.
 """
 import os
 from pathlib import Path

@@ -31,7 +31,8 @@ How it runs, all inside the event loop:
   rewrites each field from its type, then restores the heap order.
 - Any change of the set of active flows, a task finishing (a receiver completing a flow,
   a compute task), a fault action, a trace sample or a jump clears the stored signatures:
-  the task DAG is not in the signature, so no period may span such an event. The walks are budgeted: a checkpoint needs at least a quarter as many
+  the task DAG is not in the signature, so no period may span such an event. The walks are
+  budgeted: a checkpoint needs at least a quarter as many
   events simulated since the last one as that one had fields, so where no exact period
   exists they stay a bounded share of the run. (The larger cost there is ``advance_ff``
   calling the exact kernel once per event: runs without jumps measured 10-60 % slower.)
