@@ -3,6 +3,8 @@
 Python compiles the scenario's ``faults:`` into rows (a link goes down or up, changes
 rate or loss, the switches install the routes computed without the dead links); each
 row is one EV_LINK event, scheduled before anything else so ties go to the fault.
+
+World arrays: reads link_plan; writes stats, meta, ev, port, pq.
 """
 from .heap import heap_push
 from .jit import njit

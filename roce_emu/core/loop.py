@@ -2,6 +2,8 @@
 
 The Python driver calls it in slices; every stopping test happens before an event
 is taken, so slicing never changes the result.
+
+World arrays: reads cfg, pkt, node, flow, qp, trace, task; writes stats, meta, ev, port, pq.
 """
 from .cc import dispatch as cc
 from .heap import heap_pop, heap_push

@@ -6,6 +6,8 @@ The accounting follows the HPCC ns-3 model (docs/model.md §5.1): each ingress
 threshold go to the port's headroom, and any headroom use or a full share pauses the
 upstream sender. XON when headroom is empty and the share is back below the
 threshold by the resume offset. With PFC off, a packet is dropped when the buffer is full.
+
+World arrays: reads cfg; writes stats, rng, port, pq, node, qp.
 """
 from .jit import njit
 from .kinds import (CFG_ECN_ON, CFG_PFC_BYTES, CFG_PFC_ON, CFG_RESERVE, CFG_RESUME_OFF, CTRL_PRIO,

@@ -13,6 +13,8 @@ flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the fi
 delay, and have one length per round of the NIC's round robin; a queue pair joining the
 NIC cuts the train in progress, and a round cut short is settled by credits that later
 trains repay. docs/fast_forward.md gives the model and its error.
+
+World arrays: reads cfg, pq; writes stats, meta, ev, pkt, port, qp, ccs.
 """
 import numpy as np
 

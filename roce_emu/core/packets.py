@@ -1,4 +1,7 @@
-"""Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it."""
+"""Packet pool (free-list stack) and the per-(port, priority) FIFO queues threaded through it.
+
+World arrays: reads cfg; writes stats, meta, pkt, pkt_free, port, pq, qp.
+"""
 from .jit import njit
 from .kinds import (CFG_IFG, C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
                     I64, M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE, PK_PAUSE, PK_RESUME)

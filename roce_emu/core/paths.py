@@ -1,4 +1,7 @@
-"""Routing lookups (ECMP choice by flow hash) and the closed-form ideal FCT of a path."""
+"""Routing lookups (ECMP choice by flow hash) and the closed-form ideal FCT of a path.
+
+World arrays: reads cfg, meta, port, route_off, route_ports; writes none.
+"""
 import numpy as np
 
 from .jit import njit, njit_alloc

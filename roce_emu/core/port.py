@@ -5,6 +5,8 @@ priority; data priorities are served round-robin unless paused by PFC. Switches
 account a data packet in the MMU on arrival and release it, marking ECN, when it
 starts to leave. A port whose link is down sends nothing: a switch discards what is
 queued for it (stale routes still point there until they converge), a NIC holds it.
+
+World arrays: reads cfg, pq, qp; writes meta, rng, ev, kick, pkt, port.
 """
 from .cc import dispatch as cc
 from .heap import heap_push

@@ -10,6 +10,8 @@ free for the next flow. So memory grows with the flows in flight, not with the w
 Timer events (EV_RTO, EV_CC_TIMER) carry their flow: one that pops after its queue pair
 closed finds another flow, or none, in the slot, and is what the closed flow's timer
 was, a no-op (loop.py). Which slot a flow gets changes no result.
+
+World arrays: reads cfg, port; writes meta, flow, qp, qp_free, ccs, timer, int_prev.
 """
 import numpy as np
 from numba import literal_unroll

@@ -4,6 +4,8 @@ Task t < F is flow t; it counts as done when its receiver holds every byte in or
 the next step of a collective can start before the last ACK returns). A compute task
 occupies nothing and finishes ``duration_ps`` after it starts; zero-length compute tasks
 join the DAG's branches. Everything runs inside the event loop, no Python per task.
+
+World arrays: reads succ_off, succ; writes stats, meta, ev, flow, task.
 """
 from .heap import heap_push
 from .jit import njit

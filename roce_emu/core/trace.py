@@ -1,6 +1,9 @@
 """Sampled traces: every cfg[CFG_TRACE_PS] the sending flows' rates and windows, and every
 switch port's egress queue, as rows of World.trace that the driver flushes between slices.
-Flows come in queue-pair order; results.trace_tables sorts them by flow."""
+Flows come in queue-pair order; results.trace_tables sorts them by flow.
+
+World arrays: reads cfg, stats, port, qp; writes meta, ev, trace.
+"""
 from .heap import heap_push
 from .jit import njit
 from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64,

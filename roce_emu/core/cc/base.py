@@ -5,6 +5,8 @@ Rates are float bit/s in ``World.ccs``; the pacer reads the integer copy in
 event per queue pair: restarting a timer moves its deadline later, and the pending event,
 when it fires early, re-queues itself at the deadline. The heap therefore holds at
 most N_TIMERS timer events per flow however often the algorithms restart them.
+
+World arrays: reads none; writes meta, ev, qp, ccs, timer.
 """
 from ..heap import heap_push
 from ..jit import njit

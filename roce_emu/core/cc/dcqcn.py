@@ -7,6 +7,8 @@ and raise it (fast recovery, additive, hyper increase by the stage count s).
 ``VARIANT_PAPER`` is Zhu et al.'s (§1.4): the receiver sends a CNP packet at most
 once per N per flow; each CNP cuts the rate at once; alpha decays after K without
 CNP; a timer T and a byte counter B drive the increase stages.
+
+World arrays: reads ccp; writes ccs.
 """
 from ..jit import njit
 from ..kinds import TM_ALPHA, TM_DECREASE, TM_INCREASE

@@ -5,6 +5,8 @@ sender updates alpha <- (1 - g) alpha + g F, with F the fraction of echoed marks
 adds R_AI when it is not recovering. An echoed mark cuts the rate by alpha / 2, at
 most once per window (CWR until the data sent before the cut is acknowledged). The
 window follows the rate: W = R T.
+
+World arrays: reads pkt, qp, ccp; writes ccs.
 """
 from ..jit import njit
 from .base import set_rate, set_window_for_rate

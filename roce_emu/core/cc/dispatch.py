@@ -6,7 +6,7 @@ and is listed in ``registry``. ``CC_NONE`` sends at line rate and ignores every
 notification. The code is a compile-time constant of each run's configuration, so the
 branches cost one comparison.
 
-Reads World.cfg and World.ccp; the hooks write what their algorithm's module writes.
+World arrays: reads cfg, pkt, ccp; writes stats, qp.
 """
 import numpy as np
 

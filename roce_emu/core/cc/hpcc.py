@@ -6,6 +6,8 @@ u = min(qlen, qlen_prev) / (B T) + txRate / B, keeps an EWMA U of the largest ov
 time, and sets R = R_c / (U / eta) + R_AI (or R_c + R_AI in the additive stages).
 The reference rate R_c and the stage are committed once per RTT; every ACK recomputes
 R from them (fast reaction). The window is W = R T.
+
+World arrays: reads port, qp, ccp, int_prev; writes pkt, ccs, int_rec.
 """
 from ..jit import njit
 from ..state import INT_FIELDS, INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES

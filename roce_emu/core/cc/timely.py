@@ -5,6 +5,8 @@ window of data the sender updates: below T_low it adds delta; above T_high it cu
 beta (1 - T_high / rtt); otherwise it follows the normalised EWMA gradient of RTT
 differences: add delta when it is <= 0, else multiply by 1 - beta * gradient. After
 N increases in a row the step is the hyperactive R_HAI.
+
+World arrays: reads pkt, qp, ccp; writes ccs.
 """
 from ..jit import njit
 from .base import set_rate
