@@ -26,16 +26,11 @@ def train_limit(scenario: Scenario, n_link_actions: int) -> int:
     return scenario.sim.train_max_packets
 
 
-def build_world(inputs: Inputs) -> World:
-    """The engine's world for checked inputs (inputs.check_inputs): configuration slots, flow
-    records, the base RTT and CC parameters, empty pools, and the first events queued."""
-    scenario, fabric, workload, plan = inputs.scenario, inputs.fabric, inputs.workload, inputs.plan
+def config_slots(inputs: Inputs) -> np.ndarray:
+    """World.cfg: the run's scalar configuration (kinds.CFG_*), all but CFG_HEAP_ROOM."""
+    scenario, workload = inputs.scenario, inputs.workload
     net = scenario.network
-    flows = workload.flows
-    algorithm = net.cc.algorithm
-    route_off, route_ports = plan.route_off, plan.route_ports
-    H = fabric.n_hosts
-    int_bytes = BY_NAME[algorithm].int_header_bytes
+    int_bytes = BY_NAME[net.cc.algorithm].int_header_bytes
     cfg = np.zeros(K.CFG_SIZE, np.int64)
     cfg[K.CFG_MTU] = net.mtu_bytes
     cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes + int_bytes
@@ -50,32 +45,54 @@ def build_world(inputs: Inputs) -> World:
     cfg[K.CFG_RESERVE] = net.switch.pfc.reserve_bytes
     cfg[K.CFG_RESUME_OFF] = net.switch.pfc.resume_offset_bytes
     cfg[K.CFG_STALL_PS] = ns_to_ps(scenario.sim.stall_timeout_ns)
-    cfg[K.CFG_N_HOSTS] = H
-    cfg[K.CFG_N_FLOWS] = len(flows)
+    cfg[K.CFG_N_HOSTS] = inputs.fabric.n_hosts
+    cfg[K.CFG_N_FLOWS] = len(workload.flows)
     cfg[K.CFG_N_TASKS] = len(workload.tasks)
-    cfg[K.CFG_CC] = K.CC_NAMES.index(algorithm)
+    cfg[K.CFG_CC] = K.CC_NAMES.index(net.cc.algorithm)
     traces = scenario.output.traces
     cfg[K.CFG_TRACE] = (K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
-    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(plan.actions))
+    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(inputs.plan.actions))
+    return cfg
 
+
+def route_extremes(inputs: Inputs, cfg: np.ndarray) -> tuple[int, int]:
+    """(the healthy fabric's largest base RTT in ps, the most switch hops of any route in any
+    epoch). The all-pairs route walk (O(hosts^2)) runs only for an algorithm that needs the base
+    RTT (HPCC, DCTCP) or INT room per hop (HPCC, for the longest detour a failure forces)."""
+    spec = BY_NAME[inputs.scenario.network.cc.algorithm]
+    if not (spec.needs_fabric_rtt or spec.int_header_bytes):
+        return 0, 0
+    port, plan = inputs.port, inputs.plan
+    walk = (plan.route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"],
+            inputs.fabric.n_hosts, int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+    base_rtt_ps, max_switch_hops = base_rtt_extremes(plan.route_off[0], *walk)
+    for epoch in range(1, len(plan.route_off) if spec.int_header_bytes else 1):  # detours only matter for INT
+        max_switch_hops = max(max_switch_hops, base_rtt_extremes(plan.route_off[epoch], *walk)[1])
+    return int(base_rtt_ps), int(max_switch_hops)
+
+
+def cc_parameters(inputs: Inputs, base_rtt_ps: int) -> np.ndarray:
+    """World.ccp: the algorithm's parameters in engine units, defaults resolved for the NIC rate."""
+    cc = inputs.scenario.network.cc
+    port = inputs.port
+    line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
+    return engine_params(cc.algorithm, resolved_params(cc.algorithm, dict(cc.params), line_gbps), base_rtt_ps)
+
+
+def build_world(inputs: Inputs) -> World:
+    """The engine's world for checked inputs (inputs.check_inputs): configuration slots, flow
+    records, the base RTT and CC parameters, empty pools, and the first events queued."""
+    scenario, fabric, workload, plan = inputs.scenario, inputs.fabric, inputs.workload, inputs.plan
+    flows = workload.flows
+    route_off, route_ports = plan.route_off, plan.route_ports
+    cfg = config_slots(inputs)
     port, node = inputs.port, inputs.node
     flow = _flows(scenario, fabric, flows, route_off[0], route_ports)
-    n_qps = first_qp_slots(len(flows), H)
-    # the all-pairs route walk (O(hosts^2)) only for an algorithm that needs the fabric's base
-    # RTT (HPCC, DCTCP) or INT room per hop (HPCC); the base RTT of the healthy fabric, the INT
-    # room for the longest detour a failure forces
-    base_rtt_ps, max_switch_hops = 0, 0
-    if BY_NAME[algorithm].needs_fabric_rtt or int_bytes:
-        walk = (route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"], H,
-                int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
-        base_rtt_ps, max_switch_hops = base_rtt_extremes(route_off[0], *walk)
-        for epoch in range(1, len(route_off) if int_bytes else 1):  # detours only matter for INT room
-            max_switch_hops = max(max_switch_hops, base_rtt_extremes(route_off[epoch], *walk)[1])
-    line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
-    cc_values = resolved_params(algorithm, dict(net.cc.params), line_gbps)
-    ccp = engine_params(algorithm, cc_values, int(base_rtt_ps))
-    int_hops = max_switch_hops if int_bytes else 0
+    n_qps = first_qp_slots(len(flows), fabric.n_hosts)
+    base_rtt_ps, max_switch_hops = route_extremes(inputs, cfg)
+    ccp = cc_parameters(inputs, base_rtt_ps)
+    int_hops = max_switch_hops if BY_NAME[scenario.network.cc.algorithm].int_header_bytes else 0
     n_ports = len(port)
     pool_cap = pool_capacity(n_ports, n_qps)
     fanout = np.diff(workload.tasks.succ_off)
