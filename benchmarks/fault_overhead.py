@@ -48,6 +48,7 @@ def main() -> None:
     print(f"events per second with faults / without: {ratio:.3f}")
     from roce_emu.config import load_scenario
     from roce_emu.faults import compile_faults
+    from roce_emu.routing import build_routes
     from roce_emu.topology import build_fabric
 
     for k in (8, 16):
@@ -56,7 +57,7 @@ def main() -> None:
             for p in range(4)) + "]"])
         fabric = build_fabric(sc.topology)
         began = time.perf_counter()
-        plan = compile_faults(sc, fabric, str(SCENARIO))
+        plan = compile_faults(sc, fabric, build_routes(fabric), str(SCENARIO))
         print(f"k={k} fat-tree ({fabric.n_hosts} hosts), 4 link failures and repairs: "
               f"{len(plan.route_off)} route epochs in {time.perf_counter() - began:.2f} s")
 

@@ -39,14 +39,16 @@ class _Window:
     end_ps: int  # INFINITE_PS: until the end of the run
 
 
-def compile_faults(scenario: Scenario, fabric: Fabric, source: str) -> LinkPlan:
-    """The link plan of the scenario's faults; ScenarioError for a name, link or overlap that is wrong."""
+def compile_faults(scenario: Scenario, fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray],
+                   source: str) -> LinkPlan:
+    """The link plan of the scenario's faults, and the route epochs they need after the healthy
+    fabric's routes (routing.build_routes); ScenarioError for a name, link or overlap that is wrong."""
     windows = [_resolve(i, fault, fabric, source) for i, fault in enumerate(scenario.faults)]
     _refuse_overlaps(windows, source)
     rows: list[tuple[int, int, int, float, int]] = []  # (t_ps, action, port, loss, value)
     for w in windows:
         rows.extend(_actions(w, fabric))
-    tables, route_rows = _route_epochs(windows, fabric, ns_to_ps(scenario.network.routing.convergence_ns))
+    tables, route_rows = _route_epochs(windows, fabric, healthy, ns_to_ps(scenario.network.routing.convergence_ns))
     rows.extend(route_rows)
     order = sorted(range(len(rows)), key=lambda i: rows[i][0])  # stable: ties keep the file's order
     actions = np.zeros(len(rows), LINK_PLAN_DTYPE)
@@ -111,13 +113,14 @@ def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int
     return out
 
 
-def _route_epochs(windows: list[_Window], fabric: Fabric, convergence_ps: int) -> tuple[list[tuple], list[tuple]]:
-    """The route epochs' tables (epoch 0: the healthy fabric) and the LA_ROUTES rows that install
+def _route_epochs(windows: list[_Window], fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray],
+                  convergence_ps: int) -> tuple[list[tuple], list[tuple]]:
+    """The route epochs' tables (epoch 0: the healthy fabric's) and the LA_ROUTES rows that install
     them convergence_ps after each change of the set of links down. A change that leaves every
     table as it was (a host's only link: no way round it) installs nothing."""
     downs = [w for w in windows if w.fault.kind == "link_down"]
     changes = sorted({w.start_ps for w in downs} | {w.end_ps for w in downs if w.end_ps != INFINITE_PS})
-    tables = [build_routes(fabric)]
+    tables = [healthy]
     epoch_of: dict[frozenset[int], int] = {frozenset(): 0}  # a dead set seen before (a repair) is not rebuilt
     rows = []
     current = 0

@@ -13,6 +13,7 @@ from .errors import ScenarioError
 from .fabric_arrays import node_records, port_records
 from .faults import LinkPlan, compile_faults
 from .output import parquet_missing
+from .routing import build_routes
 from .sizing import check_fabric_memory, check_memory
 from .topology import Fabric, build_fabric, fabric_size
 from .workload import Workload, build_workload
@@ -39,7 +40,7 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
     workload = build_workload(scenario, fabric, source)
     most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
     check_memory(fabric, workload, source, most_epochs)
-    plan = compile_faults(scenario, fabric, source)
+    plan = compile_faults(scenario, fabric, build_routes(fabric), source)
     port = port_records(scenario, fabric)
     node = node_records(scenario, fabric, port, source)
     return Inputs(scenario, source, fabric, workload, plan, port, node)
