@@ -47,9 +47,9 @@ def main() -> None:
     ratio = rows[1][1]["events_per_s"] / rows[0][1]["events_per_s"]
     print(f"events per second with faults / without: {ratio:.3f}")
     from roce_emu.config import load_scenario
-    from roce_emu.faults import compile_faults
-    from roce_emu.routing import build_routes
-    from roce_emu.topology import build_fabric
+    from roce_emu.fabric.faults import compile_faults
+    from roce_emu.fabric.routing import build_routes
+    from roce_emu.fabric.topology import build_fabric
 
     for k in (8, 16):
         sc = load_scenario(SCENARIO, [f"topology.k={k}", "faults=[" + ", ".join(

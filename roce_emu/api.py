@@ -18,7 +18,7 @@ from .iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, coll
 from .output import frame, write_run_dir
 from .provenance import provenance, scenario_yaml
 from .results import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
-from .topology import Fabric
+from .fabric.topology import Fabric
 from .workload import Workload, collective_flow_mask, ns_to_ps
 from .world import build_world
 

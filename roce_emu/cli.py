@@ -137,8 +137,8 @@ def topo(scenario, overrides, draw_to, list_links):
       roce-emu topo scenarios/link_failure.yaml --links | grep core2
     """
     from .config import load_scenario
-    from .topology import build_fabric
-    from .topo_summary import describe, draw, link_rows
+    from .fabric.topology import build_fabric
+    from .fabric.summary import describe, draw, link_rows
 
     try:
         sc = load_scenario(scenario, list(overrides))

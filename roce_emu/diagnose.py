@@ -6,7 +6,7 @@ from .core import kinds as K
 from .core.paths import flow_path
 from .core.state import World
 from .results import flows_now
-from .topology import Fabric
+from .fabric.topology import Fabric
 
 
 def _links_down(world: World, names: list[str]) -> list[str]:

@@ -10,12 +10,12 @@ import numpy as np
 from .config import load_scenario
 from .config.schema import Scenario
 from .errors import ScenarioError
-from .fabric_arrays import node_records, port_records
-from .faults import LinkPlan, compile_faults
+from .fabric.records import node_records, port_records
+from .fabric.faults import LinkPlan, compile_faults
 from .output import parquet_missing
-from .routing import build_routes
+from .fabric.routing import build_routes
 from .sizing import check_fabric_memory, check_memory
-from .topology import Fabric, build_fabric, fabric_size
+from .fabric.topology import Fabric, build_fabric, fabric_size
 from .workload import Workload, build_workload
 
 
@@ -27,8 +27,8 @@ class Inputs:
     fabric: Fabric
     workload: Workload
     plan: LinkPlan  #: the faults as link actions, and the routes of every epoch
-    port: np.ndarray  #: fabric_arrays.port_records
-    node: np.ndarray  #: fabric_arrays.node_records
+    port: np.ndarray  #: fabric.records.port_records
+    node: np.ndarray  #: fabric.records.node_records
 
 
 def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:

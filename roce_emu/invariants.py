@@ -6,7 +6,7 @@ import numpy as np
 
 from .core import kinds as K
 from .core.state import World
-from .topology import Fabric
+from .fabric.topology import Fabric
 
 
 class InvariantError(Exception):

@@ -6,7 +6,7 @@ from .cc_params import params_from_engine
 from .core import kinds as K
 from .core.paths import flow_hops_and_ideal_fcts, flow_path
 from .core.state import QP_COUNTERS, World
-from .topology import Fabric
+from .fabric.topology import Fabric
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "retransmits", "timeouts", "packets_sent", "packets_dropped", "hops")

@@ -7,7 +7,7 @@ import os
 from .core import kinds as K
 from .core.state import CC_DTYPE, EV_DTYPE, FLOW_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE
 from .errors import ScenarioError
-from .topology import Fabric
+from .fabric.topology import Fabric
 from .workload import Workload
 
 #: bytes per routing-table row while it is built in Python (a tuple in a list) and then stored

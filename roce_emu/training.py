@@ -21,7 +21,7 @@ from .config.schema import Training
 from .errors import ScenarioError
 from .items import Item
 from .models import model_layers
-from .topology import Fabric
+from .fabric.topology import Fabric
 
 
 def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:

@@ -13,7 +13,7 @@ from .collectives import ALGORITHMS, Collective, expand
 from .config.schema import Scenario
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .errors import ScenarioError
-from .topology import Fabric
+from .fabric.topology import Fabric
 from .items import Item
 from .training import training_items
 

@@ -14,7 +14,7 @@ from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, 
 from .dag import FlowTable, TaskTable
 from .inputs import Inputs
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
-from .topology import Fabric
+from .fabric.topology import Fabric
 from .workload import ns_to_ps
 
 

@@ -250,7 +250,7 @@ def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
     the segment it forwards, and for (c - 1, s, i), which held its place in the pipeline; it
     carries segment (i - s) mod p of its chunk."""
     from roce_emu.collectives import split
-    from roce_emu.topology import build_fabric
+    from roce_emu.fabric.topology import build_fabric
     from roce_emu.workload import build_workload
 
     nbytes = 1_000_003

@@ -18,9 +18,9 @@ from roce_emu.core import kinds as K
 from roce_emu.core.paths import flow_path, ideal_fct_ps
 from roce_emu.errors import ScenarioError
 from roce_emu.results import flow_paths
-from roce_emu.routing import build_routes
+from roce_emu.fabric.routing import build_routes
 from roce_emu.config.schema import FatTree, Mesh, Torus
-from roce_emu.topology import build_fabric
+from roce_emu.fabric.topology import build_fabric
 
 RATE = 100e9
 PROP_NS = 1000.0  # the default link delay

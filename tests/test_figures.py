@@ -152,8 +152,8 @@ def test_the_rank_timeline_tiles_every_iteration(training_dir):
 
 
 def test_torus_drawings_show_their_wrap_around_links(tmp_path):
-    from roce_emu.topo_summary import draw, wrap_links
-    from roce_emu.topology import build_fabric
+    from roce_emu.fabric.summary import draw, wrap_links
+    from roce_emu.fabric.topology import build_fabric
 
     for topology, expected in (({"kind": "torus", "dims": [4, 4]}, 8), ({"kind": "torus", "dims": [8]}, 1),
                                ({"kind": "mesh", "dims": [4, 4]}, 0), ({"kind": "torus", "dims": [2, 4]}, 2)):

@@ -76,7 +76,7 @@ def test_a_fabric_too_big_for_memory_is_refused_up_front(tmp_path):
 
 def test_sizes_agree_with_the_built_fabrics():
     from roce_emu.config.schema import Scenario
-    from roce_emu.topology import build_fabric, fabric_size
+    from roce_emu.fabric.topology import build_fabric, fabric_size
 
     for topo in ({"kind": "fat_tree", "k": 4, "oversubscription": 2}, {"kind": "torus", "dims": [3, 4]},
                  {"kind": "mesh", "dims": [2, 3], "hosts_per_node": 2}, {"kind": "leaf_spine"},

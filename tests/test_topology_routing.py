@@ -4,8 +4,8 @@ import pytest
 
 from conftest import scenario
 from roce_emu.core.paths import flow_path
-from roce_emu.routing import build_routes
-from roce_emu.topology import build_fabric
+from roce_emu.fabric.routing import build_routes
+from roce_emu.fabric.topology import build_fabric
 
 pytestmark = pytest.mark.quick
 

@@ -10,7 +10,7 @@ from itertools import product
 import networkx as nx
 import numpy as np
 
-from .config.schema import FatTree, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
+from ..config.schema import FatTree, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
 
 
 @dataclass

@@ -3,9 +3,9 @@ headroom and alpha) and per node (buffer and the PFC shared pool). A switch whos
 hold its ports' headroom and reserve is refused here. No Numba."""
 import numpy as np
 
-from .config.schema import Scenario
-from .core.state import NODE_DTYPE, PORT_DTYPE
-from .errors import ScenarioError
+from ..config.schema import Scenario
+from ..core.state import NODE_DTYPE, PORT_DTYPE
+from ..errors import ScenarioError
 from .topology import Fabric
 
 
