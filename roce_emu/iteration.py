@@ -11,9 +11,9 @@ the mean over the hosts that take part.
 """
 import numpy as np
 
-from .collectives import BUS_FACTOR
+from .workload.collectives import BUS_FACTOR
 from .core.state import World
-from .dag import ROLE_CODE, ROLE_COMPUTE, ROLE_JOIN, ROLES
+from .workload.dag import ROLE_CODE, ROLE_COMPUTE, ROLE_JOIN, ROLES
 from .results import ps_to_ns
 from .workload import Workload, collective_flow_mask
 

@@ -11,7 +11,7 @@ from .core.loop import schedule_start
 from .core.paths import base_rtt_extremes, first_hops
 from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE,
                          FastForward, World)
-from .dag import FlowTable, TaskTable
+from .workload.dag import FlowTable, TaskTable
 from .inputs import Inputs
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 from .fabric.topology import Fabric

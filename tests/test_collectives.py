@@ -223,7 +223,7 @@ def test_cycle_check_agrees_with_networkx_on_random_graphs():
 
     import networkx as nx
 
-    from roce_emu.dag import DagBuilder, has_cycle
+    from roce_emu.workload.dag import DagBuilder, has_cycle
 
     rng = random.Random(7)
     cyclic = 0
@@ -249,7 +249,7 @@ def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
     """Flow (chunk c, step s, rank i) waits exactly for flow (c, s - 1, i - 1), which brought it
     the segment it forwards, and for (c - 1, s, i), which held its place in the pipeline; it
     carries segment (i - s) mod p of its chunk."""
-    from roce_emu.collectives import split
+    from roce_emu.workload.collectives import split
     from roce_emu.fabric.topology import build_fabric
     from roce_emu.workload import build_workload
 

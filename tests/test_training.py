@@ -10,7 +10,7 @@ from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Model
 from roce_emu.iteration import _covered, _covered_per_host, collective_rows, task_rows
 from roce_emu.core.paths import ser_ps
-from roce_emu.models import dlrm, resnet50, transformer
+from roce_emu.workload.models import dlrm, resnet50, transformer
 
 pytestmark = pytest.mark.quick
 

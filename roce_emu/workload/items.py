@@ -1,4 +1,4 @@
-"""The named steps an iteration is made of, before they become tasks (workload.py expands them)."""
+"""The named steps an iteration is made of, before they become tasks (the package, __init__.py, expands them)."""
 from dataclasses import dataclass, field
 
 

@@ -17,11 +17,11 @@ A stage's last bucket holds what is left. ``bucket_bytes: 0`` all-reduces every 
 """
 import numpy as np
 
-from .config.schema import Training
-from .errors import ScenarioError
+from ..config.schema import Training
+from ..errors import ScenarioError
 from .items import Item
 from .models import model_layers
-from .fabric.topology import Fabric
+from ..fabric.topology import Fabric
 
 
 def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:

@@ -14,7 +14,7 @@ estimates to put communication in context, not kernel timings.
 - dlrm: ASTRA-sim's DLRM_HybridParallel sizes (docs/model.md §8.1): an embedding all-to-all
   of 98,304 B forward and backward, and MLP weight gradients of 3,191,808 B in all.
 """
-from .config.schema import Layer, LayerComm, Model
+from ..config.schema import Layer, LayerComm, Model
 
 # ResNet-50: (blocks, width, output side) per stage; bottleneck expansion 4
 RESNET50_STAGES = ((3, 64, 56), (4, 128, 28), (6, 256, 14), (3, 512, 7))
