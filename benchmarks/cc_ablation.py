@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from roce_emu.figures import figures_for, save  # noqa: E402
+from roce_emu.results.figures import figures_for, save  # noqa: E402
 from roce_emu.sweep import load_sweep_file, run_sweep  # noqa: E402
 
 POLICIES = ["none", "dcqcn", "hpcc", "timely", "dctcp"]

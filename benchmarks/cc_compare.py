@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from roce_emu.api import prepare, run  # noqa: E402
-from roce_emu.metrics import queue_series  # noqa: E402
+from roce_emu.results.metrics import queue_series  # noqa: E402
 
 POLICIES = [("none", []), ("dcqcn", []), ("dcqcn", ["network.cc.params.variant=paper"]), ("hpcc", []),
             ("timely", []), ("dctcp", [])]

@@ -25,7 +25,7 @@ from scale import case_resnet, measure, warm_cache  # noqa: E402
 def figure(points: list[dict], path: Path) -> None:
     """Left: wall time per iteration (and the engine's part) against NPUs, log-log, with a run
     stopped by the timeout drawn as a lower bound; right: wall time per simulated GB."""
-    from roce_emu.figures import STYLE, save
+    from roce_emu.results.figures import STYLE, save
 
     import matplotlib.pyplot as plt
     import numpy as np

@@ -2,7 +2,7 @@
 import argparse
 from pathlib import Path
 
-from roce_emu.figures import save
+from roce_emu.results.figures import save
 
 
 def run_script(doc: str, makers: dict, argv=None) -> list[Path]:

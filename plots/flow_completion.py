@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import run_script  # noqa: E402
-from roce_emu.figures import fct_figure  # noqa: E402
+from roce_emu.results.figures import fct_figure  # noqa: E402
 
 MAKERS = {"fct_slowdown": fct_figure}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import run_script  # noqa: E402
-from roce_emu.figures import breakdown_figure, pauses_marks_figure, policy_time_figure  # noqa: E402
+from roce_emu.results.figures import breakdown_figure, pauses_marks_figure, policy_time_figure  # noqa: E402
 
 MAKERS = {"policy_time": policy_time_figure, "comm_breakdown": breakdown_figure, "pauses_marks": pauses_marks_figure}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import run_script  # noqa: E402
-from roce_emu.figures import queue_figure, rate_figure  # noqa: E402
+from roce_emu.results.figures import queue_figure, rate_figure  # noqa: E402
 
 MAKERS = {"queues": queue_figure, "rates": rate_figure}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import run_script  # noqa: E402
-from roce_emu.figures import collectives_figure, timeline_figure  # noqa: E402
+from roce_emu.results.figures import collectives_figure, timeline_figure  # noqa: E402
 
 MAKERS = {"rank_timeline": timeline_figure, "collective_times": collectives_figure}
 

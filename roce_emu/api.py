@@ -8,19 +8,19 @@ from .cc_params import params_from_engine
 from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World
-from .diagnose import stall_report
-from .driver import Limits, RunOutcome, simulate
+from .run.diagnose import stall_report
+from .run.driver import Limits, RunOutcome, simulate
 from .errors import ScenarioError
-from .invariants import engine_fault
-from .inputs import check_inputs
-from .iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
+from .run.invariants import engine_fault
+from .run.inputs import check_inputs
+from .results.iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
                         rank_timeline, task_rows, timeline_rows)
-from .output import frame, write_run_dir
-from .provenance import provenance, scenario_yaml
-from .results import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
+from .results.output import frame, write_run_dir
+from .results.provenance import provenance, scenario_yaml
+from .results.tables import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
 from .fabric.topology import Fabric
 from .workload import Workload, collective_flow_mask, ns_to_ps
-from .world import build_world
+from .run.world import build_world
 
 
 @dataclass

@@ -179,7 +179,7 @@ def validate(scenario, overrides, print_normalized):
             prepared = api.prepare(scenario, list(overrides))
             click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
             return
-        from .inputs import load_inputs
+        from .run.inputs import load_inputs
 
         inputs = load_inputs(scenario, list(overrides))
     except ScenarioError as err:
@@ -262,7 +262,7 @@ def plot(directory, out):
       roce-emu plot runs/cc_hpcc
       roce-emu plot sweeps/cc_none --out figures/
     """
-    from .figures import figures_for, save
+    from .results.figures import figures_for, save
 
     try:
         figures = figures_for(directory)

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from .config.load import apply_override, parse_override, read_document, validate_document
 from .config.schema import Scenario
 from .errors import ScenarioError
-from .output import replace_dir, write_csv
+from .results.output import replace_dir, write_csv
 
 POINT_FILE = "point.json"  # what a point is: its overrides, seed and hash
 
@@ -189,7 +189,7 @@ def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None =
 def write_sweep_record(out: Path, spec: SweepSpec, n_points: int) -> None:
     """sweep.json: what the sweep is (scenario, grid, seeds, fixed overrides) and the code and
     platform that last ran it; each point's summary.json carries its own provenance too."""
-    from .provenance import provenance
+    from .results.provenance import provenance
 
     record = {"scenario": str(spec.scenario), "grid": spec.grid, "repeat": spec.repeat,
               "fixed": list(spec.fixed), "points": n_points,

@@ -7,7 +7,7 @@ import pytest
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Scenario
 from roce_emu.core import kinds as K
-from roce_emu.results import flows_now, in_flight_per_flow
+from roce_emu.results.tables import flows_now, in_flight_per_flow
 
 
 def scenario(**sections) -> Scenario:
@@ -41,7 +41,7 @@ def run_scenario():
 def advance_to(world, t_ps):
     """Process every event up to t_ps (growing the pools as the driver would); returns the world."""
     from roce_emu.core.loop import advance
-    from roce_emu.world import grow, grow_qps
+    from roce_emu.run.world import grow, grow_qps
 
     while True:
         status = advance(world, t_ps, 1 << 40)

@@ -13,7 +13,7 @@ from conftest import advance_to, qp_of, scenario, simulate
 from roce_emu.api import prepare_scenario
 from roce_emu.core.cc import dcqcn as cc_dcqcn, dctcp as cc_dctcp, hpcc as cc_hpcc, timely as cc_timely
 from roce_emu.core import kinds as K
-from roce_emu.metrics import jain_index, queue_series, rate_series, throughput_bps
+from roce_emu.results.metrics import jain_index, queue_series, rate_series, throughput_bps
 
 LINE = 100e9
 US = 10**6

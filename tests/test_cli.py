@@ -23,7 +23,7 @@ def test_help_teaches_with_an_example(cmd):
     """Every help text ends with examples, at least one of that very command, and each example's
     scenario and --set overrides pass the input checks (so the examples stay true as the format
     changes)."""
-    from roce_emu.inputs import load_inputs
+    from roce_emu.run.inputs import load_inputs
 
     p = cli(*cmd, "--help")
     assert p.returncode == 0
@@ -176,7 +176,7 @@ def test_cache_clear_removes_only_what_roce_emu_wrote(tmp_path):
 
 
 def test_a_cold_compile_is_announced_and_a_cached_one_is_not(tmp_path, monkeypatch):
-    from roce_emu import driver
+    from roce_emu.run import driver
     from roce_emu.core.fastforward import advance_ff
     from roce_emu.core.loop import advance
 

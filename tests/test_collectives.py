@@ -12,7 +12,7 @@ import pytest
 from conftest import scenario, simulate
 from roce_emu.api import prepare_scenario, run
 from roce_emu.core.paths import ser_ps
-from roce_emu.iteration import collective_rows
+from roce_emu.results.iteration import collective_rows
 
 MTU, DATA, ACK = 1000, 1082, 86  # payload, data frame and ACK frame on the wire (bytes)
 RATE = 100 * 10**9
@@ -169,7 +169,7 @@ def test_all_to_all_time_is_the_busiest_link(topology):
     its rate. Measured: fat-tree 1748 us (ECMP hashing stacks flows on some links), torus
     1408 us (every link shares the load; the NICs are the bottleneck), mesh 1503 us (no
     wrap-around: dimension-order routes crowd the middle links)."""
-    from roce_emu.results import flow_paths
+    from roce_emu.results.tables import flow_paths
 
     res = simulate(scenario(topology=topology, workload={"collectives": [
         {"name": "a2a", "kind": "all_to_all", "algorithm": "direct", "bytes": 16_000_000}]}))

@@ -25,7 +25,7 @@ from conftest import assert_conservation, scenario
 from roce_emu.api import prepare, prepare_scenario, run
 from roce_emu.config import load_scenario
 from roce_emu.errors import ScenarioError
-from roce_emu.iteration import collective_rows, task_rows
+from roce_emu.results.iteration import collective_rows, task_rows
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 #: summary keys that describe the run's cost, not its result

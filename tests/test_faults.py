@@ -17,7 +17,7 @@ from roce_emu.api import prepare, prepare_scenario, run
 from roce_emu.core import kinds as K
 from roce_emu.core.paths import flow_path, ideal_fct_ps
 from roce_emu.errors import ScenarioError
-from roce_emu.results import flow_paths
+from roce_emu.results.tables import flow_paths
 from roce_emu.fabric.routing import build_routes
 from roce_emu.config.schema import FatTree, Mesh, Torus
 from roce_emu.fabric.topology import build_fabric

@@ -9,7 +9,7 @@ import pytest
 from conftest import scenario
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config import load_scenario
-from roce_emu.figures import RUN_FIGURES, SWEEP_FIGURES, figures_for, save
+from roce_emu.results.figures import RUN_FIGURES, SWEEP_FIGURES, figures_for, save
 from roce_emu.sweep import SweepSpec, parse_grid, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_every_figure_has_labelled_axes_and_both_files(kind, sweep_dir, run_dir,
 
 
 def test_pdf_bytes_repeat(run_dir, tmp_path):
-    from roce_emu.figures import fct_figure
+    from roce_emu.results.figures import fct_figure
 
     a = save(fct_figure(run_dir), tmp_path / "a", "f")[0].read_bytes()
     b = save(fct_figure(run_dir), tmp_path / "b", "f")[0].read_bytes()
@@ -113,7 +113,7 @@ def test_policy_ratios_sit_on_an_axis_around_one_with_error_bars_over_seeds(swee
     carry error bars."""
     import csv
 
-    from roce_emu.figures import policy_time_figure
+    from roce_emu.results.figures import policy_time_figure
 
     fig = policy_time_figure(sweep_dir)
     ax = fig.axes[0]

@@ -7,7 +7,7 @@ import pytest
 from conftest import advance_to, scenario
 from roce_emu.api import prepare_scenario, run
 from roce_emu.core import kinds as K
-from roce_emu.invariants import InvariantError, check_world
+from roce_emu.run.invariants import InvariantError, check_world
 
 pytestmark = pytest.mark.quick
 

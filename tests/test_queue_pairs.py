@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_conservation, scenario
-from roce_emu import world as world_module
+from roce_emu.run import world as world_module
 from roce_emu.api import prepare_scenario, run
 from roce_emu.core import kinds as K
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from conftest import scenario, simulate
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Model
-from roce_emu.iteration import _covered, _covered_per_host, collective_rows, task_rows
+from roce_emu.results.iteration import _covered, _covered_per_host, collective_rows, task_rows
 from roce_emu.core.paths import ser_ps
 from roce_emu.workload.models import dlrm, resnet50, transformer
 
@@ -166,7 +166,7 @@ def test_busy_time_per_host_in_bulk_is_the_union_of_its_intervals(rows):
 def test_a_host_whose_tasks_take_no_time_is_idle_for_the_whole_iteration():
     """Host 3 only runs a zero-length compute task: the timeline still tiles its iteration,
     all of it idle."""
-    from roce_emu.iteration import rank_timeline
+    from roce_emu.results.iteration import rank_timeline
 
     sc = scenario(topology={"kind": "single_switch", "hosts": 4},
                   workload={"compute": [{"name": "nothing", "hosts": [3], "duration_ns": 0}],

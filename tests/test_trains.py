@@ -12,7 +12,7 @@ import pytest
 
 from conftest import assert_conservation
 from roce_emu.api import prepare, run
-from roce_emu.iteration import collective_rows
+from roce_emu.results.iteration import collective_rows
 
 pytestmark = pytest.mark.quick
 

@@ -2,20 +2,20 @@
 
 import numpy as np
 
-from .cc_params import engine_params, resolved_params
-from .config.schema import Scenario
-from .core import fastforward as ff
-from .core import kinds as K
-from .core.cc.registry import BY_NAME
-from .core.loop import schedule_start
-from .core.paths import base_rtt_extremes, first_hops
-from .core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE,
+from ..cc_params import engine_params, resolved_params
+from ..config.schema import Scenario
+from ..core import fastforward as ff
+from ..core import kinds as K
+from ..core.cc.registry import BY_NAME
+from ..core.loop import schedule_start
+from ..core.paths import base_rtt_extremes, first_hops
+from ..core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE,
                          FastForward, World)
-from .workload.dag import FlowTable, TaskTable
+from ..workload.dag import FlowTable, TaskTable
 from .inputs import Inputs
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
-from .fabric.topology import Fabric
-from .workload import ns_to_ps
+from ..fabric.topology import Fabric
+from ..workload import ns_to_ps
 
 
 def train_limit(scenario: Scenario, n_link_actions: int) -> int:

@@ -4,9 +4,9 @@ counts equal to their packets, the free lists holding exactly the free packets a
 pairs, every open queue pair counting the packets that name it)."""
 import numpy as np
 
-from .core import kinds as K
-from .core.state import World
-from .fabric.topology import Fabric
+from ..core import kinds as K
+from ..core.state import World
+from ..fabric.topology import Fabric
 
 
 class InvariantError(Exception):

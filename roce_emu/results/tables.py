@@ -1,12 +1,12 @@
 """Engine arrays -> tidy results: flows.csv rows (with the ideal FCT) and summary.json fields."""
 import numpy as np
 
-from . import __version__
-from .cc_params import params_from_engine
-from .core import kinds as K
-from .core.paths import flow_hops_and_ideal_fcts, flow_path
-from .core.state import QP_COUNTERS, World
-from .fabric.topology import Fabric
+from .. import __version__
+from ..cc_params import params_from_engine
+from ..core import kinds as K
+from ..core.paths import flow_hops_and_ideal_fcts, flow_path
+from ..core.state import QP_COUNTERS, World
+from ..fabric.topology import Fabric
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "retransmits", "timeouts", "packets_sent", "packets_dropped", "hops")

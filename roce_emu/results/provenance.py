@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from . import __version__
-from .core import CORE_HASH
+from .. import __version__
+from ..core import CORE_HASH
 
 
 @lru_cache(maxsize=1)

@@ -4,11 +4,11 @@ routing tables take. A scenario that would not fit in the free memory is refused
 estimate. No Numba: ``roce-emu validate`` runs these checks without loading the engine."""
 import os
 
-from .core import kinds as K
-from .core.state import CC_DTYPE, EV_DTYPE, FLOW_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE
-from .errors import ScenarioError
-from .fabric.topology import Fabric
-from .workload import Workload
+from ..core import kinds as K
+from ..core.state import CC_DTYPE, EV_DTYPE, FLOW_DTYPE, PKT_DTYPE, PORT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE
+from ..errors import ScenarioError
+from ..fabric.topology import Fabric
+from ..workload import Workload
 
 #: bytes per routing-table row while it is built in Python (a tuple in a list) and then stored
 ROUTE_ROW_BYTES = 120

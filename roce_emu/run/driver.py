@@ -7,11 +7,11 @@ import numpy as np
 
 from tqdm import tqdm
 
-from .core import CACHE_DIR
-from .core import kinds as K
-from .core.fastforward import advance_ff
-from .core.loop import advance
-from .core.state import World
+from ..core import CACHE_DIR
+from ..core import kinds as K
+from ..core.fastforward import advance_ff
+from ..core.loop import advance
+from ..core.state import World
 from .invariants import InvariantError, check_world
 from .world import grow, grow_fast_forward, grow_qps, new_fast_forward
 

@@ -6,7 +6,7 @@ users compute them the same way.
 """
 import numpy as np
 
-from .core import kinds as K
+from ..core import kinds as K
 
 
 def jain_index(values) -> float:

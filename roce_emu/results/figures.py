@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .core.cc.registry import ALGORITHMS  # noqa: E402
+from ..core.cc.registry import ALGORITHMS  # noqa: E402
 
 STYLE = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 150, "savefig.bbox": "tight", "font.size": 9,

@@ -2,11 +2,11 @@
 import networkx as nx
 import numpy as np
 
-from .core import kinds as K
-from .core.paths import flow_path
-from .core.state import World
-from .results import flows_now
-from .fabric.topology import Fabric
+from ..core import kinds as K
+from ..core.paths import flow_path
+from ..core.state import World
+from ..results.tables import flows_now
+from ..fabric.topology import Fabric
 
 
 def _links_down(world: World, names: list[str]) -> list[str]:
