@@ -116,7 +116,8 @@ def relative_errors(exact, other):
     out = {key: res_b[key] / res_a[key] - 1}
     assert len(colls_a) == len(colls_b)
     for x, y in zip(colls_a, colls_b):
-        out[f"collective {x['name']} #{x['iteration']}"] = float(y["time_ns"]) / float(x["time_ns"]) - 1
+        what = f"collective {x['name']} #{x['iteration']} group {x['group']}"
+        out[what] = float(y["time_ns"]) / float(x["time_ns"]) - 1
     return out
 
 

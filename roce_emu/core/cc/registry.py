@@ -46,7 +46,10 @@ class Algorithm:
 
     def slot(self, name: str) -> int:
         """The parameter's index in World.ccp."""
-        return next(i for i, p in enumerate(self.params) if p.name == name)
+        for i, p in enumerate(self.params):
+            if p.name == name:
+                return i
+        raise KeyError(f"{self.name} has no parameter {name!r}")
 
     @property
     def n_params(self) -> int:
