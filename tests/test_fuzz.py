@@ -10,7 +10,7 @@ import os
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_conservation
@@ -125,6 +125,7 @@ def _capped(doc):
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
           print_blob=True)
 @given(base=st.sampled_from(range(len(BASES))), mutations=st.lists(MUTATION, min_size=1, max_size=3))
+@example(base=0, mutations=[("network.switch.buffer_bytes", 2**63)])  # once overflowed int64 with a traceback
 def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations):
     doc = copy.deepcopy(BASES[base])
     for key, value in mutations:

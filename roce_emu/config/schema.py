@@ -14,6 +14,10 @@ from ..core.cc.registry import BY_NAME, NAMES
 from ..errors import AT
 
 MIB = 1024 * 1024
+#: switch buffers, thresholds and reserves: 1 TiB, far beyond any switch, and safe in int64 sums
+MAX_BUFFER_BYTES = 1 << 40
+
+
 def kmin_bytes_msg(kmin: int, kmax: int) -> str:
     return f"kmin_bytes ({kmin}) must not exceed kmax_bytes ({kmax})"
 
@@ -159,10 +163,10 @@ class Pfc(Strict):
     """Priority flow control on the switches' ingress queues (HPCC ns-3 MMU, docs/model.md §5.1)."""
 
     enabled: bool = True
-    reserve_bytes: int = Field(4096, ge=0)
-    headroom_bytes: Optional[int] = Field(None, ge=0)
+    reserve_bytes: int = Field(4096, ge=0, le=MAX_BUFFER_BYTES)
+    headroom_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
     alpha_shift: int = Field(3, ge=0, le=20)
-    resume_offset_bytes: int = Field(3072, ge=0)
+    resume_offset_bytes: int = Field(3072, ge=0, le=MAX_BUFFER_BYTES)
 
 
 class Ecn(Strict):
@@ -171,8 +175,8 @@ class Ecn(Strict):
     An omitted threshold takes the congestion-control algorithm's default (core/cc/registry.py)."""
 
     enabled: bool = True
-    kmin_bytes: Optional[int] = Field(None, ge=0)
-    kmax_bytes: Optional[int] = Field(None, ge=0)
+    kmin_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
+    kmax_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
     pmax: Optional[float] = Field(None, ge=0, le=1)
     scale_with_rate: bool = True
     reference_rate_gbps: float = Field(100.0, gt=0)
@@ -186,7 +190,7 @@ class Ecn(Strict):
 
 
 class Switch(Strict):
-    buffer_bytes: int = Field(32 * MIB, ge=1)
+    buffer_bytes: int = Field(32 * MIB, ge=1, le=MAX_BUFFER_BYTES)
     pfc: Pfc = Pfc()
     ecn: Ecn = Ecn()
 
