@@ -38,7 +38,20 @@ def _number(value: float) -> str:
 
 
 def check_params(algorithm: str, params: dict) -> None:
-    """Raise ValueError (one line) for an unknown name, a wrong type or an out-of-range value."""
+    """Raise ValueError (one line) for an unknown name, a wrong type, an out-of-range value, or a
+    pair of parameters that cross (TIMELY's T_low above its T_high, its defaults included)."""
+    _check_each(algorithm, params)
+    table = {p.name: p for p in BY_NAME[algorithm].params}
+    for low, high in BY_NAME[algorithm].ordered:
+        a = params.get(low, default_for(table[low], "cx", 100.0))
+        b = params.get(high, default_for(table[high], "cx", 100.0))
+        if a > b:
+            name = high if high in params else low
+            raise ValueError(f"{AT}params.{name} {params[name]!r} is not allowed: {low} ({a:g}) must not exceed "
+                             f"{high} ({b:g}){'; set both' if (low in params) != (high in params) else ''}")
+
+
+def _check_each(algorithm: str, params: dict) -> None:
     table = {p.name: p for p in BY_NAME[algorithm].params}
     for name, value in params.items():
         at = f"{AT}params.{name} "

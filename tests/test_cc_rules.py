@@ -208,6 +208,23 @@ def test_bad_cc_params_name_the_key(tmp_path, override, needle):
     assert needle in str(err.value)
 
 
+@pytest.mark.parametrize("overrides, needle", [
+    (["network.cc.params.t_high_us=1"],
+     "network.cc.params.t_high_us: 1 is not allowed: t_low_us (50) must not exceed t_high_us (1); set both"),
+    (["network.cc.params.t_low_us=600", "network.cc.params.t_high_us=500"],
+     "network.cc.params.t_high_us: 500 is not allowed: t_low_us (600) must not exceed t_high_us (500)"),
+])
+def test_timely_thresholds_that_cross_are_refused(tmp_path, overrides, needle):
+    """Below T_low TIMELY adds delta before it looks at T_high, so a T_high under T_low (the
+    default T_low included) could never cut: refused, naming both."""
+    path = tmp_path / "s.yaml"
+    path.write_text("network: {cc: {algorithm: timely}}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1000}]}\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path, overrides)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+    load_scenario(path, ["network.cc.params.t_low_us=0.5", "network.cc.params.t_high_us=1"])
+
+
 def test_defaults_follow_the_nic_rate_and_are_reported():
     res = simulate(scenario(topology={"kind": "single_switch", "hosts": 2, "link": {"rate_gbps": 200}},
                             network={"cc": {"algorithm": "dcqcn", "params": {"g": 0.5}}},

@@ -43,6 +43,7 @@ class Algorithm:
     params: tuple = ()
     int_header_bytes: int = 0  #: extra bytes every data packet and ACK carries
     ecn: tuple = (400_000, 1_600_000, 0.2)  #: RED (kmin_bytes, kmax_bytes, pmax) at 100 Gb/s
+    ordered: tuple = ()  #: (low, high) parameter pairs whose values must not cross
 
     def slot(self, name: str) -> int:
         """The parameter's index in World.ccp."""
@@ -125,7 +126,7 @@ TIMELY = Algorithm("timely", "TIMELY", (  # its timestamps are NIC completion ti
           0, HUGE, "hyperactive increase", HPCC_RUN.format("3")),
     Param("hai_after", "", 1, 5.0, 0, 1e6, "increases in a row before the hyperactive step", "paper N = 5; HPCC (§3)"),
     Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("3")),
-))
+), ordered=(("t_low_us", "t_high_us"),))  # below T_low the rule adds delta before it looks at T_high
 
 DCTCP = Algorithm("dctcp", "DCTCP", (
     Param("g", "", 1, 1 / 16, 0, 1, "alpha EWMA gain", "paper; RFC 8257; HPCC run.py (§4)"),
