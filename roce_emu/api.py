@@ -8,19 +8,19 @@ from .cc_params import params_from_engine
 from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World
-from .run.diagnose import stall_report
-from .run.driver import Limits, RunOutcome, simulate
 from .errors import ScenarioError
-from .run.invariants import engine_fault
-from .run.inputs import check_inputs
+from .fabric.topology import Fabric
 from .results.iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
-                        rank_timeline, task_rows, timeline_rows)
+                                rank_timeline, task_rows, timeline_rows)
 from .results.output import frame, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
-from .fabric.topology import Fabric
-from .workload import Workload, collective_flow_mask, ns_to_ps
+from .run.diagnose import stall_report
+from .run.driver import Limits, RunOutcome, simulate
+from .run.inputs import check_inputs
+from .run.invariants import engine_fault
 from .run.world import build_world
+from .workload import Workload, collective_flow_mask, ns_to_ps
 
 
 @dataclass

@@ -41,10 +41,9 @@ def check_params(algorithm: str, params: dict) -> None:
     """Raise ValueError (one line) for an unknown name, a wrong type, an out-of-range value, or a
     pair of parameters that cross (TIMELY's T_low above its T_high, its defaults included)."""
     _check_each(algorithm, params)
-    table = {p.name: p for p in BY_NAME[algorithm].params}
+    values = resolved_params(algorithm, params, line_gbps=100.0)  # the pairs' defaults do not scale with it
     for low, high in BY_NAME[algorithm].ordered:
-        a = params.get(low, default_for(table[low], "cx", 100.0))
-        b = params.get(high, default_for(table[high], "cx", 100.0))
+        a, b = values[low], values[high]
         if a > b:
             name = high if high in params else low
             raise ValueError(f"{AT}params.{name} {params[name]!r} is not allowed: {low} ({a:g}) must not exceed "

@@ -42,26 +42,25 @@ def _results(prepared, slice_events=None):
             collective_rows(res.outcome.world, prepared.workload), result), res.summary
 
 
-def both(sc=None, path=None, overrides=(), modes=("off", "exact")):
-    """(exact results, fast-forward results, fast-forward summary) of one scenario; with three
-    modes, the results and summary of the third follow."""
-    out = []
-    for mode in modes:
-        if path is not None:
-            prepared = prepare(path, [*overrides, f"sim.fast_forward={mode}"])
-        else:
-            prepared = prepare_scenario(sc.model_copy(update={"sim": sc.sim.model_copy(
-                update={"fast_forward": mode})}))
-        out.append(_results(prepared))
-    (exact, _), (fast, summary), *rest = out
-    return (exact, fast, summary, *(x for pair in rest for x in pair))
+def _prepared(sc, path, overrides, mode):
+    if path is not None:
+        return prepare(path, [*overrides, f"sim.fast_forward={mode}"])
+    return prepare_scenario(sc.model_copy(update={"sim": sc.sim.model_copy(update={"fast_forward": mode})}))
+
+
+def both(sc=None, path=None, overrides=()):
+    """(exact results, fast-forward results, fast-forward summary) of one scenario."""
+    exact, _ = _results(_prepared(sc, path, overrides, "off"))
+    fast, summary = _results(_prepared(sc, path, overrides, "exact"))
+    return exact, fast, summary
 
 
 def all_modes(sc=None, path=None, overrides=(), sensitivity=False):
     """Run a case off, exact and on; assert exact identical and on within the issue's bounds,
     or (with sensitivity, for a scenario object) within RANDOM_TOLERANCE, or twice the exact
     engine's own sensitivity where that is larger."""
-    exact, fast, summary, trains, trains_summary = both(sc, path, overrides, modes=("off", "exact", "on"))
+    exact, fast, summary = both(sc, path, overrides)
+    trains, trains_summary = _results(_prepared(sc, path, overrides, "on"))
     assert_identical(exact, fast)
     misses = train_errors(exact, trains, trains_summary, RANDOM_TOLERANCE if sensitivity else 0.0)
     if misses and sensitivity:

@@ -14,9 +14,9 @@ from ..config.schema import Fault, Scenario
 from ..core import kinds as K
 from ..core.state import LINK_PLAN_DTYPE
 from ..errors import ScenarioError
+from ..workload import ns_to_ps
 from .routing import build_routes
 from .topology import Fabric
-from ..workload import ns_to_ps
 
 INFINITE_PS = np.iinfo(np.int64).max
 

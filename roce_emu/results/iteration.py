@@ -11,11 +11,11 @@ the mean over the hosts that take part.
 """
 import numpy as np
 
-from ..workload.collectives import BUS_FACTOR
 from ..core.state import World
+from ..workload import Workload, collective_flow_mask
+from ..workload.collectives import BUS_FACTOR
 from ..workload.dag import ROLE_CODE, ROLE_COMPUTE, ROLE_JOIN, ROLES
 from .tables import ps_to_ns
-from ..workload import Workload, collective_flow_mask
 
 TASK_COLUMNS = ("task_id", "kind", "name", "iteration", "host", "src", "dst", "bytes", "start_ns", "finish_ns",
                 "duration_ns")

@@ -5,8 +5,8 @@ import numpy as np
 from ..core import kinds as K
 from ..core.paths import flow_path
 from ..core.state import World
-from ..results.tables import flows_now
 from ..fabric.topology import Fabric
+from ..results.tables import flows_now
 
 
 def _links_down(world: World, names: list[str]) -> list[str]:

@@ -10,13 +10,13 @@ import numpy as np
 from ..config import load_scenario
 from ..config.schema import Scenario
 from ..errors import ScenarioError
-from ..fabric.records import node_records, port_records
 from ..fabric.faults import LinkPlan, compile_faults
-from ..results.output import parquet_missing
+from ..fabric.records import node_records, port_records
 from ..fabric.routing import build_routes
-from .sizing import check_fabric_memory, check_memory
 from ..fabric.topology import Fabric, build_fabric, fabric_size
+from ..results.output import parquet_missing
 from ..workload import Workload, build_workload
+from .sizing import check_fabric_memory, check_memory
 
 
 @dataclass

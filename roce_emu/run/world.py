@@ -6,16 +6,16 @@ from ..cc_params import engine_params, resolved_params
 from ..config.schema import Scenario
 from ..core import fastforward as ff
 from ..core import kinds as K
-from ..core.cc.registry import BY_NAME
+from ..core.cc.registry import BY_NAME, code
 from ..core.loop import schedule_start
 from ..core.paths import base_rtt_extremes, first_hops
 from ..core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE,
-                         FastForward, World)
+                          FastForward, World)
+from ..fabric.topology import Fabric
+from ..workload import ns_to_ps
 from ..workload.dag import FlowTable, TaskTable
 from .inputs import Inputs
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
-from ..fabric.topology import Fabric
-from ..workload import ns_to_ps
 
 
 def train_limit(scenario: Scenario, n_link_actions: int) -> int:
@@ -48,7 +48,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_N_HOSTS] = inputs.fabric.n_hosts
     cfg[K.CFG_N_FLOWS] = len(workload.flows)
     cfg[K.CFG_N_TASKS] = len(workload.tasks)
-    cfg[K.CFG_CC] = K.CC_NAMES.index(net.cc.algorithm)
+    cfg[K.CFG_CC] = code(net.cc.algorithm)
     traces = scenario.output.traces
     cfg[K.CFG_TRACE] = (K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .collectives import ALGORITHMS, Collective, expand
 from ..config.schema import Scenario
-from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from ..errors import ScenarioError
 from ..fabric.topology import Fabric
+from .collectives import ALGORITHMS, Collective, expand
+from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
 from .training import training_items
 

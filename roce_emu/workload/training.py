@@ -19,9 +19,9 @@ import numpy as np
 
 from ..config.schema import Training
 from ..errors import ScenarioError
+from ..fabric.topology import Fabric
 from .items import Item
 from .models import model_layers
-from ..fabric.topology import Fabric
 
 
 def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
