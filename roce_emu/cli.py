@@ -1,4 +1,4 @@
-"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | cache``.
+"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | import | cache``.
 
 Thin: parse, call the API, report."""
 import shutil
@@ -321,6 +321,51 @@ def examples(name, dest, overwrite):
     except ScenarioError as err:
         _fail_input(err)
     click.echo(f"{target}  (run it: roce-emu run {target})", err=True)
+
+
+@main.group("import")
+def import_group():
+    """Write a roce-emu scenario from another tool's files.
+
+    \b
+    Examples:
+      roce-emu import astra-sim network.yml --system system.json --out dgx.yaml
+      roce-emu run dgx.yaml
+    """
+
+
+@import_group.command("astra-sim")
+@click.argument("network", type=click.Path(path_type=Path))
+@click.option("--system", type=click.Path(path_type=Path), default=None,
+              help="ASTRA-sim system JSON: the collective algorithms and chunks to use.")
+@click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=64 << 20, show_default=True,
+              help="Bytes per NPU of the all-reduce the scenario runs.")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Scenario file to write (default: ./NETWORK.yaml).")
+@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+def import_astra_sim(network, system, nbytes, out, overwrite):
+    """An ASTRA-sim network YAML (and system JSON) as a scenario: the fabric as multi_dim and
+    one all-reduce. A scenario can also name the network file directly:
+    topology: {kind: astra_sim, file: network.yml}.
+
+    \b
+    Examples:
+      roce-emu import astra-sim DGX_H100-32.yml --system DGX_H100.json -o dgx.yaml
+      roce-emu import astra-sim Ring_8.yml --bytes 1000000
+    """
+    from .importers import astra_sim
+    from .importers.scenario_file import write_scenario
+
+    try:
+        doc, notes = astra_sim.scenario(network, system, nbytes)
+        dest = out if out is not None else Path(f"{doc['name']}.yaml")
+        sources = [str(network)] + ([str(system)] if system is not None else [])
+        write_scenario(doc, dest, sources, notes, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
 
 @main.group()

@@ -9,7 +9,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import AT, ScenarioError
-from .schema import TOPOLOGY_KINDS, Scenario
+from .schema import FILE_TOPOLOGY_KINDS, TOPOLOGY_KINDS, Scenario
 
 
 def read_document(path: Path) -> dict:
@@ -122,9 +122,11 @@ def load_scenario(path: Path | str, overrides: list[str] = ()) -> Scenario:
 
 
 def validate_document(doc: dict, source: str) -> Scenario:
-    """Validate a scenario mapping; any problem becomes one ScenarioError line naming source."""
+    """Validate a scenario mapping; any problem becomes one ScenarioError line naming source.
+    Files the scenario names are found relative to source's folder."""
+    base = Path(source).parent if Path(source).is_file() else None
     try:
-        return Scenario.model_validate(doc)
+        return Scenario.model_validate(doc, context={"base_dir": base})
     except ValidationError as err:
         raise _as_scenario_error(source, err) from None
 
@@ -199,7 +201,7 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
             return ScenarioError(source, key, f"{value!r} is not {what} ({unit}){_unit_slip(value, unit)}")
     if kind == "union_tag_invalid":
         return ScenarioError(source, key + ".kind", f"'{first['ctx']['tag']}' is not a topology kind "
-                                                    f"(allowed: {', '.join(TOPOLOGY_KINDS)})")
+                                                    f"(allowed: {', '.join((*TOPOLOGY_KINDS, *FILE_TOPOLOGY_KINDS))})")
     if kind == "missing":
         return ScenarioError(source, key, "required key is missing")
     message = first["msg"]

@@ -7,7 +7,7 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 """
 from typing import Annotated, ClassVar, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ..cc_params import check_params
 from ..core.cc.registry import BY_NAME, NAMES
@@ -146,6 +146,35 @@ class MultiDim(_TopologyBase):
 
 Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh, MultiDim], Field(discriminator="kind")]
 TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh", "multi_dim")
+#: topology kinds read from another tool's file, and the keys such a section takes
+FILE_TOPOLOGY_KINDS = {"astra_sim": ("kind", "file", "link", "tiers")}
+
+
+def input_path(name: str, info: ValidationInfo) -> str:
+    """A file a scenario names, relative to the scenario file's folder (the validation context's
+    ``base_dir``; the working directory when the scenario did not come from a file)."""
+    from pathlib import Path
+
+    path = Path(name).expanduser()
+    base = (info.context or {}).get("base_dir")
+    return str(path if path.is_absolute() or base is None else Path(base) / path)
+
+
+def expand_file_topology(section, info: ValidationInfo):
+    """``topology: {kind: astra_sim, file: ...}`` becomes the multi_dim section it describes
+    (roce_emu/importers/astra_sim.py); errors in that file name the file itself."""
+    if not isinstance(section, dict) or section.get("kind") not in FILE_TOPOLOGY_KINDS:
+        return section
+    allowed = FILE_TOPOLOGY_KINDS[section["kind"]]
+    for key in section:
+        if key not in allowed:
+            raise ValueError(f"{AT}{key} unknown key '{key}' (allowed: {', '.join(allowed)})")
+    if not isinstance(section.get("file"), str):
+        raise ValueError(f"{AT}file required: the path of the ASTRA-sim network YAML")
+    from ..importers.astra_sim import topology_section
+
+    extra = {k: v for k, v in section.items() if k not in ("kind", "file")}
+    return topology_section(input_path(section["file"], info), extra)
 
 
 # ---- network ----------------------------------------------------------------------------
@@ -454,6 +483,11 @@ class Scenario(Strict):
     sim: Sim = Sim()
     output: Output = Output()
     faults: list[Fault] = Field([], max_length=10_000)
+
+    @field_validator("topology", mode="before")
+    @classmethod
+    def _file_topology(cls, section, info: ValidationInfo):
+        return expand_file_topology(section, info)
 
     @model_validator(mode="after")
     def _stall_after_rto(self):

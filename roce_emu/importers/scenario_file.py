@@ -1,0 +1,32 @@
+"""Write an imported scenario: validated first, with a header naming its sources and what was
+not carried over, atomically (a reader never sees half a file), never over a file unless asked."""
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from ..config.load import validate_document
+from ..errors import ScenarioError
+
+
+def write_scenario(doc: dict, dest: Path, sources: list[str], notes: list[str], overwrite: bool = False) -> Path:
+    dest = Path(dest)
+    if dest.exists() and not overwrite:
+        raise ScenarioError(str(dest), "", "exists: add --overwrite to replace it, or give --out another path")
+    validate_document(doc, str(dest))  # an importer's bug must not reach the user's disk
+    header = [f"# Imported by roce-emu from {', '.join(sources)}."]
+    if notes:
+        header.append("# Not carried over:")
+        header += [f"#   - {n}" for n in notes]
+    text = "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return dest
