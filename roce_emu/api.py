@@ -130,6 +130,8 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
+    if prepared.workload.notes:
+        info["workload_notes"] = list(prepared.workload.notes)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     target = None
     if write:

@@ -46,6 +46,12 @@ def _fail_input(err: ScenarioError) -> None:
     sys.exit(2)
 
 
+def _echo_notes(notes) -> None:
+    """What an imported input held that roce-emu has no equivalent for (also in summary.json)."""
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+
+
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="roce-emu")
 def main():
@@ -97,6 +103,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
             prepared = api.prepare(scenario, list(overrides))
         except ScenarioError as err:
             _fail_input(err)
+        _echo_notes(prepared.workload.notes)
         target = out if out is not None else api.default_out_dir(prepared.scenario)
         if target.exists() and not overwrite:
             _fail_input(ScenarioError(str(target), "", "the run directory exists: add --overwrite to replace it, "
@@ -184,6 +191,7 @@ def validate(scenario, overrides, print_normalized):
         inputs = load_inputs(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
+    _echo_notes(inputs.workload.notes)
     click.echo(f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
                f"{inputs.fabric.n_hosts} hosts)")
 
@@ -363,8 +371,7 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
         write_scenario(doc, dest, sources, notes, overwrite)
     except ScenarioError as err:
         _fail_input(err)
-    for note in notes:
-        click.echo(f"note: {note}", err=True)
+    _echo_notes(notes)
     click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
 

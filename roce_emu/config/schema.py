@@ -388,13 +388,45 @@ class Training(Strict):
         return self
 
 
+CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical"]
+
+
+class Chakra(Strict):
+    """A Chakra execution trace (MLCommons) as the iteration: ``<prefix>.<rank>.et`` (or
+    ``.et.gz``), one file per rank from 0, found relative to the scenario file. Rank r runs on
+    host ``ranks[r]`` (default: host r). docs/importers.md gives the mapping."""
+
+    prefix: str = Field(min_length=1, max_length=4096)
+    ranks: Optional[list[Annotated[int, Field(ge=0)]]] = None
+    #: compute nodes that give FLOPs (num_ops) but no duration run at this rate
+    device_tflops: Optional[float] = Field(None, gt=0, le=1e6)
+    #: the algorithm of each collective kind (default: ring; direct for all_to_all)
+    algorithms: dict[CollectiveKind, CollectiveAlgorithm] = {}
+
+    @field_validator("prefix")
+    @classmethod
+    def _beside_scenario(cls, prefix, info: ValidationInfo):
+        return input_path(prefix, info)
+
+
 class Workload(Strict):
     flows: list[Flow] = []
     patterns: list[Pattern] = []
     collectives: list[CollectiveSpec] = []
     compute: list[ComputeSpec] = []
     training: Optional[Training] = None
+    chakra: Optional[Chakra] = None
     iterations: int = Field(1, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _one_iteration_source(self):
+        if self.chakra is not None:
+            for key in ("collectives", "compute", "training"):
+                if getattr(self, key):
+                    raise ValueError(f"{AT}chakra the trace is the iteration: give chakra or {key}, not both "
+                                     f"(flows and patterns may run beside it)")
+        return self
 
 
 # ---- faults in the modelled network -------------------------------------------------------

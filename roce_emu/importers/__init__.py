@@ -2,6 +2,8 @@
 
 - ``astra_sim``: ASTRA-sim network YAML (a multi_dim fabric) and system JSON (collective
   algorithms and chunks).
+- ``chakra`` and ``chakra_schema``: Chakra execution traces (MLCommons), read into plain
+  node records; ``roce_emu/workload/chakra.py`` makes them the task DAG.
 - ``scenario_file``: writing an imported scenario, with where it came from and what was left
   out, atomically.
 

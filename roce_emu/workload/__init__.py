@@ -24,6 +24,7 @@ class Workload:
     tasks: TaskTable
     collectives: list = field(default_factory=list)  # Collective, task ids final
     iteration_ends: list = field(default_factory=list)  # per iteration: {rank: join task id}
+    notes: list = field(default_factory=list)  # what an imported trace held that has no equivalent
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -46,6 +47,13 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
     b = DagBuilder()
     _add_flows_and_patterns(b, scenario, fabric, source)
     collectives, iteration_ends = _add_iterations(b, scenario, fabric, source)
+    notes = []
+    if scenario.workload.chakra is not None:
+        from .chakra import add_chakra  # protobuf, only for traces
+
+        collectives, iteration_ends, notes = add_chakra(b, scenario.workload.chakra, fabric,
+                                                        scenario.network.nic.data_priority,
+                                                        scenario.workload.iterations, source)
     if len(b) == 0:
         raise ScenarioError(source, "workload", "nothing to do: give flows, patterns, collectives or compute")
     flows, tasks, new_id = b.build()
@@ -55,7 +63,7 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
         c.flows = new_id[c.flows]
         c.end = {r: int(new_id[k]) for r, k in c.end.items()}
     ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
-    return Workload(flows, tasks, collectives, ends)
+    return Workload(flows, tasks, collectives, ends, notes)
 
 
 def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:
