@@ -338,6 +338,7 @@ def import_group():
     \b
     Examples:
       roce-emu import astra-sim network.yml --system system.json --out dgx.yaml
+      roce-emu import ns3 config.txt --out hpcc.yaml
       roce-emu run dgx.yaml
     """
 
@@ -368,6 +369,40 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
         doc, notes = astra_sim.scenario(network, system, nbytes)
         dest = out if out is not None else Path(f"{doc['name']}.yaml")
         sources = [str(network)] + ([str(system)] if system is not None else [])
+        write_scenario(doc, dest, sources, notes, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
+    _echo_notes(notes)
+    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+
+
+@import_group.command("ns3")
+@click.argument("config", type=click.Path(path_type=Path))
+@click.option("--topology", type=click.Path(path_type=Path), default=None,
+              help="Topology file (default: TOPOLOGY_FILE of the configuration, or topology.txt beside it).")
+@click.option("--flows", type=click.Path(path_type=Path), default=None,
+              help="Flow file (default: FLOW_FILE of the configuration, or flow.txt beside it).")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Scenario file to write (default: ./CONFIG.yaml).")
+@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+def import_ns3(config, topology, flows, out, overwrite):
+    """An HPCC ns-3 simulator run (config.txt with its topology and flow files) as a scenario:
+    the fabric as a custom topology, the flows, the congestion control and its parameters,
+    the ECN maps, the buffer, link failures and losses. Every key is either mapped or listed
+    as not carried over. A scenario can also name the topology file directly:
+    topology: {kind: ns3, file: topology.txt}.
+
+    \b
+    Examples:
+      roce-emu import ns3 config.txt --out hpcc.yaml && roce-emu run hpcc.yaml
+      roce-emu import ns3 config.txt --topology fat.txt --flows flow.txt -o fat.yaml
+    """
+    from .importers import ns3
+    from .importers.scenario_file import write_scenario
+
+    try:
+        doc, notes, sources = ns3.scenario(config, topology, flows)
+        dest = out if out is not None else Path(f"{doc['name']}.yaml")
         write_scenario(doc, dest, sources, notes, overwrite)
     except ScenarioError as err:
         _fail_input(err)

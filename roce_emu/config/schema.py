@@ -144,10 +144,68 @@ class MultiDim(_TopologyBase):
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
 
 
-Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh, MultiDim], Field(discriminator="kind")]
-TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh", "multi_dim")
+CustomLink = tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], Annotated[float, Field(gt=0, le=1e5)],
+                   Annotated[float, Field(ge=0, le=1e9)]]
+
+
+class Custom(_TopologyBase):
+    """Any graph of hosts and switches: nodes 0..N-1, the ``switches`` among them, and
+    ``links`` as [a, b, rate_gbps, delay_ns]. Hosts are the other nodes; host ids (what
+    flows and collectives name) number them in ascending node order. Each host has one link,
+    to a switch. Routing is ECMP over shortest paths through switches (HPCC ns-3 style)."""
+
+    kind: Literal["custom"] = "custom"
+    switches: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    links: list[CustomLink] = Field(min_length=1, max_length=1_000_000)
+    TIERS: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _a_graph_of_hosts_on_switches(self):
+        switches = set(self.switches)
+        n = 1 + max(max(switches), max(max(a, b) for a, b, _, _ in self.links))
+        degree = [0] * n
+        seen = set()
+        for i, (a, b, _, _) in enumerate(self.links):
+            if a == b:
+                raise ValueError(f"{AT}links.{i} links node {a} to itself")
+            if (min(a, b), max(a, b)) in seen:
+                raise ValueError(f"{AT}links.{i} links nodes {a} and {b} a second time")
+            seen.add((min(a, b), max(a, b)))
+            if a not in switches and b not in switches:
+                raise ValueError(f"{AT}links.{i} joins two hosts ({a} and {b}); hosts hang off switches")
+            degree[a] += 1
+            degree[b] += 1
+        for node in range(n):
+            if node not in switches and degree[node] != 1:
+                raise ValueError(f"{AT}links host node {node} has {degree[node]} links; each host needs exactly one, "
+                                 f"to a switch (nodes are 0 to {n - 1}; the switches are listed in switches)")
+        if len(switches) == n:
+            raise ValueError(f"{AT}switches every node is a switch: the fabric has no host")
+        root = list(range(n))
+
+        def find(v):
+            while root[v] != v:
+                root[v] = root[root[v]]
+                v = root[v]
+            return v
+
+        for a, b, _, _ in self.links:
+            root[find(a)] = find(b)
+        apart = [v for v in range(n) if find(v) != find(0)]
+        if apart:
+            raise ValueError(f"{AT}links node {apart[0]} is not connected to node 0")
+        return self
+
+    @property
+    def n_nodes(self) -> int:
+        return 1 + max(max(self.switches), max(max(a, b) for a, b, _, _ in self.links))
+
+
+Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh, MultiDim, Custom],
+                     Field(discriminator="kind")]
+TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh", "multi_dim", "custom")
 #: topology kinds read from another tool's file, and the keys such a section takes
-FILE_TOPOLOGY_KINDS = {"astra_sim": ("kind", "file", "link", "tiers")}
+FILE_TOPOLOGY_KINDS = {"astra_sim": ("kind", "file", "link", "tiers"), "ns3": ("kind", "file")}
 
 
 def input_path(name: str, info: ValidationInfo) -> str:
@@ -162,7 +220,8 @@ def input_path(name: str, info: ValidationInfo) -> str:
 
 def expand_file_topology(section, info: ValidationInfo):
     """``topology: {kind: astra_sim, file: ...}`` becomes the multi_dim section it describes
-    (roce_emu/importers/astra_sim.py); errors in that file name the file itself."""
+    (roce_emu/importers/astra_sim.py), ``{kind: ns3, file: ...}`` the custom one
+    (roce_emu/importers/ns3.py); errors in that file name the file itself."""
     if not isinstance(section, dict) or section.get("kind") not in FILE_TOPOLOGY_KINDS:
         return section
     allowed = FILE_TOPOLOGY_KINDS[section["kind"]]
@@ -170,11 +229,16 @@ def expand_file_topology(section, info: ValidationInfo):
         if key not in allowed:
             raise ValueError(f"{AT}{key} unknown key '{key}' (allowed: {', '.join(allowed)})")
     if not isinstance(section.get("file"), str):
-        raise ValueError(f"{AT}file required: the path of the ASTRA-sim network YAML")
+        raise ValueError(f"{AT}file required: the path of the {section['kind']} topology file")
+    path = input_path(section["file"], info)
+    if section["kind"] == "ns3":
+        from ..importers.ns3 import read_topology
+
+        return read_topology(path).section()
     from ..importers.astra_sim import topology_section
 
     extra = {k: v for k, v in section.items() if k not in ("kind", "file")}
-    return topology_section(input_path(section["file"], info), extra)
+    return topology_section(path, extra)
 
 
 # ---- network ----------------------------------------------------------------------------

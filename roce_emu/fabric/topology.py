@@ -10,7 +10,7 @@ from itertools import product
 import networkx as nx
 import numpy as np
 
-from ..config.schema import FatTree, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
+from ..config.schema import Custom, FatTree, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
 
 
 @dataclass
@@ -90,6 +90,8 @@ def fabric_size(topo) -> tuple[int, int]:
     if isinstance(topo, (Torus, Mesh)):
         routers = int(np.prod(topo.dims))
         return routers * topo.hosts_per_node, routers * (topo.hosts_per_node + 1)
+    if isinstance(topo, Custom):
+        return topo.n_nodes - len(set(topo.switches)), topo.n_nodes
     npus = int(np.prod([d.size for d in topo.dims]))
     switches = sum(npus // d.size for d in topo.dims if d.kind == "switch")
     return npus, 2 * npus + switches
@@ -107,6 +109,8 @@ def build_fabric(topo) -> Fabric:
         fabric = _grid(topo, wrap=isinstance(topo, Torus))
     elif isinstance(topo, MultiDim):
         fabric = _multi_dim(topo)
+    elif isinstance(topo, Custom):
+        fabric = _custom(topo)
     else:  # pragma: no cover - the schema admits no other kind
         raise TypeError(topo)
     return flatten(fabric)
@@ -212,6 +216,22 @@ def _multi_dim(topo: MultiDim) -> Fabric:
             for u, v in pairs:
                 b.graph.add_edge(u, v, **link)
     return Fabric("multi_dim", b.graph, n, b.names, "ecmp", dims=sizes, host_coords=coords)
+
+
+def _custom(topo: Custom) -> Fabric:
+    """Hosts in ascending node order, then switches (named ``sw`` + their node id); tier
+    ``host`` for host links, ``fabric`` for the others."""
+    switches = sorted(set(topo.switches))
+    hosts = [v for v in range(topo.n_nodes) if v not in set(switches)]
+    b = _Builder(topo, len(hosts))
+    index = {v: i for i, v in enumerate(hosts)}
+    for v in switches:
+        index[v] = b.switch(f"sw{v}", layer=1)
+    for a, c, rate_gbps, delay_ns in topo.links:
+        tier = "host" if min(index[a], index[c]) < len(hosts) else "fabric"
+        b.graph.add_edge(index[a], index[c], tier=tier, rate_bps=int(round(rate_gbps * 1e9)),
+                         prop_ps=int(round(delay_ns * 1000)))
+    return Fabric("custom", b.graph, len(hosts), b.names, "ecmp")
 
 
 def _links_per_npu(dim) -> int:

@@ -4,6 +4,7 @@
   algorithms and chunks).
 - ``chakra`` and ``chakra_schema``: Chakra execution traces (MLCommons), read into plain
   node records; ``roce_emu/workload/chakra.py`` makes them the task DAG.
+- ``ns3``: the HPCC ns-3 simulator's configuration, topology and flow files.
 - ``scenario_file``: writing an imported scenario, with where it came from and what was left
   out, atomically.
 
