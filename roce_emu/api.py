@@ -12,6 +12,7 @@ from .errors import ScenarioError
 from .fabric.topology import Fabric
 from .results.iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
                                 rank_timeline, task_rows, timeline_rows)
+from .results.ns3_format import fct_text, pfc_text
 from .results.output import frame, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
@@ -136,8 +137,11 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     target = None
     if write:
         target = Path(out) if out is not None else default_out_dir(sc)
-        write_run_dir(target, info, run_tables(prepared, outcome, table, timeline), sc.output.format,
-                      {"scenario.yaml": scenario_yaml(normalized_document(prepared))})
+        texts = {"scenario.yaml": scenario_yaml(normalized_document(prepared))}
+        if "ns3" in sc.output.formats:
+            texts["fct.txt"] = fct_text(table, prepared.fabric)
+            texts["pfc.txt"] = pfc_text(outcome.world, prepared.fabric, sc.topology, outcome.trace)
+        write_run_dir(target, info, run_tables(prepared, outcome, table, timeline), sc.output.format, texts)
     return RunResult(outcome, table, info, target, prepared)
 
 
@@ -146,7 +150,7 @@ def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
     """Every table of a run directory: flows, tasks, collectives, the rank timeline and traces
     (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
     workload = prepared.workload
-    tables = trace_tables(outcome.world, prepared.fabric, outcome.trace)
+    tables = trace_tables(outcome.world, prepared.fabric, outcome.trace, prepared.scenario.output.traces)
     written, mine = None, None  # every flow
     if not prepared.scenario.output.collective_flows and workload.collectives:  # collectives.csv sums them up
         mine = collective_flow_mask(workload)

@@ -65,9 +65,9 @@ def test_topology_and_flows_renumber_hosts(tmp_path):
 @needs_shared
 def test_shipped_config_imports_every_key_and_runs(tmp_path):
     """The simulator's own config.txt: every key is mapped or named in the notes. Its two
-    200 MB flows into one host under HPCC drain the bottleneck at eta = 95 %, with INT headers
-    on every data packet: the last flow ends 400 MB x (1000 + 62 + 20 + 42) / 1000 x 8 /
-    (0.95 x 100 Gb/s) after they start at 2 s."""
+    200 MB flows into one host under HPCC drain the bottleneck at eta = 95 %, in the
+    simulator's frames (profile hpcc_ns3: a 48 B header, 42 B of INT, no gap): the last flow
+    ends 400 MB x (1000 + 48 + 42) / 1000 x 8 / (0.95 x 100 Gb/s) after they start at 2 s."""
     doc, notes, _ = ns3.scenario(SHARED / "config.txt")
     keys = [line.split()[0] for line in (SHARED / "config.txt").read_text().splitlines() if line.strip()]
     named = {n.split(":")[0].split()[0] for n in notes}
@@ -83,7 +83,8 @@ def test_shipped_config_imports_every_key_and_runs(tmp_path):
     path = tmp_path / "hpcc.yaml"
     path.write_text(yaml.safe_dump(doc))
     res = simulate(load_scenario(path))
-    wire = 1000 + 62 + 20 + BY_NAME["hpcc"].int_header_bytes
+    assert doc["network"]["profile"] == "hpcc_ns3"
+    wire = 1000 + 48 + BY_NAME["hpcc"].int_header_bytes
     drain_ns = 400e6 * wire / 1000 * 8 / (0.95 * 100)
     assert res.summary["flows_finished"] == 2
     assert res.summary["last_finish_ns"] - 2e9 == pytest.approx(drain_ns, rel=0.01)
@@ -184,3 +185,79 @@ def test_import_command(tmp_path):
     bad = cli("import", "ns3", "config.txt", "-o", "t.yaml", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "flow.txt: line 3" in bad.stderr
     assert not (tmp_path / "t.yaml").exists()
+
+
+@needs_shared
+@pytest.mark.parametrize("topology", ["topology.txt", "fat.txt"])
+def test_round_trip_through_the_simulators_files(tmp_path, topology):
+    """Import, write the topology and flow files back in the simulator's layout, import again:
+    the same scenario."""
+    config = SHARED / "config.txt"
+    if topology == "fat.txt":  # its 400 Gb/s links need ECN map entries (the simulator's maps scale with rate)
+        config = tmp_path / "config.txt"
+        config.write_text("CC_MODE 1\nKMIN_MAP 2 100000000000 400 400000000000 1600\n"
+                          "KMAX_MAP 2 100000000000 1600 400000000000 6400\n"
+                          "PMAX_MAP 2 100000000000 0.2 400000000000 0.2\n")
+    doc, _, _ = ns3.scenario(config, topology=SHARED / topology,
+                             flows=None if topology == "topology.txt" else _fat_flows(tmp_path))
+    (tmp_path / "t2.txt").write_text(ns3.topology_text(doc["topology"]))
+    (tmp_path / "f2.txt").write_text(ns3.flows_text(doc["workload"]["flows"], doc["topology"]))
+    again, _, _ = ns3.scenario(config, topology=tmp_path / "t2.txt", flows=tmp_path / "f2.txt")
+    assert again == doc
+    assert load_scenario_doc(tmp_path, doc).topology.kind == "custom"
+
+
+def _fat_flows(tmp_path):
+    """Flows between hosts of fat.txt (its hosts are nodes 0-319), unsorted ids, staggered starts."""
+    path = tmp_path / "fat_flows.txt"
+    path.write_text("3\n5 300 3 100 100000 2\n17 4 3 100 2000 2.000001\n319 0 3 100 1 2.5\n")
+    return path
+
+
+def test_ns3_output_files_match_the_run(tmp_path):
+    """An 8-to-1 incast under PFC alone, with output.formats: [ns3] and the PFC log: fct.txt has a
+    line per flow, in finishing order, with flows.csv's times (whole ns); pfc.txt and
+    traces_pfc.csv have a line per PFC frame, as many pauses and resumes as summary.json counts,
+    each on the sender host that was paused (node type 0, its one device)."""
+    import json
+
+    import pandas as pd
+
+    out = tmp_path / "run"
+    p = cli("run", ROOT / "scenarios" / "incast.yaml", "--out", out, "--set", "output.formats=[ns3]",
+            "--set", "output.traces=[pfc]", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    flows = pd.read_csv(out / "flows.csv").sort_values("finish_ns", kind="stable")
+    fct = [line.split() for line in (out / "fct.txt").read_text().splitlines()]
+    assert len(fct) == len(flows) == summary["flows_finished"]
+    for (sip, dip, sport, dport, size, start, f, ideal), (_, row) in zip(fct, flows.iterrows()):
+        assert int(sip, 16) == 0x0b000001 + row["src"] * 0x100 and int(dip, 16) == 0x0b000001 + row["dst"] * 0x100
+        assert (int(size), int(start), int(f), int(ideal)) == (row["bytes"], int(row["start_ns"]), int(row["fct_ns"]),
+                                                               int(row["ideal_fct_ns"]))
+    pfc = [list(map(int, line.split())) for line in (out / "pfc.txt").read_text().splitlines()]
+    assert summary["pfc_pauses_sent"] > 0
+    assert sum(t == 1 for *_, t in pfc) == summary["pfc_pauses_sent"]
+    assert sum(t == 0 for *_, t in pfc) == summary["pfc_resumes_sent"]
+    assert all(node_type == 0 and device == 1 for _, _, node_type, device, _ in pfc)
+    assert [row[0] for row in pfc] == sorted(row[0] for row in pfc)
+    log = pd.read_csv(out / "traces_pfc.csv")
+    assert len(log) == len(pfc) and set(log["event"]) == {"pause", "resume"}
+
+
+def test_ns3_output_keeps_the_files_node_ids(tmp_path):
+    """On an imported topology (switch 0, hosts 1-4), host 0 is node 1: 0b000101 in fct.txt."""
+    doc, _, _ = ns3.scenario(files(tmp_path))
+    doc["output"] = {"formats": ["ns3"]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    p = cli("run", path, "--out", tmp_path / "run", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    fct = [line.split() for line in (tmp_path / "run" / "fct.txt").read_text().splitlines()]
+    assert sorted((sip, dip) for sip, dip, *_ in fct) == [("0b000101", "0b000301"), ("0b000201", "0b000301")]
+    assert sorted(sport for _, _, sport, *_ in fct) == ["10000", "10000"]
+
+
+def test_pfc_log_refuses_exact_fast_forward():
+    with pytest.raises(Exception, match="jumps over repeated PFC frames"):
+        scenario(output={"traces": ["pfc"]}, sim={"fast_forward": "exact"})

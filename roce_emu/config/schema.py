@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from ..cc_params import check_params
 from ..core.cc.registry import BY_NAME, NAMES
+from .profiles import PROFILES, with_defaults
 from ..errors import AT
 
 MIB = 1024 * 1024
@@ -286,6 +287,9 @@ class Switch(Strict):
     buffer_bytes: int = Field(32 * MIB, ge=1, le=MAX_BUFFER_BYTES)
     pfc: Pfc = Pfc()
     ecn: Ecn = Ecn()
+    #: where switches queue ACKs and NACKs: the strict-priority control queue, or with their
+    #: flow's data (buffered, paused by PFC, as the HPCC ns-3 simulator's switches do)
+    ack_queue: Literal["control", "data"] = "control"
 
 
 class Nic(Strict):
@@ -315,12 +319,19 @@ class Routing(Strict):
 
 
 class Network(Strict):
+    #: a set of model choices (config/profiles.py): roce_v2, or hpcc_ns3 to match that simulator
+    profile: Literal[PROFILES] = "roce_v2"
     mtu_bytes: int = Field(1000, ge=64, le=65536)
     wire: Wire = Wire()
     switch: Switch = Switch()
     nic: Nic = Nic()
     cc: Cc = Cc()
     routing: Routing = Routing()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_defaults(cls, data):
+        return with_defaults(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _data_larger_than_ack(self):
@@ -558,16 +569,23 @@ class Sim(Strict):
         return value
 
 
-TRACE_KINDS = ("rate", "queue")
+TRACE_KINDS = ("rate", "queue", "pfc")
 
 
 class Output(Strict):
     dir: Optional[str] = None
-    traces: list[Literal["rate", "queue"]] = []  # sampled time series written to the run directory
+    #: sampled time series (rate, queue) and the PFC event log (pfc) written to the run directory
+    traces: list[Literal["rate", "queue", "pfc"]] = []
     trace_interval_ns: float = Field(1000.0, ge=1, le=1e12)
     #: rows of the collectives' own flows in flows.csv and tasks.csv (collectives.csv has them all)
     collective_flows: bool = False
     format: Literal["csv", "parquet"] = "csv"  # parquet needs pyarrow
+    #: other simulators' output files written beside the tables: ns3 = fct.txt and pfc.txt
+    formats: list[Literal["ns3"]] = []
+
+    @property
+    def logs_pfc(self) -> bool:
+        return "pfc" in self.traces or "ns3" in self.formats
 
 
 class Scenario(Strict):
@@ -584,6 +602,13 @@ class Scenario(Strict):
     @classmethod
     def _file_topology(cls, section, info: ValidationInfo):
         return expand_file_topology(section, info)
+
+    @model_validator(mode="after")
+    def _pfc_log_sees_every_frame(self):
+        if self.output.logs_pfc and self.sim.fast_forward == "exact":
+            raise ValueError("sim.fast_forward 'exact' jumps over repeated PFC frames, which the PFC log "
+                             "(output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on")
+        return self
 
     @model_validator(mode="after")
     def _stall_after_rto(self):

@@ -84,9 +84,11 @@ TIMER_SPAN = 8  #: EV_CC_TIMER's arg packs the flow and the timer id (< TIMER_SP
 # ---- trace records (rows of World.trace) --------------------------------------------
 TR_RATE = I64(0)  #: obj = flow, a = pacing rate (bit/s), b = window (bytes, 0 = none), c = bytes acked
 TR_QUEUE = I64(1)  #: obj = port, a = egress queue bytes (all priorities), b = c = 0
+TR_PFC = I64(2)  #: obj = the port a PFC frame reached (paused or resumed), a = priority, b = 1 pause / 0 resume
 TR_COLS = 6  #: t_ps, kind, obj, a, b, c
 TRACE_RATE_ON = 1  #: bits of cfg[CFG_TRACE]
 TRACE_QUEUE_ON = 2
+TRACE_PFC_ON = 4  #: every PFC frame as it takes effect (an event log, not a sample)
 
 # ---- priorities ---------------------------------------------------------------
 NPRIO = 8
@@ -146,7 +148,8 @@ CFG_TRACE_PS = 17  #: trace sampling interval
 CFG_N_TASKS = 18
 CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: on); 0 = every packet alone
 CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MARGIN + the most successors of a task
-CFG_SIZE = 21
+CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's data (HPCC ns-3); 0: in the control queue
+CFG_SIZE = 22
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

@@ -12,13 +12,14 @@ from .kinds import (CFG_HEAP_ROOM, CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENT
                     C_NOW_PS, EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE,
                     EV_TRACE, EV_TX_DONE, I64, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
                     M_QP_FREE, M_TRACE_ROWS, NO_ARG, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE,
-                    ST_INVARIANT, ST_POOL_LOW, ST_QP_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT, TIMER_SPAN)
+                    ST_INVARIANT, ST_POOL_LOW, ST_QP_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT, TIMER_SPAN,
+                    TRACE_QUEUE_ON, TRACE_RATE_ON)
 from .links import apply_link_action, schedule_link_plan
 from .nic import flow_start, on_host_arrive, on_rto, train_due_ps
 from .packets import is_pfc, pkt_free, pkt_lose
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
 from .tasks import schedule_roots, task_done
-from .trace import rows_per_sample, sample
+from .trace import log_pfc, rows_per_event, rows_per_sample, sample
 
 
 @njit
@@ -31,6 +32,7 @@ def _on_arrive(w, k, p_in, t):
     if is_pfc(kind):
         # PFC acts on our egress port of the same link, for the priority it names
         w.pq[p_in, pk["seq"]]["paused"] = 1 if kind == PK_PAUSE else 0
+        log_pfc(w, t, p_in, pk["seq"], kind == PK_PAUSE)
         pkt_free(w, k)
         if kind == PK_RESUME:
             kick(w, p_in)
@@ -59,6 +61,7 @@ def advance(w, t_limit_ps, max_events):
     n_flows = w.cfg[CFG_N_FLOWS]
     stall_ps = w.cfg[CFG_STALL_PS]
     trace_rows = rows_per_sample(w)
+    event_rows = rows_per_event(w)
     heap_room = w.cfg[CFG_HEAP_ROOM]
     done = 0
     while True:
@@ -74,7 +77,8 @@ def advance(w, t_limit_ps, max_events):
             return ST_HEAP_LOW
         if meta[M_QP_FREE] == 0 and ev[0]["kind"] == EV_FLOW_START:
             return ST_QP_LOW
-        if ev[0]["kind"] == EV_TRACE and w.trace.shape[0] - meta[M_TRACE_ROWS] < trace_rows:
+        free_rows = w.trace.shape[0] - meta[M_TRACE_ROWS]
+        if free_rows < event_rows or (ev[0]["kind"] == EV_TRACE and free_rows < trace_rows):
             return ST_TRACE_FULL
         t, kind, obj, arg = heap_pop(ev, meta)
         stats[C_NOW_PS] = t
@@ -119,7 +123,7 @@ def advance(w, t_limit_ps, max_events):
 def schedule_start(w):
     """Schedule the link plan (first, so a fault wins ties), release the DAG's roots (flows and
     compute without predecessors), and put the first trace sample at the earliest of them if
-    traces are on."""
+    sampled traces are on (the PFC log needs no samples)."""
     schedule_link_plan(w)
     schedule_roots(w)
     first = -1
@@ -127,5 +131,5 @@ def schedule_start(w):
         s = w.task[k]["start_ps"]
         if s >= 0 and (first < 0 or s < first):
             first = s
-    if w.cfg[CFG_TRACE] != 0 and first >= 0:
+    if w.cfg[CFG_TRACE] & (TRACE_RATE_ON | TRACE_QUEUE_ON) != 0 and first >= 0:
         heap_push(w.ev, w.meta, first, EV_TRACE, NO_ARG, NO_ARG)

@@ -21,7 +21,7 @@ import numpy as np
 from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_ACK_BYTES, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
+from .kinds import (CFG_ACK_BYTES, CFG_ACK_WITH_DATA, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
                     CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
                     C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
                     EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, NO_ID, PK_ACK, PK_CNP, PK_DATA,
@@ -394,12 +394,14 @@ def train_due_ps(w, k, node):
 @njit
 def _reply(w, f, kind, seq, ecn, node, k_data, n):
     """Queue an ACK, NACK or CNP (n of them as one train) from the receiver host node back to
-    the flow's sender.
+    the flow's sender. The NIC sends it ahead of data; switches queue it in the control queue,
+    or ACKs and NACKs with the flow's data (cfg[CFG_ACK_WITH_DATA], the HPCC simulator's way).
 
     It echoes the data packet's send time (TIMELY's RTT) and, for HPCC, its INT records."""
     r = w.qp[f]
     size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else w.cfg[CFG_ACK_BYTES]
-    k = pkt_alloc(w, kind, I64(f), seq, n * size, CTRL_PRIO, I64(r["src"]))
+    prio = I64(r["prio"]) if kind != PK_CNP and w.cfg[CFG_ACK_WITH_DATA] != 0 else CTRL_PRIO
+    k = pkt_alloc(w, kind, I64(f), seq, n * size, prio, I64(r["src"]))
     w.pkt[k]["n_sub"] = n
     w.pkt[k]["ecn"] = ecn
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]

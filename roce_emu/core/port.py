@@ -2,17 +2,18 @@
 
 A port serialises one packet at a time (store-and-forward). Control traffic has strict
 priority; data priorities are served round-robin unless paused by PFC. Switches
-account a data packet in the MMU on arrival and release it, marking ECN, when it
-starts to leave. A port whose link is down sends nothing: a switch discards what is
-queued for it (stale routes still point there until they converge), a NIC holds it.
+account a data packet (and an ACK queued with data, cfg[CFG_ACK_WITH_DATA]) in the MMU
+on arrival and release it, marking data with ECN, when it starts to leave. A port whose
+link is down sends nothing: a switch discards what is queued for it (stale routes still
+point there until they converge), a NIC holds it.
 
-World arrays: reads cfg, pq, qp; writes meta, rng, ev, kick, pkt, port.
+World arrays: reads cfg, pq, qp; writes stats, meta, rng, ev, kick, pkt, port.
 """
 from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_TRAIN_MAX, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS, NO_ARG,
-                    NPRIO, PK_DATA)
+from .kinds import (CFG_TRAIN_MAX, C_CTRL_DROPPED, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS,
+                    NO_ARG, NPRIO, PK_DATA)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
 from .packets import fault, fifo_pop, fifo_push, is_pfc, pkt_free, pkt_lose, wire_bytes
@@ -41,7 +42,8 @@ def drain_kicks(w, t):
 
 @njit
 def _switch_dequeue(w, p):
-    """Take the next data packet from a switch port's round-robin over unpaused priorities."""
+    """Take the next packet from a switch port's round-robin over unpaused priorities: data, or
+    ACKs queued with it (cfg[CFG_ACK_WITH_DATA]); only data is ECN-marked."""
     pt = w.port[p]
     start = pt["rr_prio"]
     for i in range(1, NPRIO):
@@ -51,7 +53,7 @@ def _switch_dequeue(w, p):
             pt["rr_prio"] = prio % (NPRIO - 1)
             k = fifo_pop(w, p, prio)
             _leave_switch(w, p, k)
-            if ecn_mark(w, p, prio):
+            if w.pkt[k]["kind"] == PK_DATA and ecn_mark(w, p, prio):
                 w.pkt[k]["ecn"] = 1
             return k
     return -1
@@ -59,7 +61,7 @@ def _switch_dequeue(w, p):
 
 @njit
 def _leave_switch(w, p, k):
-    """A data packet leaves switch port p's queue: free its buffer, XON its ingress if due."""
+    """A packet leaves switch port p's data queue: free its buffer, XON its ingress if due."""
     pk = w.pkt[k]
     node = w.port[p]["node"]
     p_in = pk["in_port"]
@@ -179,13 +181,16 @@ def on_switch_arrive(w, k, p_in, t):
     if e < 0 or w.port[e]["down"] != 0:  # cut off, or a stale route to a dead link
         pkt_lose(w, k)
         return
-    if pk["kind"] != PK_DATA:
+    prio = pk["prio"]
+    if prio == CTRL_PRIO:
         fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)
         return
-    prio = pk["prio"]
     if not admit(w, node, p_in, prio, pk["frame_bytes"]):
-        count_drop(w, p_in, f)
+        if pk["kind"] == PK_DATA:
+            count_drop(w, p_in, f)
+        else:  # an ACK queued with data (cfg[CFG_ACK_WITH_DATA])
+            w.stats[C_CTRL_DROPPED] += 1
         pkt_free(w, k)
         return
     pk["in_port"] = p_in

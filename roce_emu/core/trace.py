@@ -1,13 +1,14 @@
 """Sampled traces: every cfg[CFG_TRACE_PS] the sending flows' rates and windows, and every
 switch port's egress queue, as rows of World.trace that the driver flushes between slices.
-Flows come in queue-pair order; results.trace_tables sorts them by flow.
+Flows come in queue-pair order; results.trace_tables sorts them by flow. The PFC log is
+an event trace in the same rows: one per PFC frame, when it pauses or resumes a port.
 
 World arrays: reads cfg, stats, port, qp; writes meta, ev, trace.
 """
 from .heap import heap_push
 from .jit import njit
 from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64,
-                    M_TRACE_ROWS, NO_ARG, TRACE_QUEUE_ON, TRACE_RATE_ON, TR_QUEUE, TR_RATE)
+                    M_TRACE_ROWS, NO_ARG, TRACE_PFC_ON, TRACE_QUEUE_ON, TRACE_RATE_ON, TR_PFC, TR_QUEUE, TR_RATE)
 
 
 @njit
@@ -20,6 +21,20 @@ def rows_per_sample(w):
     if mode & TRACE_QUEUE_ON:
         n += w.port.shape[0]
     return n
+
+
+@njit
+def rows_per_event(w):
+    """Rows any one event may log (the loop flushes before an event when fewer are free): one
+    PFC frame arrives per event."""
+    return 1 if w.cfg[CFG_TRACE] & TRACE_PFC_ON else 0
+
+
+@njit
+def log_pfc(w, t, p, prio, pause):
+    """A PFC frame reached port p at t: it pauses (or resumes) priority prio."""
+    if w.cfg[CFG_TRACE] & TRACE_PFC_ON:
+        _row(w, t, TR_PFC, I64(p), I64(prio), I64(1 if pause else 0), NO_ARG)
 
 
 @njit

@@ -3,17 +3,11 @@ headroom and alpha) and per node (buffer and the PFC shared pool). A switch whos
 hold its ports' headroom and reserve is refused here. No Numba."""
 import numpy as np
 
+from ..config.profiles import headroom_bytes
 from ..config.schema import Scenario
 from ..core.state import NODE_DTYPE, PORT_DTYPE
 from ..errors import ScenarioError
 from .topology import Fabric
-
-
-def default_headroom_bytes(rate_bps: int, prop_ps: int, max_frame_wire: int) -> int:
-    """Bytes that can still arrive after XOFF is decided: the HPCC model's three one-way
-    link BDPs, plus three maximum frames (the frame in service when XOFF is queued, the
-    frame the upstream has started, and the PAUSE's own wait) so zero-delay links stay lossless."""
-    return 3 * rate_bps * prop_ps // (8 * 10**12) + 3 * max_frame_wire
 
 
 
@@ -27,7 +21,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     max_frame = net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes
     pfc = net.switch.pfc
     if pfc.headroom_bytes is None:
-        headroom = np.array([default_headroom_bytes(int(r), int(d), max_frame)
+        headroom = np.array([headroom_bytes(net.profile, int(r), int(d), max_frame)
                              for r, d in zip(rate, fabric.port_prop_ps)], np.int64)
     else:
         headroom = np.full(P, pfc.headroom_bytes, np.int64)

@@ -23,6 +23,7 @@ class Fabric:
     dims: tuple[int, ...] = ()
     wrap: bool = False
     host_coords: list[tuple[int, ...]] = field(default=None)  # grid coordinate of each host (one per router)
+    node_ids: list[int] = field(default=None)  # custom fabrics: each node's id in the scenario (None: its index)
     # flattened ports, filled by flatten()
     port_node: np.ndarray = field(default=None)
     port_peer: np.ndarray = field(default=None)  # the peer's port on the same link
@@ -231,7 +232,7 @@ def _custom(topo: Custom) -> Fabric:
         tier = "host" if min(index[a], index[c]) < len(hosts) else "fabric"
         b.graph.add_edge(index[a], index[c], tier=tier, rate_bps=int(round(rate_gbps * 1e9)),
                          prop_ps=int(round(delay_ns * 1000)))
-    return Fabric("custom", b.graph, len(hosts), b.names, "ecmp")
+    return Fabric("custom", b.graph, len(hosts), b.names, "ecmp", node_ids=hosts + switches)
 
 
 def _links_per_npu(dim) -> int:

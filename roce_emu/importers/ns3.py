@@ -254,7 +254,7 @@ def scenario(config_path: Path | str, topology: Path | None = None, flows: Path 
         notes.append(f"{topo_path}: {topo.ignored_lines} lines after the {len(topo.links)} links line 1 announces: "
                      f"ignored, as the simulator does")
     doc["workload"] = {"flows": flow_list}
-    network: dict = {}
+    network: dict = {"profile": "hpcc_ns3"}  # its frame sizes, ACKs queued with data, its headroom
     mode = value("CC_MODE", "1")
     code = _int(mode, source, "CC_MODE", "the congestion-control mode")
     if code not in CC_MODES:
@@ -294,9 +294,8 @@ def scenario(config_path: Path | str, topology: Path | None = None, flows: Path 
     if switch:
         network["switch"] = switch
     doc["network"] = network
-    stop = value("SIMULATOR_STOP_TIME")
-    if stop is not None:
-        doc["sim"] = {"max_time_ns": _float(stop, source, "SIMULATOR_STOP_TIME") * 1e9}
+    stop = value("SIMULATOR_STOP_TIME", "3.01")  # the simulator's default; its flows start at 2 s
+    doc["sim"] = {"max_time_ns": _float(stop, source, "SIMULATOR_STOP_TIME") * 1e9}
     faults = _faults(cfg, used, source, topo, errors, value("ERROR_RATE_PER_LINK"))
     if faults:
         doc["faults"] = faults
@@ -389,3 +388,31 @@ def _faults(cfg, used, source, topo, errors, per_link) -> list[dict]:
         for x, y in ((a, b), (b, a)):  # the simulator's error model sits on each receiving device
             faults.append({"kind": "lossy_port", "port": [name(x), name(y)], "loss": e})
     return faults
+
+
+# ---- writing the simulator's input files back ----------------------------------------------------
+def _rate_text(gbps: float) -> str:
+    return f"{gbps:g}Gbps"
+
+
+def topology_text(section: dict) -> str:
+    """A ``custom`` topology section as the simulator's topology file (rates in Gbps, delays
+    in ns, no error rate)."""
+    switches, links = section["switches"], section["links"]
+    n = 1 + max(max(switches), max(max(a, b) for a, b, _, _ in links))
+    lines = [f"{n} {len(switches)} {len(links)}", " ".join(map(str, switches))]
+    lines += [f"{a} {b} {_rate_text(rate)} {delay:g}ns 0" for a, b, rate, delay in links]
+    return "\n".join(lines) + "\n"
+
+
+def flows_text(flows: list[dict], section: dict) -> str:
+    """``workload.flows`` (roce-emu host ids) as the simulator's flow file, sorted by start time
+    as it requires; the destination port is 100."""
+    switches = set(section["switches"])
+    n = 1 + max(max(switches), max(max(a, b) for a, b, _, _ in section["links"]))
+    node = [v for v in range(n) if v not in switches]
+    ordered = sorted(flows, key=lambda f: f.get("start_ns", 0.0))
+    lines = [str(len(ordered))]
+    lines += [f"{node[f['src']]} {node[f['dst']]} {f.get('priority') or 3} 100 {f['bytes']} "
+              f"{f.get('start_ns', 0.0) / 1e9:.9f}" for f in ordered]
+    return "\n".join(lines) + "\n"

@@ -79,11 +79,13 @@ def flow_rows(table: dict[str, np.ndarray], select=None) -> list[dict]:
 
 RATE_TRACE_COLUMNS = ("t_ns", "flow_id", "rate_bps", "window_bytes", "acked_bytes")
 QUEUE_TRACE_COLUMNS = ("t_ns", "port", "switch", "towards", "queue_bytes")
+PFC_TRACE_COLUMNS = ("t_ns", "port", "node", "towards", "priority", "event")
 
 
-def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, tuple]:
-    """traces_rate.csv (sending flows' pacing rate and window) and traces_queue.csv (the egress
-    queue of every switch port that ever held a packet), long format, from the sampled rows."""
+def trace_tables(world: World, fabric: Fabric, trace: np.ndarray, traces=()) -> dict[str, tuple]:
+    """traces_rate.csv (sending flows' pacing rate and window), traces_queue.csv (the egress
+    queue of every switch port that ever held a packet), long format, from the sampled rows;
+    traces_pfc.csv (every PFC frame as it paused or resumed a port) when ``traces`` has pfc."""
     tables = {}
     mode = int(world.cfg[K.CFG_TRACE])
     t_ns = [ps_to_ns(int(t)) or "0" for t in trace[:, 0]]
@@ -104,6 +106,11 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray) -> dict[str, t
                 for i, (kind, obj, a, _, _) in enumerate(trace[:, 1:].tolist())
                 if kind == K.TR_QUEUE and obj in busy]
         tables["traces_queue.csv"] = (QUEUE_TRACE_COLUMNS, rows)
+    if "pfc" in traces:
+        node, peer, names = world.port["node"], world.port["peer_port"], fabric.names
+        rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a, "pause" if b else "resume")
+                for i, (kind, obj, a, b, _) in enumerate(trace[:, 1:].tolist()) if kind == K.TR_PFC]
+        tables["traces_pfc.csv"] = (PFC_TRACE_COLUMNS, rows)
     return tables
 
 

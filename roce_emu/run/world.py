@@ -50,9 +50,11 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_N_TASKS] = len(workload.tasks)
     cfg[K.CFG_CC] = code(net.cc.algorithm)
     traces = scenario.output.traces
-    cfg[K.CFG_TRACE] = (K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
+    cfg[K.CFG_TRACE] = ((K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
+                        | (K.TRACE_PFC_ON if scenario.output.logs_pfc else 0))
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
     cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(inputs.plan.actions))
+    cfg[K.CFG_ACK_WITH_DATA] = int(net.switch.ack_queue == "data")
     return cfg
 
 
