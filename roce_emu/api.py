@@ -15,7 +15,8 @@ from .results.iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUM
 from .results.ns3_format import fct_text, pfc_text
 from .results.output import frame, write_run_dir
 from .results.provenance import provenance, scenario_yaml
-from .results.tables import FLOW_COLUMNS, flow_rows, flow_table, summary, trace_tables
+from .results.tables import (FLOW_COLUMNS, SIZE_BUCKET_COLUMNS, flow_rows, flow_table, slowdown_by_size, summary,
+                             trace_tables)
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
 from .run.inputs import check_inputs
@@ -162,6 +163,9 @@ def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
     if workload.iteration_ends:
         timeline = rank_timeline(outcome.world, workload) if timeline is None else timeline
         tables["timeline.csv"] = (TIMELINE_COLUMNS, timeline_rows(timeline))
+    by_size = slowdown_by_size(table, written)
+    if by_size:
+        tables["fct_by_size.csv"] = (SIZE_BUCKET_COLUMNS, by_size)
     return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
 
 

@@ -53,7 +53,8 @@ def test_parquet_tables_read_back_with_numeric_columns(tmp_path):
     _, csv_out = _write(tmp_path, "csv", collective_flows=True)
     _, pq_out = _write(tmp_path, "pq", collective_flows=True, format="parquet")
     assert {p.name for p in pq_out.iterdir()} == {"flows.parquet", "tasks.parquet", "collectives.parquet",
-                                                  "timeline.parquet", "summary.json", "scenario.yaml"}
+                                                  "timeline.parquet", "fct_by_size.parquet", "summary.json",
+                                                  "scenario.yaml"}
     for table in ("flows", "tasks", "collectives", "timeline"):
         a = pd.read_csv(csv_out / f"{table}.csv")
         b = pd.read_parquet(pq_out / f"{table}.parquet")
@@ -114,7 +115,7 @@ def test_results_as_dataframes_in_memory_and_read_back(tmp_path, fmt):
 
     res, out = _write(tmp_path, fmt, format=fmt)
     frames = res.frames()
-    assert set(frames) == {"flows", "tasks", "collectives", "timeline"}
+    assert set(frames) == {"flows", "tasks", "collectives", "timeline", "fct_by_size"}
     collectives = frames["collectives"]
     for column in ("start_ns", "finish_ns", "time_ns", "busbw_gbps", "bytes"):
         assert pd.api.types.is_numeric_dtype(collectives[column]), column

@@ -364,13 +364,38 @@ PATTERN_KINDS = ("all_to_all", "permutation", "incast", "neighbours")
 
 
 class Pattern(Strict):
-    """A traffic pattern expanded into flows over ``hosts`` (default: all hosts)."""
+    """A traffic pattern expanded into flows over ``hosts`` (default: all hosts). ``poisson``
+    is background traffic: flows arrive at ``load`` of each host's link on average during
+    ``duration_ns``, with sizes drawn from ``cdf`` (a shipped distribution or a file,
+    workload/background.py); the other kinds send ``bytes`` per flow."""
 
-    kind: Literal["all_to_all", "permutation", "incast", "neighbours"]
-    bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    kind: Literal["all_to_all", "permutation", "incast", "neighbours", "poisson"]
+    bytes: Optional[int] = Field(None, ge=1, le=MAX_FLOW_BYTES)
     start_ns: float = Field(0.0, ge=0, le=1e15)
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = None
     dst: Optional[int] = Field(None, ge=0)
+    load: Optional[float] = Field(None, gt=0, le=1)
+    cdf: Optional[str] = Field(None, min_length=1, max_length=4096)
+    duration_ns: Optional[float] = Field(None, gt=0, le=1e15)
+
+    @field_validator("cdf")
+    @classmethod
+    def _beside_scenario(cls, cdf, info: ValidationInfo):
+        from ..workload.background import BUILTIN
+
+        return cdf if cdf is None or cdf in BUILTIN else input_path(cdf, info)
+
+    @model_validator(mode="after")
+    def _keys_of_kind(self):
+        poisson = ("load", "cdf", "duration_ns")
+        needs = poisson if self.kind == "poisson" else ("bytes",)
+        for key in ("bytes", *poisson):
+            given = getattr(self, key) is not None
+            if key in needs and not given:
+                raise ValueError(f"{AT}{key} is required by kind '{self.kind}' (it needs: {', '.join(needs)})")
+            if key not in needs and given:
+                raise ValueError(f"{AT}{key} is not used by kind '{self.kind}' (it needs: {', '.join(needs)})")
+        return self
 
 
 NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"

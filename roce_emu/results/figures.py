@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
+from .metrics import size_buckets  # noqa: E402
 
 STYLE = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 150, "savefig.bbox": "tight", "font.size": 9,
@@ -247,35 +248,35 @@ def pauses_marks_figure(sweep_dir: Path):
 
 # ---- run figures ---------------------------------------------------------------------------------
 def fct_figure(run_dir: Path):
-    """FCT slowdown CDF per flow-size class, and the median and 99th percentile per class."""
+    """FCT slowdown CDF per flow-size class (below the median size, to the 90th percentile,
+    above), and the median, 95th and 99th percentile slowdown per size decile
+    (fct_by_size.csv), the way background-traffic studies report it."""
     rows = [r for r in _read_csv(run_dir / "flows.csv") if r["slowdown"] != ""]
     if not rows:
         return None
     size = np.array([_num(r["bytes"]) for r in rows])
     slowdown = np.array([_num(r["slowdown"]) for r in rows])
-    edges = np.unique(np.quantile(size, [0, 0.5, 0.9, 1.0]))
-    classes = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])] or [(size.min(), size.max())]
+    deciles = _read_csv(run_dir / "fct_by_size.csv") if (run_dir / "fct_by_size.csv").is_file() else []
     with plt.rc_context(STYLE):
         fig, (cdf, pct) = plt.subplots(1, 2, figsize=(7.6, 3.2))
-        stats = []
-        for i, (lo, hi) in enumerate(classes):
-            pick = (size >= lo) & ((size <= hi) if i == len(classes) - 1 else (size < hi))
-            if not pick.any():
-                continue
+        for lo, hi, pick in size_buckets(size, (0, 0.5, 0.9, 1.0)):
             values = np.sort(slowdown[pick])
             name = f"{lo:,.0f}-{hi:,.0f} B" if lo != hi else f"{lo:,.0f} B"
             cdf.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=name)
-            stats.append((name, np.percentile(values, 50), np.percentile(values, 99)))
         cdf.set_xlabel("FCT slowdown (FCT / ideal FCT, ratio)")
         cdf.set_ylabel("fraction of flows (CDF)")
         _legend_above(cdf, ncols=2, title="flow size", fontsize=7)
-        x = np.arange(len(stats))
-        pct.bar(x - 0.2, [s[1] for s in stats], 0.4, label="median")
-        pct.bar(x + 0.2, [s[2] for s in stats], 0.4, label="99th percentile")
-        pct.set_xticks(x, [s[0] for s in stats], fontsize=7)
-        pct.set_xlabel("flow size class (bytes)")
-        pct.set_ylabel("FCT slowdown (ratio)")
-        _legend_above(pct, ncols=2, fontsize=7)
+        if deciles:
+            top = np.array([_num(r["max_bytes"]) for r in deciles])
+            for column, label in (("slowdown_p50", "median"), ("slowdown_p95", "95th percentile"),
+                                  ("slowdown_p99", "99th percentile")):
+                pct.plot(top, [_num(r[column]) for r in deciles], marker="o", markersize=3, label=label)
+            pct.set_xscale("log")
+            pct.set_xlabel("flow size, top of each decile (bytes, log)")
+            pct.set_ylabel("FCT slowdown (ratio)")
+            _legend_above(pct, ncols=3, fontsize=7)
+        else:
+            pct.set_axis_off()
         fig.tight_layout()
     return fig
 

@@ -1,4 +1,5 @@
-"""Measures computed from a run's traces: per-flow throughput over a window, Jain's fairness index.
+"""Measures computed from a run's traces and flows: per-flow throughput over a window, Jain's
+fairness index, flow-size buckets.
 
 They read the trace rows (kinds.TR_*) a run returns in ``RunOutcome.trace``, or the
 long-format ``traces_rate.csv`` loaded back into the same columns, so tests, plots and
@@ -47,3 +48,20 @@ def queue_series(trace: np.ndarray, port: int) -> tuple[np.ndarray, np.ndarray]:
     """(t_ps, egress queue bytes) of one switch port at each sample."""
     rows = _rows(trace, K.TR_QUEUE, port)
     return rows[:, 0], rows[:, 3]
+
+
+DECILES = tuple(i / 10 for i in range(11))
+
+
+def size_buckets(size: np.ndarray, quantiles=DECILES) -> list[tuple[int, int, np.ndarray]]:
+    """Flow-size buckets between the given quantiles of ``size`` (edges merged where equal):
+    (smallest, largest size, mask of the flows in it); the last bucket includes its top."""
+    edges = np.unique(np.quantile(size, quantiles)) if len(size) else np.zeros(0)
+    if len(edges) == 1:
+        return [(int(edges[0]), int(edges[0]), np.ones(len(size), bool))]
+    out = []
+    for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+        pick = (size >= lo) & ((size <= hi) if i == len(edges) - 2 else (size < hi))
+        if pick.any():
+            out.append((int(size[pick].min()), int(size[pick].max()), pick))
+    return out

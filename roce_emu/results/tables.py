@@ -7,6 +7,7 @@ from ..core import kinds as K
 from ..core.paths import flow_hops_and_ideal_fcts, flow_path
 from ..core.state import QP_COUNTERS, World
 from ..fabric.topology import Fabric
+from .metrics import size_buckets
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "retransmits", "timeouts", "packets_sent", "packets_dropped", "hops")
@@ -74,6 +75,23 @@ def flow_rows(table: dict[str, np.ndarray], select=None) -> list[dict]:
             "timeouts": columns["timeouts"][i], "packets_sent": columns["packets_sent"][i],
             "packets_dropped": columns["packets_dropped"][i], "hops": columns["hops"][i],
         })
+    return rows
+
+
+SIZE_BUCKET_COLUMNS = ("bucket", "min_bytes", "max_bytes", "flows", "slowdown_mean", "slowdown_p50", "slowdown_p95",
+                       "slowdown_p99")
+def slowdown_by_size(table: dict, select=None) -> list[tuple]:
+    """fct_by_size.csv: FCT slowdown (FCT / ideal FCT) per flow-size decile of the finished
+    flows ``select`` picks (all by default), the way background-traffic studies report it."""
+    picked = np.ones(len(table["flow_id"]), bool) if select is None else np.asarray(select, bool)
+    done = picked & (table["fct_ps"] >= 0)
+    size = table["bytes"][done].astype(np.int64)
+    slowdown = table["fct_ps"][done] / table["ideal_ps"][done]
+    rows = []
+    for b, (lo, hi, pick) in enumerate(size_buckets(size)):
+        s = slowdown[pick]
+        rows.append((b, lo, hi, int(pick.sum()), repr(float(s.mean())),
+                     *(repr(float(np.percentile(s, q))) for q in (50, 95, 99))))
     return rows
 
 

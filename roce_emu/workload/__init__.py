@@ -12,6 +12,7 @@ import numpy as np
 from ..config.schema import Scenario
 from ..errors import ScenarioError
 from ..fabric.topology import Fabric
+from .background import poisson_flows
 from .collectives import ALGORITHMS, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
@@ -81,6 +82,13 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
     for i, pattern in enumerate(scenario.workload.patterns):
         key = f"workload.patterns.{i}"
         hosts = _hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", H)
+        if pattern.kind == "poisson":  # its own stream: adding one leaves the other patterns' draws alone
+            own = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2, i)))
+            rate = fabric.port_rate_bps[[fabric.node_ports[h][0] for h in range(H)]]
+            for src, dst, nbytes, t in zip(*(a.tolist() for a in poisson_flows(pattern, hosts, rate, own, source,
+                                                                              key))):
+                b.flow(src, dst, nbytes, default_prio, f"patterns.{i}", earliest_ps=ns_to_ps(t))
+            continue
         start = ns_to_ps(pattern.start_ns)
         for src, dst in _expand(pattern, hosts, fabric, rng, source, key):
             b.flow(src, dst, pattern.bytes, default_prio, f"patterns.{i}", earliest_ps=start)
