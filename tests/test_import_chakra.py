@@ -41,6 +41,8 @@ def node(id, type, deps=(), ctrl=(), us=0, **attrs):
             a.bool_list.values.extend(value)
         elif key == "comm_type":
             a.int64_val = COLLECTIVE_TYPES.index(value)
+        elif key == "pg_name":
+            a.string_val = value
         else:
             a.int64_val = value
     return n
@@ -155,6 +157,13 @@ def test_involved_dim_picks_the_group(tmp_path):
     assert sorted((r["ranks"], r["group"]) for r in rows) == [(2, 0), (2, 2), (4, 0)]
     with pytest.raises(ScenarioError, match="involved_dim"):
         check_inputs(chakra_scenario(prefix))  # a single switch has no dimensions
+
+
+def test_process_groups_are_named_in_the_notes(tmp_path):
+    prefix = write_traces(tmp_path, [[node(1, "COMM_COLL_NODE", comm_type="ALL_REDUCE", comm_size=1000,
+                                           pg_name="7")] for _ in range(2)])
+    res = simulate(chakra_scenario(prefix, topology={"kind": "single_switch", "hosts": 2}))
+    assert any("process group (pg_name)" in n and n.startswith("2 ") for n in res.summary["workload_notes"])
 
 
 def test_ranks_map_to_hosts(tmp_path):

@@ -154,6 +154,9 @@ def _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, note
                 waits = [rk.done[d] for d in node.deps] or ([previous[rk.rank]] if rk.rank in previous else [])
                 kind = COLLECTIVES.get(node.comm_type) if node.type == "COMM_COLL_NODE" else None
                 if kind is not None and node.comm_size > 0:
+                    if node.pg_name:
+                        notes["collectives naming a process group (pg_name): roce-emu does not read ASTRA-sim's "
+                              "communicator-group file; they span all ranks, or involved_dim's group"] += 1
                     group = _group(node, rk, ranks, fabric)
                     if len(group) > 1:
                         key = (group, rk.coll_seen[group])
