@@ -10,7 +10,7 @@ from .config.schema import Scenario
 from .core.state import World
 from .errors import ScenarioError
 from .fabric.topology import Fabric
-from .results.iteration import (COLLECTIVE_COLUMNS, TASK_COLUMNS, TIMELINE_COLUMNS, collective_rows, iteration_summary,
+from .results.iteration import (TASK_COLUMNS, TIMELINE_COLUMNS, collective_columns, collective_rows, iteration_summary,
                                 rank_timeline, task_rows, timeline_rows)
 from .results.ns3_format import fct_text, pfc_text
 from .results.output import frame, write_run_dir
@@ -159,7 +159,7 @@ def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
     tasks = task_rows(outcome.world, workload, leave_out=mine)
     tables["tasks.csv"] = (TASK_COLUMNS, tasks)
     if workload.collectives:
-        tables["collectives.csv"] = (COLLECTIVE_COLUMNS, collective_rows(outcome.world, workload))
+        tables["collectives.csv"] = (collective_columns(workload), collective_rows(outcome.world, workload))
     if workload.iteration_ends:
         timeline = rank_timeline(outcome.world, workload) if timeline is None else timeline
         tables["timeline.csv"] = (TIMELINE_COLUMNS, timeline_rows(timeline))

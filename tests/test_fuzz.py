@@ -129,6 +129,8 @@ def _capped(doc):
 @given(base=st.sampled_from(range(len(BASES))), mutations=st.lists(MUTATION, min_size=1, max_size=3))
 @example(base=0, mutations=[("network.switch.buffer_bytes", 2**63)])  # once overflowed int64 with a traceback
 @example(base=2, mutations=[("network.nic.rto_ns", True)])  # flows done, queue pairs still open at the limit
+@example(base=0, mutations=[("topology.kind", [])])  # an unhashable kind once broke the file-topology check
+@example(base=0, mutations=[("network.profile", "hpcc_ns3"), ("network.cc.algorithm", [])])  # and the profile
 def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations):
     doc = copy.deepcopy(BASES[base])
     for key, value in mutations:

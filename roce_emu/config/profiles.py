@@ -26,7 +26,7 @@ def with_defaults(network: dict) -> dict:
     out = copy.deepcopy(network)
     cc = out.get("cc") or {}
     algorithm = cc.get("algorithm", "none") if isinstance(cc, dict) else "none"
-    spec = BY_NAME.get(algorithm)
+    spec = BY_NAME.get(algorithm) if isinstance(algorithm, str) else None
     int_bytes = spec.int_header_bytes if spec is not None else 0
     ts = HPCC_TS_BYTES if algorithm == "timely" else 0
     wire = out.setdefault("wire", {}) if isinstance(out.get("wire", {}), dict) else out["wire"]

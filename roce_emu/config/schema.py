@@ -223,7 +223,8 @@ def expand_file_topology(section, info: ValidationInfo):
     """``topology: {kind: astra_sim, file: ...}`` becomes the multi_dim section it describes
     (roce_emu/importers/astra_sim.py), ``{kind: ns3, file: ...}`` the custom one
     (roce_emu/importers/ns3.py); errors in that file name the file itself."""
-    if not isinstance(section, dict) or section.get("kind") not in FILE_TOPOLOGY_KINDS:
+    if not isinstance(section, dict) or not isinstance(section.get("kind"), str) \
+            or section["kind"] not in FILE_TOPOLOGY_KINDS:
         return section
     allowed = FILE_TOPOLOGY_KINDS[section["kind"]]
     for key in section:
@@ -412,6 +413,8 @@ class CollectiveSpec(Strict):
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
     chunks: int = Field(1, ge=1, le=4096)
     after: list[str] = []
+    #: hierarchical: the order of dimensions per chunk (workload/themis.py)
+    scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
 
 
 class ComputeSpec(Strict):
@@ -475,6 +478,8 @@ class Training(Strict):
     pp: int = Field(1, ge=1, le=4096)
     dp: Optional[int] = Field(None, ge=1, le=1 << 20)  # default: hosts / (tp * pp)
     dp_algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+    #: hierarchical gradient all-reduces: the order of dimensions per chunk (workload/themis.py)
+    scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     chunks: int = Field(1, ge=1, le=4096)
     pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # activations between stages, each way
     #: gradients all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb,

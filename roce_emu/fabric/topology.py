@@ -24,6 +24,9 @@ class Fabric:
     wrap: bool = False
     host_coords: list[tuple[int, ...]] = field(default=None)  # grid coordinate of each host (one per router)
     node_ids: list[int] = field(default=None)  # custom fabrics: each node's id in the scenario (None: its index)
+    dim_rates_bps: tuple[float, ...] = ()  # grids and multi_dim: each dimension's link rate
+    dim_delays_s: tuple[float, ...] = ()  # ... its links' one-way delay
+    dim_hops: tuple[int, ...] = ()  # ... links between two routers in it (2 through a switch)
     # flattened ports, filled by flatten()
     port_node: np.ndarray = field(default=None)
     port_peer: np.ndarray = field(default=None)  # the peer's port on the same link
@@ -183,7 +186,10 @@ def _grid(topo, wrap: bool) -> Fabric:
             b.link(router[c], router[tuple(nxt)], "fabric")
     kind = "torus" if wrap else "mesh"
     host_coords = [c for c in coords for _ in range(topo.hosts_per_node)]
-    return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap, host_coords=host_coords)
+    link = topo.tier_link("fabric")
+    return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap, host_coords=host_coords,
+                  dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims), dim_delays_s=(link.delay_ns * 1e-9,) * len(dims),
+                  dim_hops=(1,) * len(dims))
 
 
 def _multi_dim(topo: MultiDim) -> Fabric:
@@ -216,7 +222,10 @@ def _multi_dim(topo: MultiDim) -> Fabric:
                 pairs = pairs[:1] if len(members) == 2 else pairs
             for u, v in pairs:
                 b.graph.add_edge(u, v, **link)
-    return Fabric("multi_dim", b.graph, n, b.names, "ecmp", dims=sizes, host_coords=coords)
+    return Fabric("multi_dim", b.graph, n, b.names, "ecmp", dims=sizes, host_coords=coords,
+                  dim_rates_bps=tuple(d.rate_gbps * 1e9 for d in topo.dims),
+                  dim_delays_s=tuple(d.delay_ns * 1e-9 for d in topo.dims),
+                  dim_hops=tuple(2 if d.kind == "switch" else 1 for d in topo.dims))
 
 
 def _custom(topo: Custom) -> Fabric:

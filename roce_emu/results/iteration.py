@@ -19,8 +19,8 @@ from .tables import ps_to_ns
 
 TASK_COLUMNS = ("task_id", "kind", "name", "iteration", "host", "src", "dst", "bytes", "start_ns", "finish_ns",
                 "duration_ns")
-COLLECTIVE_COLUMNS = ("name", "group", "iteration", "kind", "algorithm", "ranks", "bytes", "chunks", "flows",
-                      "start_ns", "finish_ns", "time_ns", "algbw_gbps", "busbw_gbps")
+COLLECTIVE_COLUMNS = ("name", "group", "iteration", "kind", "algorithm", "scheduler", "ranks", "bytes", "chunks",
+                      "flows", "start_ns", "finish_ns", "time_ns", "algbw_gbps", "busbw_gbps")
 
 
 def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
@@ -47,6 +47,33 @@ def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
     return rows
 
 
+def collective_columns(workload: Workload) -> tuple[str, ...]:
+    """COLLECTIVE_COLUMNS, and per dimension bytes, busy time and utilisation when a collective
+    ran over the dimensions of a fabric (hierarchical)."""
+    n = max((int(c.flow_dim.max()) + 1 for c in workload.collectives if c.flow_dim is not None and len(c.flow_dim)),
+            default=0)
+    return COLLECTIVE_COLUMNS + tuple(f"dim{k}_{m}" for k in range(n) for m in ("bytes", "busy_ns", "utilization"))
+
+
+def _per_dimension(world: World, c, time_ps: int) -> dict:
+    """For each dimension of collective c: the bytes its flows moved, the time at least one of
+    them was in flight (union of start to receiver completion), and the utilisation: bytes x 8
+    over the collective's time, divided by what its ranks can send on that dimension at once
+    (ranks x the dimension's link rate; a ring step sends one flow per rank)."""
+    out = {}
+    task, size = world.task, world.flow["size_bytes"]
+    for k in range(int(c.flow_dim.max()) + 1):
+        ids = c.flows[c.flow_dim == k]
+        moved = int(size[ids].sum())
+        spans = _covered(zip(task["start_ps"][ids].tolist(), task["finish_ps"][ids].tolist()))
+        busy = sum(e - s for s, e in spans)
+        cap = len(c.ranks) * c.dim_rates[k] if k < len(c.dim_rates) else 0
+        util = moved * 8 / (time_ps * 1e-12) / cap if time_ps > 0 and cap > 0 and len(ids) else None
+        out.update({f"dim{k}_bytes": moved, f"dim{k}_busy_ns": ps_to_ns(busy) if len(ids) else "0",
+                    f"dim{k}_utilization": round(util, 6) if util is not None else ""})
+    return out
+
+
 def collective_rows(world: World, workload: Workload) -> list[dict]:
     task = world.task
     rows = []
@@ -61,12 +88,14 @@ def collective_rows(world: World, workload: Workload) -> list[dict]:
         n = len(c.ranks)
         rows.append({
             "name": c.name, "group": c.group, "iteration": c.iteration, "kind": c.kind, "algorithm": c.algorithm,
-            "ranks": n,
+            "scheduler": c.scheduler, "ranks": n,
             "bytes": c.nbytes, "chunks": c.chunks, "flows": len(c.flows), "start_ns": ps_to_ns(start),
             "finish_ns": ps_to_ns(finish), "time_ns": ps_to_ns(time_ps) if done else "",
             "algbw_gbps": round(algbw, 6) if algbw else "",
             "busbw_gbps": round(algbw * BUS_FACTOR[c.kind](n), 6) if algbw else "",
         })
+        if c.flow_dim is not None and len(c.flow_dim) and done:
+            rows[-1].update(_per_dimension(world, c, time_ps))
     return rows
 
 

@@ -111,7 +111,8 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
         key = f"workload.collectives.{i}"
         hosts = _hosts(source, key, spec.hosts, H)
         items.append(Item(key, spec.name or f"{spec.kind}{i}", "collective", list(spec.after), groups=[hosts],
-                          collective=spec.kind, algorithm=spec.algorithm, nbytes=spec.bytes, chunks=spec.chunks))
+                          collective=spec.kind, algorithm=spec.algorithm, nbytes=spec.bytes, chunks=spec.chunks,
+                          scheduler=spec.scheduler))
     for i, spec in enumerate(scenario.workload.compute):
         key = f"workload.compute.{i}"
         items.append(Item(key, spec.name, "compute", list(spec.after), hosts=_hosts(source, key, spec.hosts, H, 1),
@@ -191,8 +192,9 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                 done[item.name] = {}
                 for g, group in enumerate(item.groups):
                     c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, it,
-                                   group=g)
-                    expand(b, c, prio, {r: waits(r, item) for r in group}, fabric.host_coords, fabric.dims)
+                                   group=g, scheduler=item.scheduler)
+                    expand(b, c, prio, {r: waits(r, item) for r in group}, fabric.host_coords, fabric.dims,
+                           dim_timing(scenario, fabric))
                     collectives.append(c)
                     done[item.name].update(c.end)
         per_rank: dict[int, list[int]] = {}
@@ -204,12 +206,27 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
     return collectives, ends
 
 
+def dim_timing(scenario: Scenario, fabric: Fabric) -> tuple:
+    """(each dimension's link rate in b/s, a ring step's latency on it in s) for the collective
+    schedulers' model (themis.py): the links' delays between two routers, and a full frame's
+    serialisation at each of them and at the sender."""
+    net = scenario.network
+    frame_bits = (net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes) * 8
+    step = tuple(h * d + (h + 1) * frame_bits / r
+                 for r, d, h in zip(fabric.dim_rates_bps, fabric.dim_delays_s, fabric.dim_hops))
+    return fabric.dim_rates_bps, step
+
+
 def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) -> None:
     p = len(hosts)
     key = spec.key
     if spec.algorithm not in ALGORITHMS[spec.collective]:
         raise ScenarioError(source, f"{key}.algorithm", f"'{spec.algorithm}' is not allowed for {spec.collective} "
                                                         f"(allowed: {', '.join(ALGORITHMS[spec.collective])})")
+    if spec.scheduler != "baseline" and spec.algorithm != "hierarchical":
+        raise ScenarioError(source, f"{key}.scheduler", f"'{spec.scheduler}' orders the dimensions of a hierarchical "
+                                                        f"all-reduce; this one is {spec.algorithm} (allowed here: "
+                                                        f"baseline)")
     if spec.algorithm == "halving_doubling" and p & (p - 1):
         raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
                                                     f"not {p}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dag import DagBuilder
+from .themis import plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
@@ -50,7 +51,10 @@ class Collective:
     chunks: int
     iteration: int
     group: int = 0  # which of the item's disjoint groups (e.g. one per tensor-parallel group)
+    scheduler: str = "baseline"  # hierarchical: the order of dimensions (themis.py)
     flows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its flows' task ids
+    flow_dim: np.ndarray = field(default=None)  # hierarchical: the dimension each flow runs on
+    dim_rates: tuple = ()  # hierarchical: each dimension's link rate (b/s), for its utilisation
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
 
 
@@ -68,6 +72,7 @@ class _Expansion:
         self.ready = ready  # rank -> tasks its first sends wait for
         self.made: list[tuple] = []  # (ids, src, dst) per batch of flows
         self.singles: list[tuple] = []  # (id, src, dst) of flows added one at a time
+        self.dim_of: list[tuple] = []  # hierarchical: (ids, dimension) per ring
 
     def flow(self, src: int, dst: int, nbytes: int, after) -> int:
         k = self.b.flow(src, dst, max(int(nbytes), 1), self.prio, self.c.name, self.c.iteration,
@@ -95,15 +100,21 @@ class _Expansion:
         return tuple(np.concatenate(column).astype(np.int64) for column in zip(*self.made))
 
 
-def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None) -> Collective:
+def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None,
+           dim_rates=None) -> Collective:
     """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
 
-    ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``."""
+    ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``, and a scheduler
+    other than the baseline plans with ``dim_rates``: (each dimension's link rate in b/s, a
+    ring step's latency on it in s)."""
     x = _Expansion(b, c, prio, ready)
     p = len(c.ranks)
     per_chunk = split(c.nbytes, c.chunks)
     prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
-    for chunk in range(c.chunks):
+    planned = c.algorithm == "hierarchical" and c.scheduler != "baseline"
+    if planned:
+        _hierarchical_planned(x, c.ranks, ready, prev, coords, dims, dim_rates)
+    for chunk in range(0 if planned else c.chunks):
         size = per_chunk[chunk]
         starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
         if c.algorithm == "hierarchical":
@@ -124,6 +135,10 @@ def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, di
     b.edges(ids, end_of[src])
     b.edges(ids, end_of[dst])
     c.flows = ids
+    if x.dim_of:
+        where = {int(i): k for part, k in x.dim_of for i in part.tolist()}
+        c.flow_dim = np.array([where[int(i)] for i in ids.tolist()], np.int64)
+        c.dim_rates = tuple(dim_rates[0]) if dim_rates else ()
     return c
 
 
@@ -263,33 +278,51 @@ def _a2a_pairwise(x: _Expansion, ranks, size, starts, prev):
 def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims):
     """Reduce-scatter by ring along dimension 0, then 1, ... (each on 1/p_k of the data the
     last left), then all-gather back from the last dimension to the first."""
-    rank_set = set(ranks)
     order = list(range(len(dims))) + list(range(len(dims) - 1, -1, -1))
     held = {r: size for r in ranks}
     done = dict(starts)  # what each rank waits for before its next phase
     for phase, k in enumerate(order):
-        gather = phase >= len(dims)
-        groups: dict[tuple, list[int]] = {}
-        for r in ranks:
-            groups.setdefault(coords[r][:k] + coords[r][k + 1:], []).append(r)
-        received = []  # (ids, receivers) of this phase's rings
-        for key in sorted(groups):
-            group = sorted(groups[key], key=lambda r: coords[r][k])
-            if len(group) < 2:
-                continue
-            if gather:
-                totals = [held[r] * len(group) for r in group]
-            else:
-                totals = [held[r] for r in group]
-            ids, _, dst = _ring(x, group, totals, len(group) - 1, done, prev, phase=("h", phase))
-            received.append((ids, dst))
-            for r in group:
-                held[r] = totals[group.index(r)] if gather else totals[group.index(r)] // len(group)
-        if not received:
+        done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, ("h", phase), coords)
+
+
+def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates_bps):
+    """Hierarchical all-reduce in the chunk orders and per-dimension service order of a
+    scheduler's plan (themis.py): the stages are built in the order the plan starts them, and
+    the reduce-scatter stages on one dimension are chained in that order (each ring step waits
+    for the same step of the stage before it, on the same rank), and so are its all-gather
+    stages, as the baseline chains each phase's chunks."""
+    c = x.c
+    per_chunk = split(c.nbytes, c.chunks)
+    held = [{r: per_chunk[k] for r in ranks} for k in range(c.chunks)]
+    done = [{r: _start_join(x.b, c, ready.get(r, [])) for r in ranks} for _ in range(c.chunks)]
+    rates, step_s = rates_bps
+    for stage in plan(dims, rates, per_chunk, c.scheduler, step_s):
+        done[stage.chunk] = _dimension_phase(x, ranks, stage.dim, stage.gather, held[stage.chunk], done[stage.chunk],
+                                             prev, ("dim", stage.dim, stage.gather), coords)
+
+
+def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, coords):
+    """One reduce-scatter (or all-gather) along dimension k: a ring in every group of ranks
+    that differ only in coordinate k, on what each rank holds (updated). Returns what each
+    rank's next phase waits for: everything it received in this one."""
+    groups: dict[tuple, list[int]] = {}
+    for r in ranks:
+        groups.setdefault(coords[r][:k] + coords[r][k + 1:], []).append(r)
+    received = []  # (ids, receivers) of this phase's rings
+    for key in sorted(groups):
+        group = sorted(groups[key], key=lambda r: coords[r][k])
+        if len(group) < 2:
             continue
-        ids, dst = (np.concatenate(column) for column in zip(*received))
-        receivers = set(dst.tolist())
-        # a rank's next phase waits for everything it received in this one
-        joins = {r: x.b.join(x.c.name, x.c.iteration) for r in rank_set if r in receivers}
-        x.b.edges(ids, _by_rank(joins)[dst])
-        done = {r: joins.get(r, done[r]) for r in rank_set}
+        totals = [held[r] * len(group) for r in group] if gather else [held[r] for r in group]
+        ids, _, dst = _ring(x, group, totals, len(group) - 1, done, prev, phase=phase)
+        x.dim_of.append((ids, k))
+        received.append((ids, dst))
+        for r in group:
+            held[r] = totals[group.index(r)] if gather else totals[group.index(r)] // len(group)
+    if not received:
+        return done
+    ids, dst = (np.concatenate(column) for column in zip(*received))
+    receivers = set(dst.tolist())
+    joins = {r: x.b.join(x.c.name, x.c.iteration) for r in set(ranks) if r in receivers}
+    x.b.edges(ids, _by_rank(joins)[dst])
+    return {r: joins.get(r, done[r]) for r in set(ranks)}

@@ -16,6 +16,7 @@ class Item:
     groups: list = field(default_factory=list)  # collective: lists of ranks
     collective: str = ""
     algorithm: str = "ring"
+    scheduler: str = "baseline"  # hierarchical: baseline, themis_fifo, themis_scf (themis.py)
     nbytes: int = 0
     chunks: int = 1
     pairs: list = field(default_factory=list)  # send: (src, dst)

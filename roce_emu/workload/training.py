@@ -78,7 +78,7 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         def all_reduce_bucket(after):
             name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
             add(Item(key, f"grad_ar.{name}", "collective", after, groups=groups(s, "dp"),
-                     collective="all_reduce", algorithm=spec.dp_algorithm,
+                     collective="all_reduce", algorithm=spec.dp_algorithm, scheduler=spec.scheduler,
                      nbytes=sum(layer.weight_grad_bytes for layer in bucket), chunks=spec.chunks))
             bucket.clear()
 

@@ -1,0 +1,137 @@
+"""Collective scheduling over the dimensions of a fabric: the baseline order and Themis
+(Rashidi et al., ISCA 2022), planned ahead on a bandwidth model, then run at packet level.
+
+A hierarchical all-reduce cuts its buffer into chunks. Each chunk reduce-scatters through
+the dimensions in some order, then all-gathers back in the reverse order; at each
+reduce-scatter stage it shrinks by the dimension's size. The baseline sends every chunk
+through dimension 0, 1, ..., D-1, so the first dimension carries the largest pieces and the
+last ones idle. Themis picks each chunk's order to balance the dimensions:
+
+- **Loads.** Each dimension d keeps an estimated load L_d: the seconds of transfer it has been
+  given, a stage of s bytes costing (p_d - 1) / p_d x s / B_d (B_d: the dimension's link
+  rate, p_d: its size), once for the reduce-scatter and once for the all-gather.
+- **Greedy order.** A chunk goes through the dimensions from the least loaded to the most
+  loaded, so that the least loaded one takes its largest piece.
+- **Threshold.** The greedy order is kept only if the largest load after adding the chunk is no
+  larger than with the baseline order; otherwise the chunk takes the baseline order. And a
+  whole plan that the model finishes later than the baseline's (few chunks: the balance comes
+  at the price of a longer pipeline) gives way to the baseline's. So Themis never plans
+  worse than the baseline.
+- **Within a dimension** the stages of different chunks queue: ``themis_fifo`` serves them in
+  the order they become ready, ``themis_scf`` smallest chunk first.
+
+``plan`` simulates that schedule on the model (a dimension serves one stage at a time; a
+chunk's stage is ready when its previous stage ends) and returns every stage in the order
+it starts. The packet-level expansion (collectives.py) builds the stages in that order and
+chains the stages on one dimension in it, so the run follows the plan's orders while the
+network decides the times.
+"""
+import heapq
+from dataclasses import dataclass
+
+SCHEDULERS = ("baseline", "themis_fifo", "themis_scf")
+
+
+@dataclass(frozen=True)
+class Stage:
+    chunk: int
+    index: int  # 0 .. 2 D' - 1 over the dimensions with more than one NPU
+    dim: int
+    gather: bool  # False: reduce-scatter; True: all-gather
+    nbytes: float  # the chunk's size on that dimension (per NPU, before the stage splits it)
+    start_s: float  # when the plan starts it (seconds after the collective starts)
+    end_s: float  # when the plan has its data through (its transfer and the ring's latency)
+
+
+def chunk_order(loads: list[float], sizes, rates_bps, nbytes: float, scheduler: str) -> list[int]:
+    """The dimension order of one chunk's reduce-scatter (its all-gather reverses it), and
+    the loads updated with it (in place)."""
+    dims = [d for d in range(len(sizes)) if sizes[d] > 1]
+    base = list(dims)
+
+    def added(order):
+        out = [0.0] * len(sizes)
+        s = nbytes
+        for d in order:
+            out[d] = 2 * (sizes[d] - 1) / sizes[d] * s * 8 / rates_bps[d]
+            s /= sizes[d]
+        return out
+
+    chosen = base
+    if scheduler != "baseline":
+        greedy = sorted(dims, key=lambda d: (loads[d], d))
+        worst = max(loads[d] + a for d, a in enumerate(added(greedy)))
+        if worst <= max(loads[d] + a for d, a in enumerate(added(base))):
+            chosen = greedy
+    for d, a in enumerate(added(chosen)):
+        loads[d] += a
+    return chosen
+
+
+def plan(sizes, rates_bps, chunk_bytes: list[float], scheduler: str, step_s=None) -> list[Stage]:
+    """Every stage of every chunk, in the order the plan starts them. A stage keeps its
+    dimension busy for its bytes at the link rate; ``step_s[d]``, a ring step's latency on
+    dimension d (0 if not given), delays the chunk, not the dimension: the chunk's next stage is
+    ready (p_d - 1) steps after, as ring steps pipeline. A Themis plan that the model finishes
+    later than the baseline's gives way to the baseline's (its threshold, at the level of the
+    collective)."""
+    step_s = step_s or [0.0] * len(sizes)
+    stages = _plan(sizes, rates_bps, chunk_bytes, scheduler, step_s)
+    if scheduler != "baseline":
+        base = _plan(sizes, rates_bps, chunk_bytes, "baseline", step_s)
+        if makespan(stages) > makespan(base):
+            return base
+    return stages
+
+
+def makespan(stages: list[Stage]) -> float:
+    """When the plan's last stage ends, on the model (seconds)."""
+    return max((s.end_s for s in stages), default=0.0)
+
+
+def _plan(sizes, rates_bps, chunk_bytes: list[float], scheduler: str, step_s) -> list[Stage]:
+    loads = [0.0] * len(sizes)
+    paths = []  # per chunk: [(dim, gather, bytes)]
+    for nbytes in chunk_bytes:
+        order = chunk_order(loads, sizes, rates_bps, nbytes, scheduler)
+        held, rs = nbytes, []
+        for d in order:
+            rs.append((d, False, held))
+            held /= sizes[d]
+        paths.append(rs + [(d, True, b) for d, _, b in reversed(rs)])
+    free = {d: 0.0 for d in range(len(sizes))}  # when each dimension is next idle
+    queues = {d: [] for d in range(len(sizes))}  # ready stages: (key, chunk, index, ready)
+    done, out = 0, []
+    total = sum(len(p) for p in paths)
+    events = []  # (time a stage becomes ready, chunk, index)
+    for c, path in enumerate(paths):
+        if path:
+            heapq.heappush(events, (0.0, c, 0))
+
+    def key(c, i, ready):
+        d, _, nbytes = paths[c][i]
+        return (nbytes, ready, c, i) if scheduler == "themis_scf" else (ready, c, i)
+
+    now = 0.0
+    while done < total:
+        while events and events[0][0] <= now:
+            ready, c, i = heapq.heappop(events)
+            heapq.heappush(queues[paths[c][i][0]], (key(c, i, ready), c, i))
+        started = False
+        for d in sorted(queues, key=lambda d: (free[d], d)):
+            if queues[d] and free[d] <= now:
+                _, c, i = heapq.heappop(queues[d])
+                dim, gather, nbytes = paths[c][i]
+                end = now + (sizes[dim] - 1) / sizes[dim] * nbytes * 8 / rates_bps[dim]
+                ready = end + (sizes[dim] - 1) * step_s[dim]
+                out.append(Stage(c, i, dim, gather, nbytes, now, ready))
+                free[dim] = end
+                done += 1
+                started = True
+                if i + 1 < len(paths[c]):
+                    heapq.heappush(events, (ready, c, i + 1))
+        if not started:  # advance to the next ready stage or the next free dimension
+            nxt = [t for t in (events[0][0] if events else None,) if t is not None]
+            nxt += [free[d] for d in queues if queues[d] and free[d] > now]
+            now = min(t for t in nxt if t > now) if any(t > now for t in nxt) else now
+    return out

@@ -1,0 +1,152 @@
+"""Collective scheduling over dimensions (workload/themis.py): the plan's rules, and the
+packet-level runs it drives against the baseline and the bandwidth model."""
+import numpy as np
+import pytest
+
+from conftest import scenario, simulate
+from roce_emu.errors import ScenarioError
+from roce_emu.results.iteration import collective_rows
+from roce_emu.run.inputs import check_inputs
+from roce_emu.workload.themis import chunk_order, plan
+
+
+def loads_after(sizes, rates, chunks, scheduler):
+    loads = [0.0] * len(sizes)
+    orders = [chunk_order(loads, sizes, rates, nbytes, scheduler) for nbytes in chunks]
+    return loads, orders
+
+
+@pytest.mark.quick
+def test_baseline_goes_through_the_dimensions_in_order():
+    _, orders = loads_after([4, 2, 8], [1e11, 2e11, 5e10], [1e6] * 5, "baseline")
+    assert orders == [[0, 1, 2]] * 5
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("sizes, rates", [([4, 4], [1e11, 1e11]), ([2, 8, 4], [4e11, 1e11, 5e10]),
+                                          ([4, 4, 4], [2e11, 1e11, 1e11]), ([2, 2, 4, 4], [1e11] * 4)])
+def test_themis_never_plans_a_larger_load_than_the_baseline(sizes, rates):
+    """The threshold rule, chunk by chunk: the largest dimension load after each chunk is at
+    most the baseline's; and on these fabrics Themis balances better overall."""
+    chunks = [1e6] * 64
+    base_loads, _ = loads_after(sizes, rates, chunks, "baseline")
+    loads = [0.0] * len(sizes)
+    for nbytes in chunks:
+        before = list(loads)
+        chunk_order(loads, sizes, rates, nbytes, "themis_fifo")
+        with_base = list(before)
+        chunk_order(with_base, sizes, rates, nbytes, "baseline")
+        assert max(loads) <= max(with_base) + 1e-15
+    assert max(loads) <= max(base_loads)
+
+
+@pytest.mark.quick
+def test_greedy_puts_the_largest_piece_on_the_least_loaded_dimension():
+    loads = [5.0, 1.0, 3.0]
+    order = chunk_order(loads, [4, 4, 4], [1e11] * 3, 1e6, "themis_fifo")
+    assert order == [1, 2, 0]
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("scheduler", ["baseline", "themis_fifo", "themis_scf"])
+def test_plan_is_a_schedule(scheduler):
+    """Every chunk's 2 D stages in sequence (reduce-scatter in some order, all-gather back); on
+    each dimension one stage at a time; stages listed by start."""
+    sizes, rates = [4, 2, 4], [1e11, 2e11, 1e11]
+    stages = plan(sizes, rates, [1e6] * 8, scheduler)
+    assert len(stages) == 8 * 6 and [s.start_s for s in stages] == sorted(s.start_s for s in stages)
+    for c in range(8):
+        mine = sorted((s for s in stages if s.chunk == c), key=lambda s: s.index)
+        dims = [s.dim for s in mine]
+        assert sorted(dims[:3]) == [0, 1, 2] and dims[3:] == dims[:3][::-1]
+        assert [s.gather for s in mine] == [False] * 3 + [True] * 3
+        assert all(a.start_s <= b.start_s for a, b in zip(mine, mine[1:]))
+    for d in range(3):
+        on = sorted((s for s in stages if s.dim == d), key=lambda s: s.start_s)
+        for a, b in zip(on, on[1:]):
+            assert b.start_s >= a.start_s + (sizes[d] - 1) / sizes[d] * a.nbytes * 8 / rates[d] - 1e-15
+
+
+def run_all_reduce(dims, scheduler, nbytes=4_000_000, chunks=16):
+    res = simulate(scenario(topology={"kind": "multi_dim", "dims": dims}, workload={"collectives": [
+        {"name": "ar", "kind": "all_reduce", "algorithm": "hierarchical", "bytes": nbytes, "chunks": chunks,
+         "scheduler": scheduler}]}))
+    return res, collective_rows(res.outcome.world, res.prepared.workload)[0]
+
+
+def two_dims(rate0, rate1):
+    return [{"size": 4, "kind": "ring", "rate_gbps": rate0, "delay_ns": 500},
+            {"size": 4, "kind": "switch", "rate_gbps": rate1, "delay_ns": 1000}]
+
+
+def test_just_enough_bandwidth_leaves_nothing_to_balance():
+    """BW(dim 0) = 4 x BW(dim 1) on a 4 x 4 fabric: the baseline's loads are equal
+    (2 x 3/4 x S / 4B on both), so Themis keeps the baseline's orders and time within 3 %."""
+    base = run_all_reduce(two_dims(400, 100), "baseline")[1]
+    for scheduler in ("themis_fifo", "themis_scf"):
+        row = run_all_reduce(two_dims(400, 100), scheduler)[1]
+        assert float(row["time_ns"]) == pytest.approx(float(base["time_ns"]), rel=0.03)
+
+
+def test_with_less_first_dimension_bandwidth_themis_wins():
+    """Equal rates on a 4 x 4 fabric: the baseline loads dimension 0 four times as much as
+    dimension 1 (its pieces are 4x larger), a model time of 2 x 3/4 x S/B against 5/4 of the
+    balanced 2 x 3/4 x (S + S/4)/(2B) = 0.625: Themis is at least 1.3x faster, and both
+    dimensions move the same bytes."""
+    base_res, base = run_all_reduce(two_dims(100, 100), "baseline")
+    for scheduler in ("themis_fifo", "themis_scf"):
+        _, row = run_all_reduce(two_dims(100, 100), scheduler)
+        assert float(base["time_ns"]) / float(row["time_ns"]) > 1.3
+        assert row["dim0_bytes"] == row["dim1_bytes"]
+    assert base["dim0_utilization"] > 3 * base["dim1_utilization"]
+
+
+def test_per_dimension_figures_against_closed_forms():
+    """Baseline on 4 x 4 with 4 MB per NPU: dimension 0 moves 16 x 2 x 3/4 x 4 MB, dimension 1
+    16 x 2 x 3/4 x 1 MB; utilisation is bytes x 8 over the time and over 16 x the rate; a
+    dimension is busy no longer than the collective."""
+    _, row = run_all_reduce(two_dims(100, 50), "baseline")
+    assert row["dim0_bytes"] == 16 * 2 * 3 * 1_000_000 and row["dim1_bytes"] == 16 * 2 * 3 * 250_000
+    t = float(row["time_ns"]) * 1e-9
+    assert row["dim0_utilization"] == pytest.approx(row["dim0_bytes"] * 8 / t / (16 * 100e9), rel=1e-5)
+    assert row["dim1_utilization"] == pytest.approx(row["dim1_bytes"] * 8 / t / (16 * 50e9), rel=1e-5)
+    assert 0 < float(row["dim1_busy_ns"]) <= float(row["time_ns"]) + 1e-6
+
+
+@pytest.mark.parametrize("dims", [
+    [{"size": 2, "kind": "ring", "rate_gbps": 200}, {"size": 4, "kind": "fully_connected", "rate_gbps": 100},
+     {"size": 2, "kind": "switch", "rate_gbps": 50}],
+    [{"size": 4, "kind": "ring", "rate_gbps": 100}, {"size": 2, "kind": "switch", "rate_gbps": 200},
+     {"size": 2, "kind": "switch", "rate_gbps": 100}],
+])
+def test_themis_is_never_slower_than_the_baseline(dims):
+    """The threshold rule at packet level, on 3-dimension fabrics. Smallest-chunk-first: within
+    3 % or faster. FIFO: within 5 %; it was measured 2.6 % slower on the first fabric with 16
+    chunks, where the model plans it 5.6 % faster (docs/themis.md: a static plan's order
+    against the packet-level timing)."""
+    base = float(run_all_reduce(dims, "baseline")[1]["time_ns"])
+    assert float(run_all_reduce(dims, "themis_scf")[1]["time_ns"]) <= base * 1.03
+    assert float(run_all_reduce(dims, "themis_fifo")[1]["time_ns"]) <= base * 1.05
+
+
+def test_scheduler_needs_a_hierarchical_all_reduce():
+    with pytest.raises(ScenarioError) as err:
+        check_inputs(scenario(topology={"kind": "multi_dim", "dims": two_dims(100, 100)}, workload={
+            "collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 1000, "scheduler": "themis_scf"}]}))
+    assert err.value.key == "workload.collectives.0.scheduler" and "hierarchical" in err.value.message
+    with pytest.raises(ScenarioError) as err:
+        check_inputs(scenario(topology={"kind": "multi_dim", "dims": two_dims(100, 100)}, workload={
+            "training": {"model": {"name": "resnet50"}, "scheduler": "themis_fifo"}}))
+    assert err.value.key == "workload.training.scheduler"
+    with pytest.raises(ScenarioError, match="hierarchical needs a multi_dim, torus or mesh"):
+        check_inputs(scenario(topology={"kind": "single_switch", "hosts": 4}, workload={"collectives": [
+            {"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 1000, "scheduler": "themis_fifo"}]}))
+
+
+def test_torus_runs_themis():
+    res = simulate(scenario(topology={"kind": "torus", "dims": [4, 4]}, workload={"collectives": [
+        {"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 1_000_000, "chunks": 8,
+         "scheduler": "themis_scf"}]}))
+    row = collective_rows(res.outcome.world, res.prepared.workload)[0]
+    assert res.summary["status"] == "finished" and row["scheduler"] == "themis_scf"
+    assert np.isclose(row["dim0_bytes"], row["dim1_bytes"], rtol=0.01)
