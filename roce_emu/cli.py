@@ -1,4 +1,4 @@
-"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | import | cache``.
+"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | design | import | cache``.
 
 Thin: parse, call the API, report."""
 import shutil
@@ -329,6 +329,73 @@ def examples(name, dest, overwrite):
     except ScenarioError as err:
         _fail_input(err)
     click.echo(f"{target}  (run it: roce-emu run {target})", err=True)
+
+
+@main.command("design")
+@click.argument("scenario")
+@set_option
+@click.option("--budget-gbps", type=float, default=None, help="Per-NPU bandwidth to split: sum over dimensions of "
+              "links x rate (Gb/s).")
+@click.option("--overlap", type=click.Choice(["max", "sum"]), default="max", show_default=True,
+              help="max: dimensions busy at once (Themis-like); sum: one after the other (baseline order).")
+@click.option("--cost", "costs", default=None, metavar="C0,C1,...", help="Cost per Gb/s of each dimension's links.")
+@click.option("--cost-budget", type=float, default=None, help="With --cost: the total cost per NPU to spend.")
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Scenario file to write with the designed rates (default: ./NAME_design.yaml).")
+@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+@click.option("--verify", is_flag=True, default=False,
+              help="Also run the scenario at packet level with the designed and with equally split rates.")
+def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget, out, overwrite, verify):
+    """Split each NPU's bandwidth budget across a multi_dim fabric's dimensions so that the
+    workload's hierarchical all-reduces finish soonest (LIBRA-style, on the alpha-beta model;
+    docs/design.md), and write the scenario with those rates.
+
+    \b
+    Examples:
+      roce-emu design scenarios/allreduce_multi_dim.yaml --budget-gbps 800
+      roce-emu design scenarios/allreduce_multi_dim.yaml --budget-gbps 800 --overlap sum --verify
+      roce-emu design scenarios/allreduce_multi_dim.yaml --cost 1,4 --cost-budget 3000 -o cheap.yaml
+    """
+    from . import design as libra
+    from .importers.scenario_file import write_scenario
+    from .run.inputs import load_inputs
+
+    try:
+        cost_list = None
+        if costs is not None:
+            try:
+                cost_list = [float(c) for c in costs.split(",")]
+            except ValueError:
+                raise ScenarioError("--cost", costs, "expected numbers separated by commas, e.g. 1,4") from None
+        inputs = load_inputs(scenario, list(overrides))
+        best, a = libra.design(inputs.scenario, inputs.workload, scenario, budget_gbps, overlap, cost_list,
+                               cost_budget)
+        equal = libra.equal_split(best.weights, best.budget)
+        doc = libra.with_rates(inputs.scenario.model_dump(mode="json"), best.rates_gbps)
+        dest = out if out is not None else Path(f"{inputs.scenario.name}_design.yaml")
+        note = [f"rates designed for {'cost budget ' + str(cost_budget) if cost_list else f'{budget_gbps:g} Gb/s'} "
+                f"per NPU, overlap {overlap}: model time {best.time_s * 1e6:.3f} us (equal split "
+                f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us)"]
+        write_scenario(doc, dest, [scenario], note, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
+    click.echo("| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |")
+    click.echo("|---|---|---|---|---|---|---|")
+    for d, (dim, rate, eq, bits) in enumerate(zip(inputs.scenario.topology.dims, best.rates_gbps, equal, a)):
+        click.echo(f"| {d} | {dim.kind} | {dim.size} | {libra.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
+                   f"{eq:.3f} | {bits:.4g} |")
+    click.echo(f"model time ({overlap}): designed {best.time_s * 1e6:.3f} us, equal split "
+               f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us")
+    if verify:
+        from . import api
+        from .config.load import validate_document
+
+        for label, rates in (("designed", best.rates_gbps), ("equal split", equal)):
+            sc = validate_document(libra.with_rates(doc, rates), str(dest))
+            res = api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False)
+            times = res.summary.get("iteration_ns") or [res.summary["last_finish_ns"]]
+            click.echo(f"packet level, {label}: {times[0] / 1e3:.3f} us")
+    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
 
 @main.group("import")

@@ -18,7 +18,7 @@ def cli(*args, cwd=None):
 
 
 @pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["sweep"], ["plot"], ["cc"], ["examples"],
-                                 ["import"], ["import", "astra-sim"], ["import", "ns3"],
+                                 ["import"], ["import", "astra-sim"], ["import", "ns3"], ["design"],
                                  ["cache"]])
 def test_help_teaches_with_an_example(cmd):
     """Every help text ends with examples, at least one of that very command, and each example's

@@ -1,0 +1,129 @@
+"""Bandwidth design for multi-dimensional fabrics (LIBRA, ISPASS 2024): how to split each
+NPU's bandwidth budget across the dimensions of a ``multi_dim`` fabric so that the
+workload's collectives finish soonest.
+
+The model: a hierarchical all-reduce of S bytes per NPU moves, per NPU, on dimension d
+(baseline order, d = 0 first)
+
+    T_d = 2 (p_d - 1) / p_d x S / (p_0 ... p_{d-1})  bytes,
+
+at the dimension's link rate B_d (a ring step sends one flow per NPU), so it takes
+a_d / B_d with a_d = 8 T_d summed over the workload's collectives. The budget is a
+weighted sum of the rates, sum_d w_d B_d = W: with a bandwidth budget, w_d is the links an
+NPU has in dimension d (its injection bandwidth is sum_d l_d B_d); with a cost model, w_d is
+l_d times the cost of a Gb/s on d. Two ways the dimensions overlap:
+
+- ``max`` (Themis-like: every dimension busy at once): time = max_d a_d / B_d, least when every
+  dimension takes equally long: B_d = W a_d / sum_j w_j a_j, time = sum_j w_j a_j / W;
+- ``sum`` (baseline order: one dimension after the other): time = sum_d a_d / B_d, least
+  (Lagrange) at B_d = W sqrt(a_d / w_d) / sum_j sqrt(a_j w_j), time = (sum_j sqrt(a_j w_j))^2 / W.
+
+docs/design.md gives the model and what it leaves out.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ScenarioError
+
+
+def links_per_npu(kind: str, size: int) -> int:
+    """An NPU's links in a dimension: a ring has two (one if two NPUs), a full mesh p - 1, a
+    switch one."""
+    if kind == "switch":
+        return 1
+    if kind == "fully_connected":
+        return size - 1
+    return 1 if size == 2 else 2
+
+
+def dimension_bits(sizes, collectives) -> np.ndarray:
+    """a_d: the bits each NPU sends on each dimension over the collectives ([(kind, bytes)] of
+    hierarchical all-reduces), in the baseline order."""
+    a = np.zeros(len(sizes))
+    for _, nbytes in collectives:
+        held = float(nbytes)
+        for d, p in enumerate(sizes):
+            if p > 1:
+                a[d] += 2 * (p - 1) / p * held * 8
+                held /= p
+    return a
+
+
+@dataclass
+class Design:
+    rates_gbps: np.ndarray  # per dimension
+    time_s: float  # the model's communication time
+    overlap: str
+    weights: np.ndarray  # w_d
+    budget: float  # W, in the weights' units x Gb/s
+
+
+def optimum(a: np.ndarray, w: np.ndarray, budget: float, overlap: str) -> Design:
+    """The rates (Gb/s) minimising the model's time under sum_d w_d B_d = budget; dimensions
+    that carry nothing get none."""
+    a = np.asarray(a, float)
+    w = np.asarray(w, float)
+    if overlap == "max":
+        rates = budget * a / float(np.sum(w * a))
+    else:
+        root = np.sqrt(a / w)
+        rates = budget * root / float(np.sum(np.sqrt(a * w)))
+    return Design(rates, model_time(a, rates, overlap), overlap, w, budget)
+
+
+def model_time(a: np.ndarray, rates_gbps: np.ndarray, overlap: str = "max") -> float:
+    used = a > 0
+    per_dim = a[used] / (np.asarray(rates_gbps)[used] * 1e9)
+    return float(per_dim.max() if overlap == "max" else per_dim.sum()) if used.any() else 0.0
+
+
+def equal_split(w: np.ndarray, budget: float) -> np.ndarray:
+    """Every dimension the same share of the budget: w_d B_d = budget / D."""
+    return budget / len(w) / np.asarray(w, float)
+
+
+def design(scenario, workload, source: str, budget_gbps: float, overlap: str = "max", costs=None,
+           cost_budget: float | None = None) -> tuple[Design, np.ndarray]:
+    """The design for a validated multi_dim scenario and its built workload, and a_d."""
+    topo = scenario.topology
+    if topo.kind != "multi_dim":
+        raise ScenarioError(source, "topology.kind", f"'{topo.kind}': bandwidth design splits the rates of a "
+                                                     f"multi_dim fabric's dimensions (allowed: multi_dim)")
+    sizes = [d.size for d in topo.dims]
+    collectives = []
+    for c in workload.collectives:
+        if c.iteration != 0:
+            continue
+        if c.algorithm != "hierarchical" or c.kind != "all_reduce":
+            raise ScenarioError(source, "workload", f"collective '{c.name}' is a {c.algorithm} {c.kind}: the design "
+                                                    f"models hierarchical all-reduces (dp_algorithm or algorithm "
+                                                    f"hierarchical)")
+        collectives.append((c.kind, c.nbytes))
+    if not collectives:
+        raise ScenarioError(source, "workload", "no hierarchical all-reduce to design for")
+    links = np.array([links_per_npu(d.kind, d.size) for d in topo.dims], float)
+    if costs is not None:
+        if len(costs) != len(sizes) or any(not math.isfinite(c) or c <= 0 for c in costs):
+            raise ScenarioError("--cost", "", f"{len(costs)} costs for {len(sizes)} dimensions: give one positive "
+                                              f"cost per Gb/s for each dimension, comma-separated")
+        if cost_budget is None or cost_budget <= 0:
+            raise ScenarioError("--cost-budget", "", "a cost model needs a positive --cost-budget")
+        weights, budget = links * np.array(costs, float), float(cost_budget)
+    else:
+        if not budget_gbps or budget_gbps <= 0 or not math.isfinite(budget_gbps):
+            raise ScenarioError("--budget-gbps", "", f"{budget_gbps} is not a positive per-NPU bandwidth (Gb/s)")
+        weights, budget = links, float(budget_gbps)
+    a = dimension_bits(sizes, collectives)
+    return optimum(a, weights, budget, overlap), a
+
+
+def with_rates(doc: dict, rates_gbps) -> dict:
+    """The scenario document with its dimensions' rates replaced (and the host link, if the
+    scenario fixed it, left as it is)."""
+    out = dict(doc)
+    topo = dict(out["topology"])
+    topo["dims"] = [{**d, "rate_gbps": float(r)} for d, r in zip(topo["dims"], rates_gbps)]
+    out["topology"] = topo
+    return out

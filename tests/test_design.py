@@ -1,0 +1,102 @@
+"""Bandwidth design (roce_emu/design.py, `roce-emu design`): the optimum's balance and
+optimality conditions, the budget, a packet-level check against the equal split, bad input."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import scenario, simulate
+from roce_emu import design as libra
+from roce_emu.errors import ScenarioError
+from roce_emu.run.inputs import check_inputs
+
+DIMS = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500},
+        {"size": 4, "kind": "switch", "rate_gbps": 100, "delay_ns": 1000}]
+
+
+def two_dim(nbytes=8_000_000, dims=DIMS, **collective):
+    return scenario(topology={"kind": "multi_dim", "dims": dims}, workload={"collectives": [
+        {"name": "ar", "kind": "all_reduce", "algorithm": "hierarchical", "bytes": nbytes, **collective}]})
+
+
+def design_of(sc, budget=400.0, overlap="max", **kw):
+    return libra.design(sc, check_inputs(sc).workload, "s.yaml", budget, overlap, **kw)
+
+
+@pytest.mark.quick
+def test_bits_per_dimension():
+    """8 MB on 4 x 4: dimension 0 carries 2 x 3/4 x 8 MB, dimension 1 a quarter of that."""
+    a = libra.dimension_bits([4, 4], [("all_reduce", 8_000_000)])
+    assert a.tolist() == [2 * 0.75 * 8e6 * 8, 2 * 0.75 * 2e6 * 8]
+
+
+@pytest.mark.quick
+def test_max_overlap_balances_the_dimensions():
+    best, a = design_of(two_dim())
+    per_dim = a / (best.rates_gbps * 1e9)
+    assert per_dim[0] == pytest.approx(per_dim[1]) and best.time_s == pytest.approx(per_dim[0])
+    assert float(np.sum(best.weights * best.rates_gbps)) == pytest.approx(400)  # 2 ring links + 1 switch link
+    assert best.weights.tolist() == [2, 1]
+
+
+@pytest.mark.quick
+def test_sum_overlap_meets_the_optimality_condition_and_beats_other_splits():
+    """Lagrange: a_d / (w_d B_d^2) is the same for every dimension; no other split of the same
+    budget does better on the model."""
+    best, a = design_of(two_dim(), overlap="sum")
+    kkt = a / (best.weights * best.rates_gbps ** 2)
+    assert kkt[0] == pytest.approx(kkt[1])
+    for share in np.linspace(0.05, 0.95, 19):  # the budget split other ways
+        rates = np.array([share * 400 / 2, (1 - share) * 400])
+        assert libra.model_time(a, rates, "sum") >= best.time_s * (1 - 1e-12)
+
+
+@pytest.mark.quick
+def test_cost_model_spends_the_cost_budget():
+    best, a = design_of(two_dim(), costs=[1.0, 4.0], cost_budget=1200.0)
+    assert best.weights.tolist() == [2 * 1.0, 1 * 4.0]
+    assert float(np.sum(best.weights * best.rates_gbps)) == pytest.approx(1200)
+
+
+def test_packet_level_the_design_beats_the_equal_split():
+    """One 8 MB hierarchical all-reduce in one chunk (the dimensions one after the other: the
+    sum model) on 400 Gb/s per NPU: the designed rates finish sooner than an equal split."""
+    sc = two_dim()
+    best, _ = design_of(sc, overlap="sum")
+    equal = libra.equal_split(best.weights, best.budget)
+    doc = sc.model_dump(mode="json")
+    times = []
+    for rates in (best.rates_gbps, equal):
+        res = simulate(scenario(**libra.with_rates(doc, rates)))
+        times.append(res.summary["iteration_ns"][0])
+    assert times[0] < times[1] * 0.9
+
+
+def test_command_writes_the_designed_scenario(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(two_dim().model_dump(mode="json")))
+    p = subprocess.run([sys.executable, "-m", "roce_emu", "design", path, "--budget-gbps", "400", "-o",
+                        tmp_path / "d.yaml"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "designed" in p.stdout and "equal split" in p.stdout
+    doc = yaml.safe_load((tmp_path / "d.yaml").read_text())
+    rates = [d["rate_gbps"] for d in doc["topology"]["dims"]]
+    assert 2 * rates[0] + rates[1] == pytest.approx(400)
+    bad = subprocess.run([sys.executable, "-m", "roce_emu", "design", path, "--cost", "1,x", "--cost-budget", "5"],
+                         capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cost" in bad.stderr
+
+
+def test_bad_design_input():
+    with pytest.raises(ScenarioError, match="allowed: multi_dim"):
+        design_of(scenario(topology={"kind": "single_switch", "hosts": 4},
+                           workload={"collectives": [{"kind": "all_reduce", "bytes": 1000}]}))
+    with pytest.raises(ScenarioError, match="models hierarchical all-reduces"):
+        design_of(scenario(topology={"kind": "multi_dim", "dims": DIMS},
+                           workload={"collectives": [{"kind": "all_reduce", "bytes": 1000}]}))
+    with pytest.raises(ScenarioError, match="not a positive per-NPU bandwidth"):
+        design_of(two_dim(), budget=0)
+    with pytest.raises(ScenarioError, match="1 costs for 2 dimensions"):
+        design_of(two_dim(), costs=[1.0], cost_budget=10.0)
