@@ -98,6 +98,26 @@ class LeafSpine(_TopologyBase):
     TIERS: ClassVar[tuple[str, ...]] = ("host", "leaf_spine")
 
 
+class Fred(_TopologyBase):
+    """FRED's wafer-scale fabric (ISCA 2025): ``npus`` in groups of ``group_size`` under L1
+    switches, the L1 switches under one L2 switch. NPU-L1 links run at ``npu_rate_gbps``
+    (3 TB/s in the paper), L1-L2 links at ``uplink_rate_gbps`` (Fred-A: 1/8 of an NPU's rate;
+    Fred-C: a whole group's). Delays come from ``link`` and the tiers ``host`` and ``uplink``."""
+
+    kind: Literal["fred"] = "fred"
+    npus: int = Field(20, ge=2, le=4096)
+    group_size: int = Field(4, ge=1, le=4096)
+    npu_rate_gbps: float = Field(24000.0, gt=0, le=1e5)
+    uplink_rate_gbps: float = Field(3000.0, gt=0, le=1e5)
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink")
+
+    @model_validator(mode="after")
+    def _whole_groups(self):
+        if self.npus % self.group_size:
+            raise ValueError(f"{AT}group_size {self.group_size} does not divide npus ({self.npus})")
+        return self
+
+
 class Torus(_TopologyBase):
     """N-D torus of routers (wrap-around in every dimension), hosts_per_node hosts each."""
 
@@ -202,9 +222,9 @@ class Custom(_TopologyBase):
         return 1 + max(max(self.switches), max(max(a, b) for a, b, _, _ in self.links))
 
 
-Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Torus, Mesh, MultiDim, Custom],
+Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Fred, Torus, Mesh, MultiDim, Custom],
                      Field(discriminator="kind")]
-TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "torus", "mesh", "multi_dim", "custom")
+TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "fred", "torus", "mesh", "multi_dim", "custom")
 #: topology kinds read from another tool's file, and the keys such a section takes
 FILE_TOPOLOGY_KINDS = {"astra_sim": ("kind", "file", "link", "tiers"), "ns3": ("kind", "file")}
 

@@ -10,7 +10,7 @@ from itertools import product
 import networkx as nx
 import numpy as np
 
-from ..config.schema import Custom, FatTree, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
+from ..config.schema import Custom, FatTree, Fred, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
 
 
 @dataclass
@@ -91,6 +91,8 @@ def fabric_size(topo) -> tuple[int, int]:
     if isinstance(topo, LeafSpine):
         hosts = topo.leaves * topo.hosts_per_leaf
         return hosts, hosts + topo.leaves + topo.spines
+    if isinstance(topo, Fred):
+        return topo.npus, topo.npus + topo.npus // topo.group_size + 1
     if isinstance(topo, (Torus, Mesh)):
         routers = int(np.prod(topo.dims))
         return routers * topo.hosts_per_node, routers * (topo.hosts_per_node + 1)
@@ -109,6 +111,8 @@ def build_fabric(topo) -> Fabric:
         fabric = _fat_tree(topo)
     elif isinstance(topo, LeafSpine):
         fabric = _leaf_spine(topo)
+    elif isinstance(topo, Fred):
+        fabric = _fred(topo)
     elif isinstance(topo, (Torus, Mesh)):
         fabric = _grid(topo, wrap=isinstance(topo, Torus))
     elif isinstance(topo, MultiDim):
@@ -164,6 +168,20 @@ def _leaf_spine(topo: LeafSpine) -> Fabric:
         for spine in spines:
             b.link(leaf, spine, "leaf_spine")
     return Fabric("leaf_spine", b.graph, n_hosts, b.names, "ecmp")
+
+
+def _fred(topo: Fred) -> Fabric:
+    """NPUs group by group under L1 switches ``l1.<i>``, those under the switch ``l2``."""
+    b = _Builder(topo, topo.npus)
+    groups = topo.npus // topo.group_size
+    l1 = [b.switch(f"l1.{i}", layer=1) for i in range(groups)]
+    top = b.switch("l2", layer=2)
+    for tier, rate, pairs in (("host", topo.npu_rate_gbps, [(h, l1[h // topo.group_size]) for h in range(topo.npus)]),
+                              ("uplink", topo.uplink_rate_gbps, [(s, top) for s in l1])):
+        delay = topo.tier_link(tier).delay_ns
+        for u, v in pairs:
+            b.graph.add_edge(u, v, tier=tier, rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
+    return Fabric("fred", b.graph, topo.npus, b.names, "ecmp")
 
 
 def _grid(topo, wrap: bool) -> Fabric:
