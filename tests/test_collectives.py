@@ -191,7 +191,7 @@ BAD = [
      {"kind": "single_switch", "hosts": 6}, "workload.collectives.0.hosts: halving_doubling needs a power-of-two"),
     ({"collectives": [{"kind": "all_gather", "algorithm": "halving_doubling", "bytes": 8000}]},
      {"kind": "single_switch", "hosts": 4}, "workload.collectives.0.algorithm: 'halving_doubling' is not allowed "
-                                            "for all_gather (allowed: ring, direct)"),
+                                            "for all_gather (allowed: ring, direct, in_network)"),
     ({"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 8000}]},
      {"kind": "fat_tree", "k": 4}, "hierarchical needs a multi_dim, torus or mesh"),
     ({"collectives": [{"kind": "all_reduce", "bytes": 3}]}, {"kind": "single_switch", "hosts": 4},

@@ -311,6 +311,9 @@ class Switch(Strict):
     #: where switches queue ACKs and NACKs: the strict-priority control queue, or with their
     #: flow's data (buffered, paused by PFC, as the HPCC ns-3 simulator's switches do)
     ack_queue: Literal["control", "data"] = "control"
+    #: in_network collectives: chunks a switch's reduction holds at once; a chunk beyond them
+    #: waits at its senders until the oldest one has been sent down (docs/in_network.md)
+    reduction_slots: int = Field(16, ge=1, le=1 << 20)
 
 
 class Nic(Strict):
@@ -371,6 +374,9 @@ class Network(Strict):
 
 # ---- workload ---------------------------------------------------------------------------
 MAX_FLOW_BYTES = 1 << 50
+CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+#: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
+CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical", "in_network"]
 
 
 class Flow(Strict):
@@ -427,8 +433,8 @@ class CollectiveSpec(Strict):
     (NCCL's convention), cut into ``chunks`` that pipeline through the steps and phases."""
 
     name: Optional[str] = Field(None, pattern=NAME_PATTERN, max_length=100)
-    kind: Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
-    algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+    kind: CollectiveKind
+    algorithm: CollectiveAlgorithm = "ring"
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
     chunks: int = Field(1, ge=1, le=4096)
@@ -460,10 +466,10 @@ class LayerComm(Strict):
     """A collective a layer triggers on the critical path, within its tensor-parallel group
     (``group: tp``) or its data-parallel group (``group: dp``, e.g. DLRM's embedding all-to-all)."""
 
-    kind: Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
+    kind: CollectiveKind
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
     group: Literal["tp", "dp"] = "tp"
-    algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+    algorithm: CollectiveAlgorithm = "ring"
 
 
 class Layer(Strict):
@@ -497,7 +503,7 @@ class Training(Strict):
     tp: int = Field(1, ge=1, le=4096)
     pp: int = Field(1, ge=1, le=4096)
     dp: Optional[int] = Field(None, ge=1, le=1 << 20)  # default: hosts / (tp * pp)
-    dp_algorithm: Literal["ring", "halving_doubling", "direct", "hierarchical"] = "ring"
+    dp_algorithm: CollectiveAlgorithm = "ring"
     #: hierarchical gradient all-reduces: the order of dimensions per chunk (workload/themis.py)
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     chunks: int = Field(1, ge=1, le=4096)
@@ -511,10 +517,6 @@ class Training(Strict):
         if (self.model is None) == (not self.layers):
             raise ValueError("give either model or layers")
         return self
-
-
-CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
-CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical"]
 
 
 class Chakra(Strict):

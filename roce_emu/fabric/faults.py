@@ -66,7 +66,7 @@ def _resolve(i: int, fault: Fault, fabric: Fabric, source: str) -> _Window:
     nodes = []
     for j, name in enumerate(fault.nodes):
         if name not in ids:
-            examples = ", ".join(fabric.names[:2] + fabric.names[fabric.n_hosts:fabric.n_hosts + 2])
+            examples = ", ".join(fabric.names[:2] + fabric.names[fabric.n_endpoints:fabric.n_endpoints + 2])
             raise ScenarioError(source, f"{key}.{j}", f"'{name}' is not allowed: no node of this {fabric.kind} "
                                 f"has that name (names like {examples}; roce-emu topo SCENARIO --links lists them)")
         nodes.append(ids[name])

@@ -14,7 +14,7 @@ from .topology import Fabric
 def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     net = scenario.network
     P = len(fabric.port_node)
-    is_host_port = fabric.port_node < fabric.n_hosts
+    is_host_port = fabric.port_node < fabric.n_endpoints  # hosts and reduction units own NICs
     rate = fabric.port_rate_bps
     ecn = net.switch.ecn
     scale = rate / (ecn.reference_rate_gbps * 1e9) if ecn.scale_with_rate else np.ones(P)
@@ -25,7 +25,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
                              for r, d in zip(rate, fabric.port_prop_ps)], np.int64)
     else:
         headroom = np.full(P, pfc.headroom_bytes, np.int64)
-    host_rate = rate[is_host_port].min()
+    host_rate = rate[fabric.port_node < fabric.n_hosts].min()
     doublings = np.round(np.log2(np.maximum(rate / host_rate, 1.0))).astype(np.int64)
     port = np.zeros(P, PORT_DTYPE)
     port["node"] = fabric.port_node
@@ -48,11 +48,11 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
 def node_records(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) -> np.ndarray:
     sw = scenario.network.switch
     node = np.zeros(fabric.n_nodes, NODE_DTYPE)
-    node["is_host"][: fabric.n_hosts] = 1
-    node["buffer_bytes"][fabric.n_hosts:] = sw.buffer_bytes
-    node["pfc_free_bytes"][fabric.n_hosts:] = sw.buffer_bytes
+    node["is_host"][: fabric.n_endpoints] = 1
+    node["buffer_bytes"][fabric.n_endpoints:] = sw.buffer_bytes
+    node["pfc_free_bytes"][fabric.n_endpoints:] = sw.buffer_bytes
     if sw.pfc.enabled:
-        for n in range(fabric.n_hosts, fabric.n_nodes):
+        for n in range(fabric.n_endpoints, fabric.n_nodes):
             owned = fabric.node_ports[n]
             reserved = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
             node[n]["pfc_free_bytes"] = sw.buffer_bytes - reserved

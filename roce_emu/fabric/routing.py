@@ -1,8 +1,8 @@
 """Next-hop tables: ECMP over all shortest paths (Clos) or dimension-order routing (torus, mesh).
 
-The result is CSR over rows ``node * n_hosts + dst``: the egress ports a packet for host
-``dst`` may take at ``node``. Hosts never forward; the engine picks among several
-ports by flow hash, so a flow keeps one path (no reordering).
+The result is CSR over rows ``node * n_endpoints + dst``: the egress ports a packet for
+endpoint ``dst`` (a host or a reduction unit) may take at ``node``. Endpoints never forward;
+the engine picks among several ports by flow hash, so a flow keeps one path (no reordering).
 
 With dead links (a ``link_down`` fault), shortest paths are taken over the links left;
 dimension-order routing keeps a switch's route where its whole path is intact and
@@ -17,9 +17,9 @@ from .topology import Fabric
 
 
 def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets, ports): CSR rows node * n_hosts + dst, avoiding the ports in dead (both ports
+    """(offsets, ports): CSR rows node * n_endpoints + dst, avoiding the ports in dead (both ports
     of every dead link). A host's row keeps its one uplink: it has no other way out."""
-    H = fabric.n_hosts
+    H = fabric.n_endpoints
     if fabric.routing == "dor":
         per_switch = _dor_choices(fabric, dead)
     else:
@@ -47,14 +47,14 @@ def _switch_neighbours(fabric: Fabric, s: int, dead: frozenset[int]) -> list[tup
     out = []
     for p in fabric.node_ports[s]:
         v = int(fabric.port_node[fabric.port_peer[p]])
-        if v >= fabric.n_hosts and p not in dead:
+        if v >= fabric.n_endpoints and p not in dead:
             out.append((v, p))
     return out
 
 
 def _shortest_path_choices(fabric: Fabric, dead: frozenset[int]) -> dict[int, dict[int, tuple[int, ...]]]:
     """For every switch s and every host-attachment switch a: ports of s on shortest paths to a."""
-    H = fabric.n_hosts
+    H = fabric.n_endpoints
     switches = range(H, fabric.n_nodes)
     neighbours = {s: _switch_neighbours(fabric, s, dead) for s in switches}
     targets = sorted({fabric.host_attachment(h) for h in range(H)})
@@ -81,7 +81,7 @@ def _dor_choices(fabric: Fabric, dead: frozenset[int]) -> dict[int, dict[int, tu
     (ties go the positive way). Where a dead link cuts the dimension-order path, the
     shortest-path choices over the live links instead (loop-free: an intact dimension-order
     path is also shortest in the damaged fabric)."""
-    coord = {n: fabric.graph.nodes[n]["coord"] for n in range(fabric.n_hosts, fabric.n_nodes)}
+    coord = {n: fabric.graph.nodes[n]["coord"] for n in range(fabric.n_endpoints, fabric.n_nodes)}
     by_coord = {c: n for n, c in coord.items()}
     choices: dict[int, dict[int, tuple[int, ...]]] = {}
     for s, c in coord.items():

@@ -28,7 +28,7 @@ def bisection_bps(fabric: Fabric) -> float:
 
 def host_diameter(fabric: Fabric) -> int:
     """Most links between two hosts on a shortest path."""
-    switches = fabric.graph.subgraph(range(fabric.n_hosts, fabric.n_nodes))
+    switches = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
     attach = {fabric.host_attachment(h) for h in range(fabric.n_hosts)}
     worst = 0
     for a in attach:
@@ -48,7 +48,7 @@ def describe(fabric: Fabric) -> dict:
         "diameter (links)": host_diameter(fabric),
         "bisection (Gb/s)": f"{bisection_bps(fabric) / 1e9:g}",
         "routing": "ECMP over shortest paths" if fabric.routing == "ecmp" else "dimension order",
-        "node names": f"h0 .. h{fabric.n_hosts - 1}, {fabric.names[fabric.n_hosts]} .. {fabric.names[-1]} "
+        "node names": f"h0 .. h{fabric.n_hosts - 1}, {fabric.names[fabric.n_endpoints]} .. {fabric.names[-1]} "
                       "(--links lists them)",
     }
 
@@ -88,7 +88,7 @@ def draw(fabric: Fabric, path: Path) -> None:
         pos = {}
         dims = fabric.dims if len(fabric.dims) == 2 else (fabric.dims[0], 1)
         hubs = []  # multi_dim's dimension switches: no grid place of their own
-        for n in range(fabric.n_hosts, fabric.n_nodes):
+        for n in range(fabric.n_endpoints, fabric.n_nodes):
             coord = g.nodes[n].get("coord")
             if coord is None:
                 hubs.append(n)
@@ -108,12 +108,12 @@ def draw(fabric: Fabric, path: Path) -> None:
         pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
     fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes ** 0.5 * 1.2), 4.0))
     hosts = list(range(fabric.n_hosts))
-    switches = list(range(fabric.n_hosts, fabric.n_nodes))
+    switches = list(range(fabric.n_endpoints, fabric.n_nodes))
     wrap = wrap_links(fabric)
     straight = [e for e in g.edges() if e not in wrap and (e[1], e[0]) not in wrap]
     nx.draw_networkx_edges(g, pos, edgelist=straight, ax=ax, width=0.6, alpha=0.6)
     if wrap:  # arcs bulging away from the grid, so they are not hidden behind their row or column
-        centre = np.mean([pos[n] for n in range(fabric.n_hosts, fabric.n_nodes)], axis=0)
+        centre = np.mean([pos[n] for n in range(fabric.n_endpoints, fabric.n_nodes)], axis=0)
         outward = []
         for u, v in sorted(wrap):
             (x1, y1), (x2, y2) = pos[u], pos[v]

@@ -1,6 +1,8 @@
 """Fabrics as networkx graphs, flattened into ports (one per direction of every link).
 
-Nodes are numbered hosts first (0..H-1, the ids scenario files use), then switches.
+Nodes are numbered hosts first (0..H-1, the ids scenario files use), then the switches'
+reduction units if the workload reduces in the network (fabric/reduction.py), then switches.
+Hosts and units are the engine's endpoints: they own a NIC and terminate flows.
 Every edge carries ``rate_bps``, ``prop_ps`` and its ``tier`` (host, edge_agg, ...).
 Torus and mesh routers get a ``coord``; each host is attached to one router.
 """
@@ -27,6 +29,8 @@ class Fabric:
     dim_rates_bps: tuple[float, ...] = ()  # grids and multi_dim: each dimension's link rate
     dim_delays_s: tuple[float, ...] = ()  # ... its links' one-way delay
     dim_hops: tuple[int, ...] = ()  # ... links between two routers in it (2 through a switch)
+    n_units: int = 0  # reduction units (ids n_hosts .. n_hosts + n_units - 1), see fabric/reduction.py
+    unit_at: dict = field(default_factory=dict)  # (switch, neighbour) -> the unit on that switch port
     # flattened ports, filled by flatten()
     port_node: np.ndarray = field(default=None)
     port_peer: np.ndarray = field(default=None)  # the peer's port on the same link
@@ -40,8 +44,13 @@ class Fabric:
         return len(self.names)
 
     @property
+    def n_endpoints(self) -> int:
+        """Hosts and reduction units: the nodes with a NIC (the engine's hosts)."""
+        return self.n_hosts + self.n_units
+
+    @property
     def n_switches(self) -> int:
-        return self.n_nodes - self.n_hosts
+        return self.n_nodes - self.n_endpoints
 
     @property
     def n_links(self) -> int:

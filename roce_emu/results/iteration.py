@@ -199,9 +199,14 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     compute = np.flatnonzero((t.role == ROLE_CODE[ROLE_COMPUTE]) & (start >= 0) & (finish >= 0))
     comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
     computing = _covered_per_host(t.host[compute], start[compute], finish[compute])
-    # a collective flow occupies its sender and its receiver
+    # a collective flow occupies its sender and its receiver, when they are ranks (not the
+    # reduction units of in_network collectives)
     comm_hosts = np.concatenate([flow["src"][comm], flow["dst"][comm]])
-    communicating = _covered_per_host(comm_hosts, np.tile(start[comm], 2), np.tile(finish[comm], 2))
+    comm_start, comm_finish = np.tile(start[comm], 2), np.tile(finish[comm], 2)
+    ranks = np.unique(np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives] or [[]]))
+    rank = np.isin(comm_hosts, ranks)
+    comm_hosts, comm_start, comm_finish = comm_hosts[rank], comm_start[rank], comm_finish[rank]
+    communicating = _covered_per_host(comm_hosts, comm_start, comm_finish)
     rows = []
     # every host with a task gets its rows, also one whose tasks all took no time (all idle)
     for h in np.union1d(t.host[compute], comm_hosts).tolist():

@@ -70,6 +70,6 @@ def pfc_text(world, fabric: Fabric, topology, trace: np.ndarray) -> str:
     node = world.port["node"]
     rows = trace[trace[:, 1] == K.TR_PFC]
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
-    lines = [f"{t // 1000} {ids[node[p]]} {0 if node[p] < fabric.n_hosts else 1} {device[p]} {pause}"
+    lines = [f"{t // 1000} {ids[node[p]]} {0 if node[p] < fabric.n_endpoints else 1} {device[p]} {pause}"
              for t, _, p, _, pause, _ in rows.tolist()]
     return "".join(line + "\n" for line in lines)

@@ -143,7 +143,7 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
     stats = world.stats
     counters = {name: int(stats[i]) for i, name in enumerate(K.STAT_NAMES)
                 if name not in ("now_ps", "events", "last_progress_ps", "skipped_ps")}
-    switches = slice(fabric.n_hosts, None)
+    switches = slice(fabric.n_endpoints, None)
     done = table["fct_ps"] >= 0
     slowdowns = table["fct_ps"][done] / table["ideal_ps"][done]
     fcts = table["fct_ps"][done] / 1000

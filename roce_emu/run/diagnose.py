@@ -51,7 +51,7 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
     flow = flows_now(world)
     stuck = np.flatnonzero(flow["state"] != K.FL_DONE)
     stuck_text = ", ".join(
-        f"{f} (h{flow[f]['src']}->h{flow[f]['dst']}, {_acked(world, f)}/{-(-flow[f]['size_bytes'] // mtu)} "
+        f"{f} ({names[flow[f]['src']]}->{names[flow[f]['dst']]}, {_acked(world, f)}/{-(-flow[f]['size_bytes'] // mtu)} "
         f"packets acked{', no live path' if _cut_off(world, f) else ''})" for f in stuck[:limit])
     if len(stuck) > limit:
         stuck_text += f", and {len(stuck) - limit} more"

@@ -21,9 +21,9 @@ def estimate_bytes(fabric: Fabric, workload: Workload, route_epochs: int = 1) ->
     and events for the initial pools, the first queue pairs, per-flow and per-task records.
     Pools grow later with the work in flight."""
     n_ports = len(fabric.port_node)
-    rows = fabric.n_nodes * fabric.n_hosts
+    rows = fabric.n_nodes * fabric.n_endpoints
     n_flows, n_tasks = len(workload.flows), len(workload.tasks)
-    qps = first_qp_slots(n_flows, fabric.n_hosts)
+    qps = first_qp_slots(n_flows, fabric.n_endpoints)
     pool = pool_capacity(n_ports, qps)
     per_qp = QP_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 2 * K.N_TIMERS + 4
     routes = rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES
@@ -52,7 +52,7 @@ def available_bytes() -> int:
 def check_memory(fabric: Fabric, workload: Workload, source: str, route_epochs: int = 1) -> None:
     """Refuse a scenario whose world would not fit in memory, with the estimate."""
     _refuse_above(estimate_bytes(fabric, workload, route_epochs),
-                  f"{fabric.n_nodes} nodes x {fabric.n_hosts} hosts of routes x {route_epochs} route epochs, "
+                  f"{fabric.n_nodes} nodes x {fabric.n_endpoints} hosts of routes x {route_epochs} route epochs, "
                   f"{len(workload.flows)} flows", source)
 
 

@@ -45,7 +45,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_RESERVE] = net.switch.pfc.reserve_bytes
     cfg[K.CFG_RESUME_OFF] = net.switch.pfc.resume_offset_bytes
     cfg[K.CFG_STALL_PS] = ns_to_ps(scenario.sim.stall_timeout_ns)
-    cfg[K.CFG_N_HOSTS] = inputs.fabric.n_hosts
+    cfg[K.CFG_N_HOSTS] = inputs.fabric.n_endpoints
     cfg[K.CFG_N_FLOWS] = len(workload.flows)
     cfg[K.CFG_N_TASKS] = len(workload.tasks)
     cfg[K.CFG_CC] = code(net.cc.algorithm)
@@ -67,7 +67,7 @@ def route_extremes(inputs: Inputs, cfg: np.ndarray) -> tuple[int, int]:
         return 0, 0
     port, plan = inputs.port, inputs.plan
     walk = (plan.route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"],
-            inputs.fabric.n_hosts, int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+            inputs.fabric.n_endpoints, int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
     base_rtt_ps, max_switch_hops = base_rtt_extremes(plan.route_off[0], *walk)
     for epoch in range(1, len(plan.route_off) if spec.int_header_bytes else 1):  # detours only matter for INT
         max_switch_hops = max(max_switch_hops, base_rtt_extremes(plan.route_off[epoch], *walk)[1])
@@ -91,7 +91,7 @@ def build_world(inputs: Inputs) -> World:
     cfg = config_slots(inputs)
     port, node = inputs.port, inputs.node
     flow = _flows(scenario, fabric, flows, route_off[0], route_ports)
-    n_qps = first_qp_slots(len(flows), fabric.n_hosts)
+    n_qps = first_qp_slots(len(flows), fabric.n_endpoints)
     base_rtt_ps, max_switch_hops = route_extremes(inputs, cfg)
     ccp = cc_parameters(inputs, base_rtt_ps)
     int_hops = max_switch_hops if BY_NAME[scenario.network.cc.algorithm].int_header_bytes else 0
@@ -227,7 +227,7 @@ def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, rout
     flow["start_ps"] = table.start_ps
     flow["prio"] = table.prio
     flow["ecmp_hash"] = hashes
-    flow["nic_port"] = first_hops(route_off, route_ports, fabric.n_hosts, table.src.astype(np.int64),
+    flow["nic_port"] = first_hops(route_off, route_ports, fabric.n_endpoints, table.src.astype(np.int64),
                                   table.dst.astype(np.int64), hashes)
     flow["state"] = K.FL_WAITING
     flow["qp"] = -1

@@ -11,6 +11,8 @@ import numpy as np
 
 from ..config.schema import Scenario
 from ..errors import ScenarioError
+from ..fabric.reduction import KINDS as REDUCING_KINDS
+from ..fabric.reduction import Reductions, in_network_refusal
 from ..fabric.topology import Fabric
 from .background import poisson_flows
 from .collectives import ALGORITHMS, Collective, expand
@@ -43,18 +45,33 @@ def ns_to_ps(ns: float) -> int:
     return int(round(ns * 1000))
 
 
+def reduces_in_network(scenario: Scenario) -> bool:
+    """Whether a collective of the workload runs in_network (its fabric then needs reduction units)."""
+    w = scenario.workload
+    algorithms = [c.algorithm for c in w.collectives]
+    if w.training is not None:
+        algorithms.append(w.training.dp_algorithm)
+        algorithms += [comm.algorithm for layer in w.training.layers
+                       for comm in (layer.forward_comm, layer.backward_comm) if comm is not None]
+    if w.chakra is not None:
+        algorithms += list(w.chakra.algorithms.values())
+    return "in_network" in algorithms
+
+
 def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
-    """Expand the workload into the task DAG; check host ids, names and sizes against the fabric."""
+    """Expand the workload into the task DAG; check host ids, names and sizes against the fabric
+    (with its reduction units if the workload reduces in the network)."""
     b = DagBuilder()
+    reductions = Reductions(fabric, scenario.network.switch.reduction_slots) if fabric.n_units else None
     _add_flows_and_patterns(b, scenario, fabric, source)
-    collectives, iteration_ends = _add_iterations(b, scenario, fabric, source)
+    collectives, iteration_ends = _add_iterations(b, scenario, fabric, source, reductions)
     notes = []
     if scenario.workload.chakra is not None:
         from .chakra import add_chakra  # protobuf, only for traces
 
         collectives, iteration_ends, notes = add_chakra(b, scenario.workload.chakra, fabric,
                                                         scenario.network.nic.data_priority,
-                                                        scenario.workload.iterations, source)
+                                                        scenario.workload.iterations, source, reductions)
     if len(b) == 0:
         raise ScenarioError(source, "workload", "nothing to do: give flows, patterns, collectives or compute")
     flows, tasks, new_id = b.build()
@@ -151,7 +168,7 @@ def _ordered(items: list[Item], source: str) -> list[Item]:
     return ordered
 
 
-def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str):
+def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions):
     items = _ordered(_scenario_items(scenario, fabric, source), source)
     if not items:
         return [], []
@@ -194,7 +211,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, it,
                                    group=g, scheduler=item.scheduler)
                     expand(b, c, prio, {r: waits(r, item) for r in group}, fabric.host_coords, fabric.dims,
-                           dim_timing(scenario, fabric))
+                           dim_timing(scenario, fabric), reductions)
                     collectives.append(c)
                     done[item.name].update(c.end)
         per_rank: dict[int, list[int]] = {}
@@ -227,6 +244,8 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
         raise ScenarioError(source, f"{key}.scheduler", f"'{spec.scheduler}' orders the dimensions of a hierarchical "
                                                         f"all-reduce; this one is {spec.algorithm} (allowed here: "
                                                         f"baseline)")
+    if spec.algorithm == "in_network" and fabric.kind not in REDUCING_KINDS:
+        raise ScenarioError(source, f"{key}.algorithm", in_network_refusal(fabric))
     if spec.algorithm == "halving_doubling" and p & (p - 1):
         raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
                                                     f"not {p}")

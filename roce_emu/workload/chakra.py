@@ -25,6 +25,8 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..importers.chakra import COLLECTIVES, TraceNode, read_traces
+from ..fabric.reduction import KINDS as REDUCING_KINDS
+from ..fabric.reduction import in_network_refusal
 from .collectives import ALGORITHMS, Collective, expand
 from .dag import DagBuilder
 
@@ -91,7 +93,7 @@ class _Rank:
         self.coll_seen = Counter()  # group -> collectives met so far
 
 
-def add_chakra(b: DagBuilder, spec, fabric, prio: int, iterations: int, source: str):
+def add_chakra(b: DagBuilder, spec, fabric, prio: int, iterations: int, source: str, reductions=None):
     """Add the trace's tasks to the builder; (collectives, iteration ends, notes)."""
     traces = read_traces(spec.prefix)
     n_ranks = len(traces)
@@ -111,7 +113,7 @@ def add_chakra(b: DagBuilder, spec, fabric, prio: int, iterations: int, source: 
     collectives, ends = [], []
     previous = {}
     for it in range(iterations):
-        _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, notes, source)
+        _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, notes, source, reductions)
         previous = {}
         for rk in ranks:
             depended = {d for n in rk.order for d in n.deps}
@@ -136,7 +138,7 @@ def _group(node: TraceNode, rk: _Rank, ranks: list[_Rank], fabric) -> tuple:
     return tuple(r for r in range(len(ranks)) if np.array_equal(coords[r][fixed], mine))
 
 
-def _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, notes, source):
+def _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, notes, source, reductions):
     for rk in ranks:
         rk.pos = 0
         rk.done = {}
@@ -183,7 +185,7 @@ def _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, note
                 progress += 1
         for key in [k for k, parts in pending.items() if len(parts) == len(k[0])]:
             parts = pending.pop(key)
-            _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source)
+            _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, reductions)
             left -= len(parts)
             progress += 1
         if not progress:
@@ -212,7 +214,7 @@ def _task(b, node, rk, ranks, waits, prio, it, spec, notes) -> int:
     return b.join(node.name or f"node{node.id}", it, after=waits)
 
 
-def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source):
+def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, reductions):
     group, k = key
     first = parts[group[0]][0]
     kind = COLLECTIVES[first.comm_type]
@@ -233,10 +235,13 @@ def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source):
     if algorithm == "hierarchical" and sorted(hosts) != list(range(fabric.n_hosts)):
         raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", "hierarchical runs over all hosts of a "
                                                                           "multi_dim, torus or mesh fabric")
+    if algorithm == "in_network" and fabric.kind not in REDUCING_KINDS:
+        raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", in_network_refusal(fabric))
     nbytes = max(first.comm_size, len(hosts))  # at least a byte per rank
     # the group's first rank tells disjoint groups apart; k tells a group's collectives apart
     c = Collective(f"{(first.name or kind)[:60]}#{k}", kind, algorithm, hosts, nbytes, 1, it, group=min(hosts))
-    expand(b, c, prio, {ranks[r].host: parts[r][1] for r in group}, fabric.host_coords, fabric.dims)
+    expand(b, c, prio, {ranks[r].host: parts[r][1] for r in group}, fabric.host_coords, fabric.dims,
+           reductions=reductions)
     collectives.append(c)
     for r in group:
         ranks[r].done[parts[r][0].id] = c.end[ranks[r].host]

@@ -12,6 +12,8 @@ forwards: the step before it, received at its sender.
     direct            every rank sends each other rank its share at once
     hierarchical      reduce-scatter along dimension 0, 1, ..., then all-gather back, by ring
                       inside each dimension's groups (the ASTRA-sim / Themis baseline)
+    in_network        up a tree of switches that reduce each chunk, and down again
+                      (fabric/reduction.py); also for reduce-scatter and all-gather
 
 For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
 at step s rank i sends to rank i + s, after its previous exchange completed.
@@ -25,9 +27,9 @@ from .themis import plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
-    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical"),
-    "reduce_scatter": ("ring", "direct"),
-    "all_gather": ("ring", "direct"),
+    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical", "in_network"),
+    "reduce_scatter": ("ring", "direct", "in_network"),
+    "all_gather": ("ring", "direct", "in_network"),
     "all_to_all": ("direct", "ring"),
 }
 #: NCCL's bus-bandwidth factor f(n): busBW = algBW * f
@@ -101,12 +103,13 @@ class _Expansion:
 
 
 def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None,
-           dim_rates=None) -> Collective:
+           dim_rates=None, reductions=None) -> Collective:
     """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
 
     ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``, and a scheduler
     other than the baseline plans with ``dim_rates``: (each dimension's link rate in b/s, a
-    ring step's latency on it in s)."""
+    ring step's latency on it in s). ``in_network`` takes its trees from ``reductions``
+    (fabric.reduction.Reductions)."""
     x = _Expansion(b, c, prio, ready)
     p = len(c.ranks)
     per_chunk = split(c.nbytes, c.chunks)
@@ -126,14 +129,18 @@ def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, di
             _ring(x, c.ranks, [size] * p, steps, starts, prev, phase="ring")
         elif c.algorithm == "halving_doubling":
             _halving_doubling(x, c.ranks, size, starts, prev)
+        elif c.algorithm == "in_network":
+            _in_network(x, c.kind, c.ranks, size, starts, prev, reductions, chunk)
         else:
             _direct(x, c.kind, c.ranks, size, starts, prev)
-    # each rank's part is done when every flow it sends or receives is
+    # each rank's part is done when every flow it sends or receives is (in_network: flows
+    # between switches' units come before some rank's flow)
     ids, src, dst = x.all_flows()
     c.end = {r: b.join(c.name, c.iteration) for r in c.ranks}
     end_of = _by_rank(c.end)
-    b.edges(ids, end_of[src])
-    b.edges(ids, end_of[dst])
+    for end in (src, dst):
+        mine = end < len(end_of)
+        b.edges(ids[mine], end_of[end[mine]])
     c.flows = ids
     if x.dim_of:
         where = {int(i): k for part, k in x.dim_of for i in part.tolist()}
@@ -326,3 +333,53 @@ def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, c
     joins = {r: x.b.join(x.c.name, x.c.iteration) for r in set(ranks) if r in receivers}
     x.b.edges(ids, _by_rank(joins)[dst])
     return {r: joins.get(r, done[r]) for r in set(ranks)}
+
+
+def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int):
+    """One chunk up its reduction tree and down again (fabric/reduction.py).
+
+    Up: every branch of a point sends the point its data: a rank its chunk, a point below its
+    reduced chunk once all of that point's branches arrived. Down: the root's result goes to
+    every branch, and a point below passes it on once it arrived. All-reduce moves the chunk
+    up and down every branch; reduce-scatter sends down only the segments of the ranks under
+    the branch, all-gather sends up only theirs (the switch concatenates). Flows keep their
+    sender's chunk order (each waits for the previous chunk's flow between the same two ends),
+    and a point holds at most ``reductions.slots`` chunks: a chunk's flows into a point wait
+    until the point sent the result of the chunk that many before it down."""
+    tree = reductions.tree(ranks, chunk)
+    seg = dict(zip(ranks, split(size, len(ranks))))
+
+    def part(v):
+        return sum(seg[r] for r in tree.ranks[v])
+
+    up_bytes = part if kind == "all_gather" else (lambda v: size)
+    down_bytes = part if kind == "reduce_scatter" else (lambda v: size)
+
+    def sender_of(src):
+        return src if src in seg else tree.uplink[src]
+
+    def gather(q):
+        """Flows of chunk into point q from its branches; returns the join of their arrival."""
+        arrived = []
+        for neighbour, src in tree.inputs[q]:
+            waits = [starts[src]] if src in seg else [gather(src)]
+            sender, unit = sender_of(src), reductions.unit(q, neighbour)
+            k = x.flow(sender, unit, up_bytes(src), waits + [prev.get(("up", sender, unit)),
+                                                             prev.get(("free", q, chunk - reductions.slots))])
+            prev[("up", sender, unit)] = k
+            arrived.append(k)
+        return x.b.join(x.c.name, x.c.iteration, after=arrived)
+
+    def scatter(q, ready):
+        """Flows of chunk's result from point q down to its branches, after ``ready``."""
+        sent = []
+        for neighbour, src in tree.inputs[q]:
+            unit, receiver = reductions.unit(q, neighbour), sender_of(src)
+            k = x.flow(unit, receiver, down_bytes(src), [ready, prev.get(("down", unit, receiver))])
+            prev[("down", unit, receiver)] = k
+            sent.append(k)
+            if src not in seg:
+                scatter(src, k)
+        prev[("free", q, chunk)] = x.b.join(x.c.name, x.c.iteration, after=sent)
+
+    scatter(tree.root, gather(tree.root))

@@ -1,0 +1,162 @@
+"""In-switch reduction, the fabric's side of ``algorithm: in_network`` (docs/in_network.md).
+
+**Reduction units.** A switch reduces in its units, one per port. A unit is an endpoint: it
+owns a NIC, terminates the flows that bring a chunk to the switch through that port (and
+acknowledges them, as a hop of SHARP's reliable aggregation tree does), and starts the flows
+that leave through that port with a result. It hangs off its switch by an internal link at
+the port's rate with no delay, so the internal link carries exactly what the port carries:
+never a bottleneck of its own. The traffic still crosses the switch's shared buffer, its PFC
+and its ECN, as any other.
+
+**Reduction trees.** For a group of ranks and a chunk, the root is a switch of least
+eccentricity to the switches the ranks hang off; chunk c takes the (c mod n)-th of the n
+such switches, so the chunks of a collective spread over the spines (or cores). The tree is
+made of shortest paths up to the root, each switch taking its lowest-numbered neighbour one
+hop closer. A switch where two or more branches meet (or the root) is a *point*: it reduces.
+A switch with a single branch below it only forwards, and the point above it takes that
+branch's data straight from below.
+
+No Numba: trees are built once per group of ranks and root, before the run.
+"""
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import networkx as nx
+
+from .topology import Fabric, flatten
+
+#: fabrics whose switches can reduce (the others have no switches, or switches that join a
+#: dimension of NPUs rather than a tree)
+KINDS = ("single_switch", "leaf_spine", "fat_tree", "fred")
+
+
+def in_network_refusal(fabric: Fabric) -> str:
+    """The one-line reason an in_network collective cannot run on this fabric."""
+    return (f"'in_network' is not allowed on a {fabric.kind} fabric: it needs switches that form a tree "
+            f"(topology kinds: {', '.join(KINDS)})")
+
+
+def add_units(fabric: Fabric) -> Fabric:
+    """The fabric with a reduction unit on every port of every switch (a new, flattened Fabric).
+
+    Hosts keep their ids; unit j gets id n_hosts + j, in switch order and then port order;
+    switches move up by the number of units. A unit is named ``<switch>.unit.<neighbour>``."""
+    H, U_before = fabric.n_hosts, fabric.n_units
+    assert U_before == 0, "reduction units are added once"
+    old = fabric.graph
+    switches = range(H, fabric.n_nodes)
+    ports = [(s, int(fabric.port_node[fabric.port_peer[p]]), p) for s in switches for p in fabric.node_ports[s]]
+    U = len(ports)
+
+    def new_id(v: int) -> int:
+        return v if v < H else v + U
+
+    g = nx.Graph()
+    names = list(fabric.names[:H])
+    for h in range(H):
+        g.add_node(h, **old.nodes[h])
+    for j, (s, v, _) in enumerate(ports):
+        g.add_node(H + j, layer=0, host=True, unit=True)
+        names.append(f"{fabric.names[s]}.unit.{fabric.names[v]}")
+    for s in switches:
+        g.add_node(new_id(s), **old.nodes[s])
+        names.append(fabric.names[s])
+    for u, v, data in old.edges(data=True):
+        g.add_edge(new_id(u), new_id(v), **data)
+    unit_at = {}
+    for j, (s, v, p) in enumerate(ports):
+        g.add_edge(new_id(s), H + j, tier="unit", rate_bps=int(fabric.port_rate_bps[p]), prop_ps=0)
+        unit_at[(new_id(s), new_id(v))] = H + j
+    return flatten(replace(fabric, graph=g, names=names, n_units=U, unit_at=unit_at, port_node=None,
+                           port_peer=None, port_rate_bps=None, port_prop_ps=None, port_tier=None, node_ports=None))
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One reduction tree. ``inputs[q]`` lists what point q reduces, one entry per branch:
+    (the neighbour whose port the branch comes in by, the branch's source: a rank, or the
+    point below that reduced it). ``uplink[q]`` is the unit that sends point q's result up
+    (and receives the final result back); the root has none. ``ranks[v]``: the ranks under a
+    rank or point v."""
+
+    root: int
+    inputs: dict
+    uplink: dict
+    ranks: dict
+
+    def points(self) -> list[int]:
+        """The reducing switches, the root first, then the points below in the order they are met."""
+        out, todo = [], [self.root]
+        while todo:
+            q = todo.pop(0)
+            out.append(q)
+            todo.extend(src for _, src in self.inputs[q] if src in self.inputs)
+        return out
+
+
+class Reductions:
+    """The reduction trees of a fabric with units, and the switches' reduction slots."""
+
+    def __init__(self, fabric: Fabric, slots: int):
+        self.fabric, self.slots = fabric, slots
+        self._switch_graph = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
+        self._trees = lru_cache(maxsize=None)(self._tree)
+        self._roots = lru_cache(maxsize=None)(self._root_choices)
+
+    def unit(self, switch: int, neighbour: int) -> int:
+        return self.fabric.unit_at[(switch, neighbour)]
+
+    def tree(self, ranks, chunk: int) -> Tree:
+        ranks = tuple(ranks)
+        roots = self._roots(frozenset(self.fabric.host_attachment(r) for r in ranks))
+        return self._trees(ranks, roots[chunk % len(roots)])
+
+    def _root_choices(self, attach: frozenset) -> tuple[int, ...]:
+        """The switches of least eccentricity to the attachment switches, in id order."""
+        dist = [nx.single_source_shortest_path_length(self._switch_graph, a) for a in sorted(attach)]
+        ecc = {s: max(d[s] for d in dist) for s in self._switch_graph if all(s in d for d in dist)}
+        best = min(ecc.values())
+        return tuple(sorted(s for s, e in ecc.items() if e == best))
+
+    def _tree(self, ranks: tuple, root: int) -> Tree:
+        fabric, g = self.fabric, self._switch_graph
+        depth = nx.single_source_shortest_path_length(g, root)
+        children: dict[int, list[int]] = {}
+        at: dict[int, list[int]] = {}
+        for r in ranks:
+            v = fabric.host_attachment(r)
+            at.setdefault(v, []).append(r)
+            while v != root and v not in children.get(_parent(g, depth, v), []):
+                up = _parent(g, depth, v)
+                children.setdefault(up, []).append(v)
+                v = up
+
+        def branches(v):
+            return [(r, r) for r in at.get(v, [])] + [(c, c) for c in sorted(children.get(v, []))]
+
+        while len(branches(root)) == 1:  # everything hangs below one child: the root moves down
+            root = branches(root)[0][1]
+        inputs, uplink, under = {}, {}, {r: [r] for r in ranks}
+
+        def source(v):
+            """Follow single-branch switches down to the rank or the point the branch starts at."""
+            while v not in under and len(branches(v)) == 1:
+                v = branches(v)[0][1]
+            return v
+
+        def visit(q):
+            inputs[q] = [(nb, source(v)) for nb, v in branches(q)]
+            under[q] = []
+            for _, src in inputs[q]:
+                if src not in under:
+                    visit(src)
+                    uplink[src] = self.unit(src, _parent(g, depth, src))
+                under[q].extend(under[src])
+
+        visit(root)
+        return Tree(root, inputs, uplink, under)
+
+
+def _parent(g, depth: dict, v: int) -> int:
+    """v's lowest-numbered neighbour one hop closer to the root."""
+    return min(u for u in g.neighbors(v) if depth[u] == depth[v] - 1)
