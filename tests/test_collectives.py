@@ -121,6 +121,26 @@ def test_chunks_pipeline_the_hierarchical_phases():
     assert t8 > ring_phases * 0.97
 
 
+def test_bidirectional_hierarchical_runs_both_halves_at_once():
+    """hierarchical_bidir: half of each chunk goes through the dimensions in order, half in
+    reverse order. On two equal ring dimensions both are busy at once, where hierarchical uses
+    one at a time: the same bytes in all, spread evenly over the two dimensions (hierarchical
+    puts 3/4 of the buffer on dimension 0 and 3/16 on dimension 1, each way), in well under the
+    time (the ideal is about half)."""
+    dims = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500}] * 2
+    n = 8_000_000
+    one, two = (simulate(_multi_dim(dims, {"algorithm": a, "bytes": n, "chunks": 4}))
+                for a in ("hierarchical", "hierarchical_bidir"))
+    rows = [collective_rows(r.outcome.world, r.prepared.workload)[0] for r in (one, two)]
+    moved = [[float(row[f"dim{k}_bytes"]) for k in (0, 1)] for row in rows]
+    assert sum(moved[0]) == pytest.approx(sum(moved[1]), rel=1e-4)
+    assert moved[0][0] / moved[0][1] == pytest.approx(4, rel=1e-3)
+    assert moved[1][0] == pytest.approx(moved[1][1], rel=1e-3)
+    t1, t2 = one.summary["iteration_ns"][0], two.summary["iteration_ns"][0]
+    print(f"hierarchical {t1 / 1e3:.1f} us, bidirectional {t2 / 1e3:.1f} us")
+    assert t2 < 0.7 * t1
+
+
 def test_compute_only_iteration_is_its_critical_path():
     """fwd 100 us on every host, then bwd 50 us; host 0 also runs opt (30 us) after fwd; all in
     two iterations: each iteration is 150 us, all of it compute on the busiest host."""

@@ -376,7 +376,8 @@ class Network(Strict):
 MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 #: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
-CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical", "in_network"]
+CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir",
+                              "in_network"]
 
 
 class Flow(Strict):

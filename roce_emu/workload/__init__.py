@@ -15,7 +15,7 @@ from ..fabric.reduction import KINDS as REDUCING_KINDS
 from ..fabric.reduction import Reductions, in_network_refusal
 from ..fabric.topology import Fabric
 from .background import poisson_flows
-from .collectives import ALGORITHMS, Collective, expand
+from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
 from .training import training_items
@@ -249,13 +249,13 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
     if spec.algorithm == "halving_doubling" and p & (p - 1):
         raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
                                                     f"not {p}")
-    if spec.algorithm == "hierarchical":
+    if spec.algorithm in HIERARCHICAL:
         if not fabric.dims or fabric.host_coords is None or len(fabric.host_coords) != fabric.n_hosts \
                 or fabric.n_hosts != int(np.prod(fabric.dims)):
-            raise ScenarioError(source, f"{key}.algorithm", "hierarchical needs a multi_dim, torus or mesh "
+            raise ScenarioError(source, f"{key}.algorithm", f"{spec.algorithm} needs a multi_dim, torus or mesh "
                                                             "topology with one host per router")
         if sorted(hosts) != list(range(fabric.n_hosts)):
-            raise ScenarioError(source, f"{key}.hosts", "hierarchical runs over all hosts")
+            raise ScenarioError(source, f"{key}.hosts", f"{spec.algorithm} runs over all hosts")
     if spec.nbytes < p * spec.chunks:
         raise ScenarioError(source, f"{key}.bytes", f"{spec.nbytes} is not allowed: needs at least one byte per "
                                                     f"rank and chunk ({p} x {spec.chunks})")

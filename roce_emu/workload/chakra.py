@@ -27,7 +27,7 @@ from ..errors import ScenarioError
 from ..importers.chakra import COLLECTIVES, TraceNode, read_traces
 from ..fabric.reduction import KINDS as REDUCING_KINDS
 from ..fabric.reduction import in_network_refusal
-from .collectives import ALGORITHMS, Collective, expand
+from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
 from .dag import DagBuilder
 
 PS_PER_US = 1_000_000
@@ -232,7 +232,7 @@ def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, r
     if algorithm == "halving_doubling" and len(hosts) & (len(hosts) - 1):
         raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", f"halving_doubling needs a power-of-two "
                                                                           f"group, not {len(hosts)} ranks")
-    if algorithm == "hierarchical" and sorted(hosts) != list(range(fabric.n_hosts)):
+    if algorithm in HIERARCHICAL and sorted(hosts) != list(range(fabric.n_hosts)):
         raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", "hierarchical runs over all hosts of a "
                                                                           "multi_dim, torus or mesh fabric")
     if algorithm == "in_network" and fabric.kind not in REDUCING_KINDS:

@@ -12,6 +12,8 @@ forwards: the step before it, received at its sender.
     direct            every rank sends each other rank its share at once
     hierarchical      reduce-scatter along dimension 0, 1, ..., then all-gather back, by ring
                       inside each dimension's groups (the ASTRA-sim / Themis baseline)
+    hierarchical_bidir  each chunk in two halves at once: one through the dimensions in order,
+                      the other in reverse order (the wafer-scale mesh baseline of FRED)
     in_network        up a tree of switches that reduce each chunk, and down again
                       (fabric/reduction.py); also for reduce-scatter and all-gather
 
@@ -27,11 +29,13 @@ from .themis import plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
-    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical", "in_network"),
+    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network"),
     "reduce_scatter": ("ring", "direct", "in_network"),
     "all_gather": ("ring", "direct", "in_network"),
     "all_to_all": ("direct", "ring"),
 }
+#: the algorithms that run phase by phase through a fabric's dimensions (they need grid coordinates)
+HIERARCHICAL = ("hierarchical", "hierarchical_bidir")
 #: NCCL's bus-bandwidth factor f(n): busBW = algBW * f
 BUS_FACTOR = {
     "all_reduce": lambda n: 2 * (n - 1) / n,
@@ -122,6 +126,9 @@ def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, di
         starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
         if c.algorithm == "hierarchical":
             _hierarchical(x, c.ranks, size, starts, prev, coords, dims)
+        elif c.algorithm == "hierarchical_bidir":
+            for half, part in enumerate(split(size, 2)):
+                _hierarchical(x, c.ranks, part, starts, prev, coords, dims, reverse=bool(half))
         elif c.kind == "all_to_all":
             (_a2a_direct if c.algorithm == "direct" else _a2a_pairwise)(x, c.ranks, size, starts, prev)
         elif c.algorithm == "ring":
@@ -282,14 +289,17 @@ def _a2a_pairwise(x: _Expansion, ranks, size, starts, prev):
     return out
 
 
-def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims):
+def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims, reverse=False):
     """Reduce-scatter by ring along dimension 0, then 1, ... (each on 1/p_k of the data the
-    last left), then all-gather back from the last dimension to the first."""
-    order = list(range(len(dims))) + list(range(len(dims) - 1, -1, -1))
+    last left), then all-gather back from the last dimension to the first; ``reverse`` takes
+    the dimensions the other way round (its phases chain apart from the forward ones)."""
+    forward = list(range(len(dims)))[::-1 if reverse else 1]
+    order = forward + forward[::-1]
     held = {r: size for r in ranks}
     done = dict(starts)  # what each rank waits for before its next phase
     for phase, k in enumerate(order):
-        done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, ("h", phase), coords)
+        key = ("h", phase) if not reverse else ("h_reverse", phase)
+        done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, key, coords)
 
 
 def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates_bps):

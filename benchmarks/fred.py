@@ -1,0 +1,105 @@
+"""FRED against the wafer-scale mesh: the wafer-wide All-Reduce on 20 NPUs, side by side in one run.
+
+    python benchmarks/fred.py                       # 32 MiB in 32 chunks (a few minutes)
+    python benchmarks/fred.py --bytes-mib 8 --chunks 16
+
+The fabrics are the FRED paper's (ISCA 2025) with every rate divided by one common factor,
+SCALE = 100: mesh links of 750 GB/s become 60 Gb/s, NPU ports of 3 TB/s 240 Gb/s. Link delays
+are 100 ns. The effective bandwidth is NCCL's bus bandwidth, 2 (p - 1) / p * D / T, the bytes a
+ring would move per NPU over the time; it is reported as measured and multiplied back by SCALE
+(TB/s, to compare with the paper).
+
+- mesh 5x4: one NPU per router, the NPU's port at 4 mesh links (240 Gb/s); `hierarchical`
+  (one dimension at a time), `hierarchical_bidir` (half of each chunk through the rows first,
+  half through the columns first) and a ring over all 20 NPUs;
+- FRED: 5 groups of 4 NPUs (240 Gb/s ports) under L1 switches under one L2 switch. Fred-A's
+  L1-L2 uplinks run at 1/8 of an NPU's port, as the issue describes it; Fred-C's at a whole
+  group's (4 ports). A ring over the NPUs in order, and `in_network` (Fred-B and Fred-D: the
+  same fabrics with in-switch reduction).
+
+Each case runs in a fresh process after one that warms the Numba cache.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCALE = 100
+MESH_GBPS = 750 * 8 / SCALE  # 60
+NPU_GBPS = 4 * MESH_GBPS  # 240: 3 TB/s
+DELAY_NS = 100
+
+CHILD = r"""
+import json, sys
+from roce_emu.api import prepare_scenario, run
+from roce_emu.config.schema import Scenario
+sc = Scenario.model_validate(json.loads(sys.argv[1]))
+res = run(prepare_scenario(sc), write=False, progress=False)
+s = res.summary
+print(json.dumps({"status": s["status"], "time_ns": s["iteration_ns"][0], "wall_s": s["wall_s"],
+                  "events": s["events"]}))
+"""
+
+
+def mesh():
+    return {"kind": "mesh", "dims": [5, 4], "link": {"rate_gbps": MESH_GBPS, "delay_ns": DELAY_NS},
+            "tiers": {"host": {"rate_gbps": NPU_GBPS}}}
+
+
+def fred(uplink_gbps):
+    return {"kind": "fred", "npus": 20, "group_size": 4, "npu_rate_gbps": NPU_GBPS, "uplink_rate_gbps": uplink_gbps,
+            "link": {"delay_ns": DELAY_NS}}
+
+
+#: (label, topology, algorithm, the paper's effective bandwidth in TB/s or None)
+CASES = [
+    ("mesh 5x4, hierarchical", mesh(), "hierarchical", None),
+    ("mesh 5x4, hierarchical_bidir", mesh(), "hierarchical_bidir", 1.5),
+    ("mesh 5x4, ring", mesh(), "ring", None),
+    ("Fred-A (uplinks 1/8 of a port), ring", fred(NPU_GBPS / 8), "ring", 1.85),
+    ("Fred-B (Fred-A, in-switch)", fred(NPU_GBPS / 8), "in_network", 3.7),
+    ("Fred-C (uplinks 4 ports), ring", fred(4 * NPU_GBPS), "ring", 3.0),
+    ("Fred-D (Fred-C, in-switch)", fred(4 * NPU_GBPS), "in_network", 6.0),
+]
+
+
+def doc(topology, algorithm, nbytes, chunks):
+    return {"name": "fred", "topology": topology,
+            "workload": {"collectives": [{"name": "ar", "kind": "all_reduce", "algorithm": algorithm,
+                                          "bytes": nbytes, "chunks": chunks}]}}
+
+
+def measure(document) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(document)], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="example: python benchmarks/fred.py --bytes-mib 8 --chunks 16")
+    ap.add_argument("--bytes-mib", type=float, default=32.0)
+    ap.add_argument("--chunks", type=int, default=32)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("fred.json")))
+    args = ap.parse_args()
+    nbytes = int(args.bytes_mib * (1 << 20))
+    measure(doc(fred(NPU_GBPS), "in_network", 1 << 20, 4))  # warm the cache
+    rows = []
+    print("| case | algorithm | time us | bus bandwidth Gb/s | x SCALE: TB/s | paper TB/s | wall s | events |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, topology, algorithm, paper in CASES:
+        r = measure(doc(topology, algorithm, nbytes, args.chunks))
+        assert r["status"] == "finished", (label, r)
+        bus_gbps = 2 * 19 / 20 * nbytes * 8 / r["time_ns"]
+        tbs = bus_gbps * SCALE / 8 / 1000
+        rows.append({"case": label, "algorithm": algorithm, "time_ns": r["time_ns"], "bus_gbps": bus_gbps,
+                     "paper_scale_tb_s": tbs, "paper_tb_s": paper, "wall_s": r["wall_s"], "events": r["events"]})
+        print(f"| {label} | {algorithm} | {r['time_ns'] / 1000:.1f} | {bus_gbps:.1f} | {tbs:.2f} | "
+              f"{paper if paper is not None else ''} | {r['wall_s']:.1f} | {r['events']:,} |", flush=True)
+    Path(args.out).write_text(json.dumps({"bytes": nbytes, "chunks": args.chunks, "scale": SCALE, "rows": rows},
+                                         indent=1))
+
+
+if __name__ == "__main__":
+    main()
