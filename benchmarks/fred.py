@@ -17,6 +17,11 @@ ring would move per NPU over the time; it is reported as measured and multiplied
   group's (4 ports). A ring over the NPUs in order, and `in_network` (Fred-B and Fred-D: the
   same fabrics with in-switch reduction).
 
+Weight streaming: 10, then 2, I/O controllers at the paper's 128 GB/s (10.24 Gb/s here) stream
+``--io-mib`` to each NPU at once, every NPU fed by its nearest controller: on the mesh they sit
+evenly around the edge routers (2: at opposite corners), on FRED on the L1 switches in turn. The summary's hottest link
+out of a switch and the rate each controller achieved are reported.
+
 Each case runs in a fresh process after one that warms the Numba cache.
 """
 import argparse
@@ -29,6 +34,8 @@ SCALE = 100
 MESH_GBPS = 750 * 8 / SCALE  # 60
 NPU_GBPS = 4 * MESH_GBPS  # 240: 3 TB/s
 DELAY_NS = 100
+IO_GBPS = 128 * 8 / SCALE  # 10.24
+IO_CONTROLLERS = (10, 2)
 
 CHILD = r"""
 import json, sys
@@ -37,8 +44,8 @@ from roce_emu.config.schema import Scenario
 sc = Scenario.model_validate(json.loads(sys.argv[1]))
 res = run(prepare_scenario(sc), write=False, progress=False)
 s = res.summary
-print(json.dumps({"status": s["status"], "time_ns": s["iteration_ns"][0], "wall_s": s["wall_s"],
-                  "events": s["events"]}))
+print(json.dumps({"status": s["status"], "time_ns": (s.get("iteration_ns") or [None])[0], "wall_s": s["wall_s"],
+                  "events": s["events"], **{k: v for k, v in s.items() if k.startswith("io_")}}))
 """
 
 
@@ -64,6 +71,11 @@ CASES = [
 ]
 
 
+def io_doc(topology, controllers, nbytes):
+    return {"name": "fred_io", "topology": {**topology, "io_controllers": controllers, "io_rate_gbps": IO_GBPS},
+            "workload": {"patterns": [{"kind": "weight_streaming", "bytes": nbytes}]}}
+
+
 def doc(topology, algorithm, nbytes, chunks):
     return {"name": "fred", "topology": topology,
             "workload": {"collectives": [{"name": "ar", "kind": "all_reduce", "algorithm": algorithm,
@@ -81,6 +93,7 @@ def main():
                                  epilog="example: python benchmarks/fred.py --bytes-mib 8 --chunks 16")
     ap.add_argument("--bytes-mib", type=float, default=32.0)
     ap.add_argument("--chunks", type=int, default=32)
+    ap.add_argument("--io-mib", type=float, default=4.0, help="weight streaming: MiB to each NPU")
     ap.add_argument("--out", default=str(Path(__file__).with_name("fred.json")))
     args = ap.parse_args()
     nbytes = int(args.bytes_mib * (1 << 20))
@@ -97,8 +110,21 @@ def main():
                      "paper_scale_tb_s": tbs, "paper_tb_s": paper, "wall_s": r["wall_s"], "events": r["events"]})
         print(f"| {label} | {algorithm} | {r['time_ns'] / 1000:.1f} | {bus_gbps:.1f} | {tbs:.2f} | "
               f"{paper if paper is not None else ''} | {r['wall_s']:.1f} | {r['events']:,} |", flush=True)
-    Path(args.out).write_text(json.dumps({"bytes": nbytes, "chunks": args.chunks, "scale": SCALE, "rows": rows},
-                                         indent=1))
+    io_rows = []
+    print(f"\n| fabric | I/O controllers | achieved Gb/s (mean / least) | of {IO_GBPS:g} Gb/s | hottest link | "
+          "its load Gb/s | x the I/O rate |")
+    print("|---|---|---|---|---|---|---|")
+    fabrics = (("mesh 5x4", mesh()), ("FRED (Fred-C)", fred(4 * NPU_GBPS)))
+    for controllers, (label, topology) in ((c, f) for c in IO_CONTROLLERS for f in fabrics):
+        r = measure(io_doc(topology, controllers, int(args.io_mib * (1 << 20))))
+        assert r["status"] == "finished", (label, r)
+        io_rows.append({"case": label, **r})
+        mean, least = r["io_achieved_gbps_mean"], r["io_achieved_gbps_min"]
+        print(f"| {label} | {controllers} | {mean:.2f} / {least:.2f} | {mean / IO_GBPS:.0%} | "
+              f"{r['io_hottest_link']} | {r['io_hottest_link_gbps']:.1f} | {r['io_hottest_link_per_io_rate']:.2f} |",
+              flush=True)
+    Path(args.out).write_text(json.dumps({"bytes": nbytes, "chunks": args.chunks, "scale": SCALE, "rows": rows,
+                                          "io": io_rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -109,7 +109,10 @@ class Fred(_TopologyBase):
     group_size: int = Field(4, ge=1, le=4096)
     npu_rate_gbps: float = Field(24000.0, gt=0, le=1e5)
     uplink_rate_gbps: float = Field(3000.0, gt=0, le=1e5)
-    TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink")
+    #: I/O controllers (io0, io1, ...), controller i on L1 switch i mod groups
+    io_controllers: int = Field(0, ge=0, le=4096)
+    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)  # the paper's 128 GB/s
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink", "io")
 
     @model_validator(mode="after")
     def _whole_groups(self):
@@ -133,7 +136,10 @@ class Mesh(_TopologyBase):
     kind: Literal["mesh"] = "mesh"
     dims: list[Annotated[int, Field(ge=1, le=1024)]] = Field([4, 4], min_length=2, max_length=2)
     hosts_per_node: int = Field(1, ge=1, le=64)
-    TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric")
+    #: I/O controllers (io0, io1, ...) on the edge routers, spread evenly around the edge
+    io_controllers: int = Field(0, ge=0, le=4096)
+    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)  # FRED's 128 GB/s
+    TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric", "io")
 
     @field_validator("dims")
     @classmethod
@@ -388,16 +394,18 @@ class Flow(Strict):
     priority: Optional[int] = Field(None, ge=1, le=7)
 
 
-PATTERN_KINDS = ("all_to_all", "permutation", "incast", "neighbours")
+PATTERN_KINDS = ("all_to_all", "permutation", "incast", "neighbours", "weight_streaming")
 
 
 class Pattern(Strict):
     """A traffic pattern expanded into flows over ``hosts`` (default: all hosts). ``poisson``
     is background traffic: flows arrive at ``load`` of each host's link on average during
     ``duration_ns``, with sizes drawn from ``cdf`` (a shipped distribution or a file,
-    workload/background.py); the other kinds send ``bytes`` per flow."""
+    workload/background.py); the other kinds send ``bytes`` per flow. ``weight_streaming``
+    sends them from every I/O controller to each of its NPUs (those of ``hosts`` nearest to it)
+    at once."""
 
-    kind: Literal["all_to_all", "permutation", "incast", "neighbours", "poisson"]
+    kind: Literal["all_to_all", "permutation", "incast", "neighbours", "poisson", "weight_streaming"]
     bytes: Optional[int] = Field(None, ge=1, le=MAX_FLOW_BYTES)
     start_ns: float = Field(0.0, ge=0, le=1e15)
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = None

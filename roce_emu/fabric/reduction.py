@@ -39,10 +39,11 @@ def in_network_refusal(fabric: Fabric) -> str:
 def add_units(fabric: Fabric) -> Fabric:
     """The fabric with a reduction unit on every port of every switch (a new, flattened Fabric).
 
-    Hosts keep their ids; unit j gets id n_hosts + j, in switch order and then port order;
-    switches move up by the number of units. A unit is named ``<switch>.unit.<neighbour>``."""
-    H, U_before = fabric.n_hosts, fabric.n_units
-    assert U_before == 0, "reduction units are added once"
+    Hosts and I/O controllers keep their ids; unit j gets the j-th id after them, in switch
+    order and then port order; switches move up by the number of units. A unit is named
+    ``<switch>.unit.<neighbour>``."""
+    assert fabric.n_units == 0, "reduction units are added once"
+    H = fabric.n_endpoints  # hosts and I/O controllers keep their ids
     old = fabric.graph
     switches = range(H, fabric.n_nodes)
     ports = [(s, int(fabric.port_node[fabric.port_peer[p]]), p) for s in switches for p in fabric.node_ports[s]]

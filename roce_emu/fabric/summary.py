@@ -42,6 +42,7 @@ def describe(fabric: Fabric) -> dict:
     return {
         "kind": fabric.kind,
         "hosts": fabric.n_hosts,
+        **({"I/O controllers": f"{fabric.n_io} (io0 .. io{fabric.n_io - 1})"} if fabric.n_io else {}),
         "switches": fabric.n_switches,
         "links": fabric.n_links,
         "link rates (Gb/s)": ", ".join(f"{r:g}" for r in rates),
@@ -104,6 +105,9 @@ def draw(fabric: Fabric, path: Path) -> None:
         for h in range(fabric.n_hosts):
             x, y = pos[fabric.host_attachment(h)]
             pos[h] = (x + 0.6, y - 0.6 - 0.3 * (h % max(1, fabric.n_hosts // (dims[0] * dims[1]))))
+        for io in range(fabric.n_hosts, fabric.n_endpoints):  # I/O controllers: on the other side
+            x, y = pos[fabric.host_attachment(io)]
+            pos[io] = (x - 0.6, y + 0.6)
     else:
         pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
     fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes ** 0.5 * 1.2), 4.0))
@@ -127,7 +131,12 @@ def draw(fabric: Fabric, path: Path) -> None:
     nx.draw_networkx_nodes(g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa",
                            ax=ax, label="switch")
     nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")
-    ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches")
+    io = list(range(fabric.n_hosts, fabric.n_hosts + fabric.n_io))
+    if io:
+        nx.draw_networkx_nodes(g, pos, nodelist=io, node_shape="D", node_size=50, node_color="#ccbb44", ax=ax,
+                               label="I/O controller")
+    extra = f", {fabric.n_io} I/O controllers" if io else ""
+    ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches{extra}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node
     ax.set_axis_off()
     fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if str(path).endswith(".pdf") else None)

@@ -1,8 +1,9 @@
 """Fabrics as networkx graphs, flattened into ports (one per direction of every link).
 
-Nodes are numbered hosts first (0..H-1, the ids scenario files use), then the switches'
-reduction units if the workload reduces in the network (fabric/reduction.py), then switches.
-Hosts and units are the engine's endpoints: they own a NIC and terminate flows.
+Nodes are numbered hosts first (0..H-1, the ids scenario files use), then the I/O controllers
+of a mesh or FRED fabric (``io0``, ...), then the switches' reduction units if the workload
+reduces in the network (fabric/reduction.py), then switches. Hosts, I/O controllers and units
+are the engine's endpoints: they own a NIC and terminate flows.
 Every edge carries ``rate_bps``, ``prop_ps`` and its ``tier`` (host, edge_agg, ...).
 Torus and mesh routers get a ``coord``; each host is attached to one router.
 """
@@ -29,7 +30,8 @@ class Fabric:
     dim_rates_bps: tuple[float, ...] = ()  # grids and multi_dim: each dimension's link rate
     dim_delays_s: tuple[float, ...] = ()  # ... its links' one-way delay
     dim_hops: tuple[int, ...] = ()  # ... links between two routers in it (2 through a switch)
-    n_units: int = 0  # reduction units (ids n_hosts .. n_hosts + n_units - 1), see fabric/reduction.py
+    n_io: int = 0  # I/O controllers (ids n_hosts .. n_hosts + n_io - 1)
+    n_units: int = 0  # reduction units (the next n_units ids), see fabric/reduction.py
     unit_at: dict = field(default_factory=dict)  # (switch, neighbour) -> the unit on that switch port
     # flattened ports, filled by flatten()
     port_node: np.ndarray = field(default=None)
@@ -45,8 +47,8 @@ class Fabric:
 
     @property
     def n_endpoints(self) -> int:
-        """Hosts and reduction units: the nodes with a NIC (the engine's hosts)."""
-        return self.n_hosts + self.n_units
+        """Hosts, I/O controllers and reduction units: the nodes with a NIC (the engine's hosts)."""
+        return self.n_hosts + self.n_io + self.n_units
 
     @property
     def n_switches(self) -> int:
@@ -77,6 +79,21 @@ class _Builder:
         for h in range(n_hosts):
             self.graph.add_node(h, layer=0, host=True)
 
+    def io_controllers(self, count: int) -> list[int]:
+        """I/O controllers io0, io1, ...: endpoints numbered right after the hosts (call first)."""
+        assert len(self.names) == self.graph.number_of_nodes()
+        ids = []
+        for i in range(count):
+            ids.append(len(self.names))
+            self.graph.add_node(ids[-1], layer=0, host=True, io=True)
+            self.names.append(f"io{i}")
+        return ids
+
+    def io_link(self, io: int, switch: int) -> None:
+        spec = self.topo.tier_link("io")
+        self.graph.add_edge(io, switch, tier="io", rate_bps=int(round(self.topo.io_rate_gbps * 1e9)),
+                            prop_ps=int(round(spec.delay_ns * 1000)))
+
     def switch(self, name: str, layer: int, **attrs) -> int:
         n = len(self.names)
         self.names.append(name)
@@ -101,10 +118,11 @@ def fabric_size(topo) -> tuple[int, int]:
         hosts = topo.leaves * topo.hosts_per_leaf
         return hosts, hosts + topo.leaves + topo.spines
     if isinstance(topo, Fred):
-        return topo.npus, topo.npus + topo.npus // topo.group_size + 1
+        return topo.npus, topo.npus + topo.io_controllers + topo.npus // topo.group_size + 1
     if isinstance(topo, (Torus, Mesh)):
         routers = int(np.prod(topo.dims))
-        return routers * topo.hosts_per_node, routers * (topo.hosts_per_node + 1)
+        io = getattr(topo, "io_controllers", 0)
+        return routers * topo.hosts_per_node, routers * (topo.hosts_per_node + 1) + io
     if isinstance(topo, Custom):
         return topo.n_nodes - len(set(topo.switches)), topo.n_nodes
     npus = int(np.prod([d.size for d in topo.dims]))
@@ -182,15 +200,18 @@ def _leaf_spine(topo: LeafSpine) -> Fabric:
 def _fred(topo: Fred) -> Fabric:
     """NPUs group by group under L1 switches ``l1.<i>``, those under the switch ``l2``."""
     b = _Builder(topo, topo.npus)
+    io = b.io_controllers(topo.io_controllers)
     groups = topo.npus // topo.group_size
     l1 = [b.switch(f"l1.{i}", layer=1) for i in range(groups)]
     top = b.switch("l2", layer=2)
+    for i, node in enumerate(io):
+        b.io_link(node, l1[i % groups])
     for tier, rate, pairs in (("host", topo.npu_rate_gbps, [(h, l1[h // topo.group_size]) for h in range(topo.npus)]),
                               ("uplink", topo.uplink_rate_gbps, [(s, top) for s in l1])):
         delay = topo.tier_link(tier).delay_ns
         for u, v in pairs:
             b.graph.add_edge(u, v, tier=tier, rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
-    return Fabric("fred", b.graph, topo.npus, b.names, "ecmp")
+    return Fabric("fred", b.graph, topo.npus, b.names, "ecmp", n_io=len(io))
 
 
 def _grid(topo, wrap: bool) -> Fabric:
@@ -198,10 +219,14 @@ def _grid(topo, wrap: bool) -> Fabric:
     coords = list(product(*(range(d) for d in dims)))  # row-major, last dimension fastest
     n_hosts = len(coords) * topo.hosts_per_node
     b = _Builder(topo, n_hosts)
+    io = b.io_controllers(getattr(topo, "io_controllers", 0))
     router = {c: b.switch("r" + "_".join(map(str, c)), layer=1, coord=c) for c in coords}
     for i, c in enumerate(coords):
         for j in range(topo.hosts_per_node):
             b.link(i * topo.hosts_per_node + j, router[c], "host")
+    edge = _edge_routers(dims) if io else []
+    for i, node in enumerate(io):  # spread evenly around the edge, clockwise from router (0, 0)
+        b.io_link(node, router[edge[i * len(edge) // len(io)]])
     for c in coords:
         for d, size in enumerate(dims):
             nxt = list(c)
@@ -215,8 +240,20 @@ def _grid(topo, wrap: bool) -> Fabric:
     host_coords = [c for c in coords for _ in range(topo.hosts_per_node)]
     link = topo.tier_link("fabric")
     return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap, host_coords=host_coords,
-                  dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims), dim_delays_s=(link.delay_ns * 1e-9,) * len(dims),
-                  dim_hops=(1,) * len(dims))
+                  n_io=len(io), dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims),
+                  dim_delays_s=(link.delay_ns * 1e-9,) * len(dims), dim_hops=(1,) * len(dims))
+
+
+def _edge_routers(dims: tuple[int, ...]) -> list[tuple[int, int]]:
+    """The routers on a 2-D mesh's edge, clockwise from (0, 0): along the first row, down the
+    last column, back along the last row, up the first column."""
+    rows, cols = dims
+    ring = [(0, c) for c in range(cols)] + [(r, cols - 1) for r in range(1, rows)]
+    if rows > 1:
+        ring += [(rows - 1, c) for c in range(cols - 2, -1, -1)]
+    if cols > 1:
+        ring += [(r, 0) for r in range(rows - 2, 0, -1)]
+    return ring
 
 
 def _multi_dim(topo: MultiDim) -> Fabric:

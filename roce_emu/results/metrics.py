@@ -65,3 +65,38 @@ def size_buckets(size: np.ndarray, quantiles=DECILES) -> list[tuple[int, int, np
         if pick.any():
             out.append((int(size[pick].min()), int(size[pick].max()), pick))
     return out
+
+
+def io_streaming(world, fabric, table: dict) -> dict:
+    """What the I/O controllers' streams achieved (summary.json's ``io_*`` keys, empty without
+    them): the payload rate of each controller over its own streams' span (the mean and the
+    least), and the busiest link out of a switch over the span of all of them, as a load in
+    Gb/s of wire bytes (everything the port sent during the run) and as a multiple of the
+    controllers' link rate."""
+    first, n_io = fabric.n_hosts, fabric.n_io
+    src = np.asarray(table["src"])
+    streams = (src >= first) & (src < first + n_io)
+    start, finish, size = table["start_ps"][streams], table["finish_ps"][streams], table["bytes"][streams]
+    if not streams.any() or (finish < 0).any():
+        return {}
+    rates = []
+    for c in np.unique(src[streams]):
+        mine = src[streams] == c
+        rates.append(size[mine].sum() * 8e3 / (finish[mine].max() - start[mine].min()))
+    window_ps = int(finish.max() - start.min())
+    port = world.port
+    switch_port = np.flatnonzero(port["node"] >= fabric.n_endpoints)
+    hot = switch_port[np.argmax(port["tx_bytes"][switch_port])]
+    load = float(port["tx_bytes"][hot] * 8e3 / window_ps)
+    io_rate = float(fabric.port_rate_bps[np.asarray(fabric.port_tier) == "io"][0]) / 1e9
+    names = fabric.names
+    return {
+        "io_controllers": int(n_io),
+        "io_window_ns": window_ps / 1000,
+        "io_rate_gbps": io_rate,
+        "io_achieved_gbps_mean": float(np.mean(rates)),
+        "io_achieved_gbps_min": float(np.min(rates)),
+        "io_hottest_link": f"{names[port['node'][hot]]}->{names[port['node'][port['peer_port'][hot]]]}",
+        "io_hottest_link_gbps": load,
+        "io_hottest_link_per_io_rate": load / io_rate,
+    }

@@ -7,7 +7,7 @@ from ..core import kinds as K
 from ..core.paths import flow_hops_and_ideal_fcts, flow_path
 from ..core.state import QP_COUNTERS, World
 from ..fabric.topology import Fabric
-from .metrics import size_buckets
+from .metrics import io_streaming, size_buckets
 
 FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
                 "slowdown", "retransmits", "timeouts", "packets_sent", "packets_dropped", "hops")
@@ -182,4 +182,5 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
         "wall_s": round(outcome.wall_s, 6),
         "engine_load_s": round(outcome.load_s, 6),
         "events_per_s": round(events / outcome.wall_s, 1) if outcome.wall_s > 0 else None,
+        **io_streaming(world, fabric, table),
     }

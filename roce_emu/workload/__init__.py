@@ -7,6 +7,7 @@ item without ``after`` waits for the rank's previous iteration.
 """
 from dataclasses import dataclass, field
 
+import networkx as nx
 import numpy as np
 
 from ..config.schema import Scenario
@@ -282,7 +283,26 @@ def _expand(pattern, hosts, fabric, rng, source, key):
                 return [(hosts[i], hosts[order[i]]) for i in range(len(hosts))]
     if pattern.kind == "neighbours":
         return _neighbours(fabric, hosts, source, key)
+    if pattern.kind == "weight_streaming":
+        return _weight_streaming(fabric, hosts, source, key)
     raise AssertionError(pattern.kind)
+
+
+def _weight_streaming(fabric: Fabric, hosts, source, key):
+    """(I/O controller, host) for every host: the controller nearest to it, in switch hops
+    between the switches they hang off (ties: the lower controller)."""
+    if not fabric.n_io:
+        raise ScenarioError(source, f"{key}.kind", "'weight_streaming' needs I/O controllers: give "
+                                                   "topology.io_controllers (mesh or fred)")
+    switches = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
+    controllers = range(fabric.n_hosts, fabric.n_hosts + fabric.n_io)
+    dist = [nx.single_source_shortest_path_length(switches, fabric.host_attachment(c)) for c in controllers]
+    pairs = []
+    for h in hosts:
+        at = fabric.host_attachment(h)
+        nearest = min(range(len(dist)), key=lambda i: (dist[i][at], i))
+        pairs.append((controllers[nearest], h))
+    return sorted(pairs)
 
 
 def _neighbours(fabric: Fabric, hosts, source, key):
