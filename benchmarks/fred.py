@@ -22,6 +22,12 @@ Weight streaming: 10, then 2, I/O controllers at the paper's 128 GB/s (10.24 Gb/
 evenly around the edge routers (2: at opposite corners), on FRED on the L1 switches in turn. The summary's hottest link
 out of a switch and the rate each controller achieved are reported.
 
+3D parallelism, MP(2)-DP(5)-PP(2): one iteration of a 4-block Transformer (hidden 2048,
+sequence 1024, one sequence per rank, 10 TFLOPS per NPU: the paper's compute scaled as its
+bandwidth), tensor-parallel pairs, two pipeline stages, five data-parallel replicas, gradients
+in 25 MiB buckets cut in 8 chunks. Each phase's mean time: the tensor-parallel all-reduces (MP),
+the gradient all-reduces (DP) and the activation sends between stages (PP).
+
 Each case runs in a fresh process after one that warms the Numba cache.
 """
 import argparse
@@ -46,6 +52,23 @@ res = run(prepare_scenario(sc), write=False, progress=False)
 s = res.summary
 print(json.dumps({"status": s["status"], "time_ns": (s.get("iteration_ns") or [None])[0], "wall_s": s["wall_s"],
                   "events": s["events"], **{k: v for k, v in s.items() if k.startswith("io_")}}))
+"""
+
+
+CHILD_TRAINING = r"""
+import json, sys
+from roce_emu.api import prepare_scenario, run
+from roce_emu.config.schema import Scenario
+sc = Scenario.model_validate(json.loads(sys.argv[1]))
+res = run(prepare_scenario(sc), write=False, progress=False)
+s, f = res.summary, res.frames()
+coll, tasks = f["collectives"], f["tasks"]
+mp = coll.name.str.startswith(("fwd_comm", "bwd_comm"))
+pp = tasks[tasks.name.str.startswith("pipe_")]
+print(json.dumps({"status": s["status"], "iteration_ns": s["iteration_ns"][0], "compute_ns": s["mean_compute_ns"],
+                  "exposed_ns": s["mean_exposed_communication_ns"], "mp_ns": float(coll.time_ns[mp].mean()),
+                  "dp_ns": float(coll.time_ns[~mp].mean()), "pp_ns": float(pp.duration_ns.mean()),
+                  "wall_s": s["wall_s"], "events": s["events"]}))
 """
 
 
@@ -76,14 +99,22 @@ def io_doc(topology, controllers, nbytes):
             "workload": {"patterns": [{"kind": "weight_streaming", "bytes": nbytes}]}}
 
 
+def training_doc(topology, dp_algorithm):
+    h, seq = 2048, 1024
+    return {"name": "fred_3d", "topology": topology, "workload": {"training": {
+        "model": {"name": "transformer", "layers": 4, "hidden": h, "sequence": seq, "batch_per_rank": 1,
+                  "device_tflops": 1000 / SCALE},
+        "tp": 2, "pp": 2, "dp": 5, "pipeline_bytes": seq * h * 2, "dp_algorithm": dp_algorithm, "chunks": 8}}}
+
+
 def doc(topology, algorithm, nbytes, chunks):
     return {"name": "fred", "topology": topology,
             "workload": {"collectives": [{"name": "ar", "kind": "all_reduce", "algorithm": algorithm,
                                           "bytes": nbytes, "chunks": chunks}]}}
 
 
-def measure(document) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(document)], capture_output=True, text=True,
+def measure(document, child=CHILD) -> dict:
+    out = subprocess.run([sys.executable, "-c", child, json.dumps(document)], capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -123,8 +154,24 @@ def main():
         print(f"| {label} | {controllers} | {mean:.2f} / {least:.2f} | {mean / IO_GBPS:.0%} | "
               f"{r['io_hottest_link']} | {r['io_hottest_link_gbps']:.1f} | {r['io_hottest_link_per_io_rate']:.2f} |",
               flush=True)
+    training_rows = []
+    print("\n| fabric | DP algorithm | iteration ms | speed-up over the mesh | compute ms | exposed comm. ms | "
+          "MP all-reduce us | DP all-reduce us | PP send us |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, topology, algorithm in (("mesh 5x4", mesh(), "ring"), ("Fred-A", fred(NPU_GBPS / 8), "ring"),
+                                       ("Fred-B", fred(NPU_GBPS / 8), "in_network"),
+                                       ("Fred-C", fred(4 * NPU_GBPS), "ring"),
+                                       ("Fred-D", fred(4 * NPU_GBPS), "in_network")):
+        r = measure(training_doc(topology, algorithm), CHILD_TRAINING)
+        assert r["status"] == "finished", (label, r)
+        training_rows.append({"case": label, "dp_algorithm": algorithm, **r})
+        speedup = training_rows[0]["iteration_ns"] / r["iteration_ns"]
+        ms = {k: r[k] / 1e6 for k in ("iteration_ns", "compute_ns", "exposed_ns")}
+        us = {k: r[k] / 1e3 for k in ("mp_ns", "dp_ns", "pp_ns")}
+        print(f"| {label} | {algorithm} | {ms['iteration_ns']:.2f} | {speedup:.2f}x | {ms['compute_ns']:.2f} | "
+              f"{ms['exposed_ns']:.2f} | {us['mp_ns']:.1f} | {us['dp_ns']:.1f} | {us['pp_ns']:.1f} |", flush=True)
     Path(args.out).write_text(json.dumps({"bytes": nbytes, "chunks": args.chunks, "scale": SCALE, "rows": rows,
-                                          "io": io_rows}, indent=1))
+                                          "io": io_rows, "training": training_rows}, indent=1))
 
 
 if __name__ == "__main__":
