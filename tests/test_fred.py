@@ -1,5 +1,5 @@
-"""FRED's wafer-scale fabric (topology.kind: fred): its shape and single flows against their
-closed forms."""
+"""Wafer-scale fabrics, FRED's (topology.kind: fred) and the 2-D mesh it replaces: shapes and
+single flows against their closed forms, to the picosecond."""
 import pytest
 
 from conftest import scenario, simulate
@@ -38,3 +38,17 @@ def test_single_flows_match_their_closed_forms():
               + 2 * ser_ps(ACK, fast) + 2 * ser_ps(ACK, slow) + 4 * prop)
     fct = res.flow_table["fct_ps"]
     assert fct[0] == inside and fct[1] == across
+
+
+def test_mesh_single_flow_matches_its_closed_form():
+    """The 5 x 4 wafer mesh (60 Gb/s links, NPU ports at 240 Gb/s, 100 ns): h0 on r0_0 to h19 on
+    r4_3 goes down the first column and along the last row (dimension order), 7 mesh links
+    between two host links. 1000 packets of 1 MB pipeline at the mesh rate: the first crosses
+    every link, the other 999 follow one mesh serialisation apart; then the last ACK's 9 hops."""
+    topology = {"kind": "mesh", "dims": [5, 4], "link": {"rate_gbps": 60, "delay_ns": 100},
+                "tiers": {"host": {"rate_gbps": 240}}}
+    res = simulate(scenario(topology=topology, workload={"flows": [{"src": 0, "dst": 19, "bytes": 1_000_000}]}))
+    fast, slow, prop = 240 * 10**9, 60 * 10**9, 100_000
+    data = 2 * ser_ps(DATA, fast) + (999 + 7) * ser_ps(DATA, slow) + 9 * prop
+    ack = 2 * ser_ps(ACK, fast) + 7 * ser_ps(ACK, slow) + 9 * prop
+    assert res.flow_table["fct_ps"][0] == data + ack
