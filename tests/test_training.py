@@ -177,3 +177,62 @@ def test_a_host_whose_tasks_take_no_time_is_idle_for_the_whole_iteration():
     host3 = [(state, s, e) for _, h, state, s, e, _ in timeline if h == 3]
     end = max(e for _, _, _, _, e, _ in timeline)
     assert host3 == [("idle", 0, end)]
+
+
+def _pipeline(m, schedule, pp=4, f_ns=100_000.0, b_ns=200_000.0, **extra):
+    """pp stages of one layer each on pp hosts, compute only: f and b per rank's whole batch."""
+    layers = [{"name": f"l{i}", "forward_ns": f_ns, "backward_ns": b_ns} for i in range(pp)]
+    return scenario(topology={"kind": "single_switch", "hosts": pp},
+                    workload={"training": {"layers": layers, "pp": pp, "micro_batches": m, "schedule": schedule,
+                                           **extra}})
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+@pytest.mark.parametrize("m", [1, 8])
+def test_micro_batches_fill_the_pipeline_as_the_closed_form_says(m, schedule):
+    """Uniform stages take (m + pp - 1) (f + b) / m with either schedule: the bubble shrinks from
+    pp (f + b) with one micro-batch to 11/8 (f + b) with eight on four stages."""
+    res = simulate(_pipeline(m, schedule))
+    assert res.summary["iteration_ns"][0] == pytest.approx((m + 4 - 1) * 300_000.0 / m, abs=1e-3)
+
+
+def _stage0_spans(res):
+    """Stage 0's (kind, micro-batch) -> (start, finish) in ns, from the tasks table."""
+    spans = {}
+    for r in task_rows(res.outcome.world, res.prepared.workload):
+        name = r["name"]
+        if r["kind"] == "compute" and r["host"] == 0 and name.startswith(("fwd.", "bwd.")):
+            spans[(name[0], int(name.rsplit(".mb", 1)[1]))] = (float(r["start_ns"]), float(r["finish_ns"]))
+    return spans
+
+
+def test_1f1b_holds_at_most_pp_micro_batches_where_gpipe_holds_all():
+    """On stage 0, 1F1B runs pp forwards, then alternates: at most pp micro-batches have run their
+    forward and not yet their backward (their activations are held). GPipe runs all m forwards
+    first and holds all m."""
+    m, pp = 8, 4
+    held = {}
+    for schedule in ("1f1b", "gpipe"):
+        spans = _stage0_spans(simulate(_pipeline(m, schedule)))
+        events = sorted([(spans[("f", j)][1], 1) for j in range(m)] + [(spans[("b", j)][0], -1) for j in range(m)])
+        held[schedule] = max(np.cumsum([e for _, e in events]))
+        if schedule == "1f1b":
+            assert spans[("f", pp)][0] >= spans[("b", 0)][1]  # the pp-th forward waits for the first backward
+    assert held == {"1f1b": pp, "gpipe": m}
+
+
+def test_micro_batches_cut_the_collectives_and_sends():
+    """With m micro-batches each tensor-parallel all-reduce and pipeline send carries 1/m of the
+    bytes, m times; the gradient all-reduce stays whole, once, after the last backward."""
+    layers = [{"name": f"l{i}", "forward_ns": 10_000.0, "backward_ns": 20_000.0, "weight_grad_bytes": 400_000,
+               "forward_comm": {"kind": "all_reduce", "bytes": 800_000}} for i in range(2)]
+    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 8}, workload={"training": {
+        "layers": layers, "tp": 2, "pp": 2, "dp": 2, "micro_batches": 4, "pipeline_bytes": 400_000,
+        "bucket_bytes": 0}}))
+    coll = collective_rows(res.outcome.world, res.prepared.workload)
+    tp = [c for c in coll if c["name"].startswith("fwd_comm.")]
+    dp = [c for c in coll if c["name"].startswith("grad_ar.")]
+    assert {c["bytes"] for c in tp} == {200_000} and len(tp) == 2 * 4 * 2  # layers x micro-batches x groups
+    assert {c["bytes"] for c in dp} == {400_000} and len(dp) == 2 * 2  # layers x tp groups, once each
+    sends = [r for r in task_rows(res.outcome.world, res.prepared.workload) if r["name"].startswith("pipe_")]
+    assert {int(r["bytes"]) for r in sends} == {100_000} and len(sends) == 2 * 4 * 4  # ways x mbs x pairs

@@ -517,6 +517,12 @@ class Training(Strict):
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     chunks: int = Field(1, ge=1, le=4096)
     pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # activations between stages, each way
+    #: each rank's batch is cut into this many micro-batches that pipeline through the stages
+    #: (compute, activation collectives and pipeline sends scale down with them)
+    micro_batches: int = Field(1, ge=1, le=4096)
+    #: the order of a stage's micro-batches: 1f1b (one forward, one backward, after a warm-up of
+    #: the stages still ahead; PipeDream-Flush / Megatron) or gpipe (all forwards, then all backwards)
+    schedule: Literal["1f1b", "gpipe"] = "1f1b"
     #: gradients all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb,
     #: 25 MiB); 0: one all-reduce per layer
     bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)

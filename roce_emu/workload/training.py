@@ -14,6 +14,15 @@ Gradients are all-reduced in buckets, as PyTorch DDP sends them (``bucket_cap_mb
 backward order, layers join the open bucket until it holds at least ``bucket_bytes``; the
 bucket's all-reduce starts when the backward pass has produced its last layer's gradients.
 A stage's last bucket holds what is left. ``bucket_bytes: 0`` all-reduces every layer alone.
+
+Micro-batches (``micro_batches``, m): each rank's batch is cut into m micro-batches, each
+with 1/m of the compute, of the activation collectives' bytes and of the pipeline sends. A
+stage runs its micro-batches' forwards (F) and backwards (B) one at a time, in the order of
+the ``schedule``: ``gpipe`` runs every F, then every B; ``1f1b`` (PipeDream-Flush, Megatron)
+runs pp - 1 - s forwards to fill the pipeline, then alternates one F and one B, then drains.
+Both take (m + pp - 1) (f + b) / m on uniform stages of f forward and b backward per batch;
+1F1B holds at most pp - s micro-batches' activations on stage s, GPipe all m. Gradients
+accumulate over the micro-batches and are all-reduced after the stage's last backward.
 """
 import numpy as np
 
@@ -48,32 +57,65 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         return [[host(t, s, d) for d in range(dp)] for t in range(tp)]
 
     stages = np.array_split(np.arange(len(layers)), pp)
+    m = spec.micro_batches
     items: list[Item] = []
-    prev: list[str] = []
 
     def add(item: Item) -> str:
         items.append(item)
         return item.name
+
+    def tag(j):
+        return "" if m == 1 else f".mb{j}"
 
     def comm(name, comm_spec, s, after):
         g = groups(s, comm_spec.group)
         if len(g[0]) < 2:  # a group of one rank has nothing to exchange
             return after
         return [add(Item(key, name, "collective", after, groups=g, collective=comm_spec.kind,
-                         algorithm=comm_spec.algorithm, nbytes=comm_spec.bytes))]
+                         algorithm=comm_spec.algorithm, nbytes=max(1, comm_spec.bytes // m)))]
 
-    for s, stage in enumerate(stages):
-        for i in stage:
+    def ops(s):
+        """Stage s's micro-batches in the order it runs them: ("F" or "B", micro-batch)."""
+        if spec.schedule == "gpipe":
+            return [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
+        warm = min(pp - 1 - s, m)  # forwards before the first backward: the stages still ahead
+        steady = [op for j in range(m - warm) for op in (("F", warm + j), ("B", j))]
+        return [("F", j) for j in range(warm)] + steady + [("B", j) for j in range(m - warm, m)]
+
+    out: dict = {}  # (stage, op) -> the names its successors wait for: its pipeline send or last item
+    pipe = max(1, spec.pipeline_bytes // m) if spec.pipeline_bytes else 0
+
+    def waits(s, k):
+        """What op k of stage s waits for: the data it takes from the next stage out (activations
+        or gradients) and the op before it on the same stage, unless that is implied (a backward
+        takes its gradients from the stage after, which ran this micro-batch's forward after this
+        stage did)."""
+        kind, j = ops(s)[k]
+        source = s - 1 if kind == "F" else s + 1
+        came = out[(source, (kind, j))] if 0 <= source < pp else []
+        before = ops(s)[k - 1] if k else None
+        implied = came and before == ("F", j)
+        return came + (out[(s, before)] if before is not None and not implied else [])
+
+    def forward(s, k):
+        _, j = ops(s)[k]
+        prev = waits(s, k)
+        for i in stages[s]:
             layer = layers[i]
-            prev = [add(Item(key, f"fwd.{layer.name}", "compute", prev, hosts=stage_hosts(s),
-                             duration_ps=int(round(layer.forward_ns * 1000))))]
+            prev = [add(Item(key, f"fwd.{layer.name}{tag(j)}", "compute", prev, hosts=stage_hosts(s),
+                             duration_ps=int(round(layer.forward_ns * 1000 / m))))]
             if layer.forward_comm is not None:
-                prev = comm(f"fwd_comm.{layer.name}", layer.forward_comm, s, prev)
-        if s + 1 < pp and spec.pipeline_bytes:
-            prev = [add(Item(key, f"pipe_fwd.{s}", "send", prev, nbytes=spec.pipeline_bytes,
+                prev = comm(f"fwd_comm.{layer.name}{tag(j)}", layer.forward_comm, s, prev)
+        if s + 1 < pp and pipe:
+            prev = [add(Item(key, f"pipe_fwd.{s}{tag(j)}", "send", prev, nbytes=pipe,
                              pairs=[(host(t, s, d), host(t, s + 1, d)) for d in range(dp) for t in range(tp)]))]
-    for s in range(pp - 1, -1, -1):
-        bucket: list = []  # the layers whose gradients wait in the open bucket
+        out[(s, ("F", j))] = prev
+
+    def backward(s, k):
+        _, j = ops(s)[k]
+        prev = waits(s, k)
+        last = k == len(ops(s)) - 1  # the stage's last backward: its gradients are complete
+        bucket: list = []  # the layers whose gradients wait in the open bucket (the last micro-batch's)
 
         def all_reduce_bucket(after):
             name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
@@ -84,18 +126,45 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
 
         for i in stages[s][::-1]:
             layer = layers[i]
-            prev = [add(Item(key, f"bwd.{layer.name}", "compute", prev, hosts=stage_hosts(s),
-                             duration_ps=int(round(layer.backward_ns * 1000))))]
+            prev = [add(Item(key, f"bwd.{layer.name}{tag(j)}", "compute", prev, hosts=stage_hosts(s),
+                             duration_ps=int(round(layer.backward_ns * 1000 / m))))]
             computed = prev
             if layer.backward_comm is not None:
-                prev = comm(f"bwd_comm.{layer.name}", layer.backward_comm, s, prev)
-            if layer.weight_grad_bytes and dp > 1:
+                prev = comm(f"bwd_comm.{layer.name}{tag(j)}", layer.backward_comm, s, prev)
+            if last and layer.weight_grad_bytes and dp > 1:
                 bucket.append(layer)
                 if sum(b.weight_grad_bytes for b in bucket) >= spec.bucket_bytes:
                     all_reduce_bucket(computed)
         if bucket:
             all_reduce_bucket(computed)
-        if s > 0 and spec.pipeline_bytes:
-            prev = [add(Item(key, f"pipe_bwd.{s}", "send", prev, nbytes=spec.pipeline_bytes,
+        if s > 0 and pipe:
+            prev = [add(Item(key, f"pipe_bwd.{s}{tag(j)}", "send", prev, nbytes=pipe,
                              pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)]))]
+        out[(s, ("B", j))] = prev
+
+    for s, k in _build_order(pp, ops):
+        (forward if ops(s)[k][0] == "F" else backward)(s, k)
     return items
+
+
+def _build_order(pp: int, ops) -> list[tuple[int, int]]:
+    """(stage, op index) in an order where every op comes after the ops it waits for: repeatedly
+    the first stage (forwards, lowest first; backwards, highest first) whose next op is ready.
+    With one micro-batch: every forward stage by stage, then every backward from the last stage."""
+    done: set = set()
+    nxt = [0] * pp
+    order = []
+    total = sum(len(ops(s)) for s in range(pp))
+    while len(order) < total:
+        for s in list(range(pp)) + list(range(pp - 1, -1, -1)):
+            if nxt[s] == len(ops(s)):
+                continue
+            kind, j = ops(s)[nxt[s]]
+            source = s - 1 if kind == "F" else s + 1
+            if (0 <= source < pp) and (source, (kind, j)) not in done:
+                continue
+            order.append((s, nxt[s]))
+            done.add((s, (kind, j)))
+            nxt[s] += 1
+            break
+    return order
