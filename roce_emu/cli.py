@@ -344,18 +344,35 @@ def examples(name, dest, overwrite):
               help="Scenario file to write with the designed rates (default: ./NAME_design.yaml).")
 @click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
 @click.option("--verify", is_flag=True, default=False,
-              help="Also run the scenario at packet level with the designed and with equally split rates.")
-def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget, out, overwrite, verify):
+              help="Also run the scenario at packet level with the designed and with equally split rates "
+                   "(--parallel: the best --verify-top splits).")
+@click.option("--parallel", is_flag=True, default=False,
+              help="Search tp x pp x dp and micro-batches for the training model instead (docs/parallel.md).")
+@click.option("--device-memory-gb", type=float, default=80.0, show_default=True,
+              help="--parallel: each NPU's memory (GiB); splits that do not fit are left out.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="--parallel: how many of the fitting splits to list.")
+@click.option("--verify-top", type=click.IntRange(min=1), default=3, show_default=True,
+              help="--parallel --verify: how many of the best splits to run at packet level.")
+def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget, out, overwrite, verify, parallel,
+                   device_memory_gb, top, verify_top):
     """Split each NPU's bandwidth budget across a multi_dim fabric's dimensions so that the
     workload's hierarchical all-reduces finish soonest (LIBRA-style, on the alpha-beta model;
-    docs/design.md), and write the scenario with those rates.
+    docs/design.md), and write the scenario with those rates. With --parallel, rank the
+    tp x pp x dp splits (and pipeline micro-batches) of the training model that fit in each
+    NPU's memory by predicted iteration time, and write the scenario with the best one
+    (COMET-style; docs/parallel.md).
 
     \b
     Examples:
       roce-emu design scenarios/allreduce_multi_dim.yaml --budget-gbps 800
       roce-emu design scenarios/allreduce_multi_dim.yaml --budget-gbps 800 --overlap sum --verify
       roce-emu design scenarios/allreduce_multi_dim.yaml --cost 1,4 --cost-budget 3000 -o cheap.yaml
+      roce-emu design scenarios/training_transformer.yaml --parallel --device-memory-gb 16 --verify
     """
+    if parallel:
+        _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite)
+        return
     from . import design as libra
     from .importers.scenario_file import write_scenario
     from .run.inputs import load_inputs
@@ -395,6 +412,51 @@ def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget
             res = api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False)
             times = res.summary.get("iteration_ns") or [res.summary["last_finish_ns"]]
             click.echo(f"packet level, {label}: {times[0] / 1e3:.3f} us")
+    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+
+
+def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite):
+    from . import parallel as comet
+    from .importers.scenario_file import write_scenario
+    from .run.inputs import load_inputs
+
+    try:
+        if not device_memory_gb > 0:
+            raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb} is not a positive memory size (GiB)")
+        inputs = load_inputs(scenario, list(overrides))
+        fabric = inputs.fabric
+        ranked = comet.search(inputs.scenario, fabric, scenario)
+        fitting = [s for s in ranked if s.fits(device_memory_gb)]
+        if not fitting:
+            least = min(ranked, key=lambda s: s.memory_bytes)
+            raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb:g} GiB: no split fits; the leanest "
+                                f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
+                                f"needs {least.memory_bytes / comet.GIB:.2f} GiB per NPU")
+        best = fitting[0]
+        doc = comet.with_strategy(inputs.scenario.model_dump(mode="json"), inputs.scenario, best)
+        dest = out if out is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
+        note = [f"split searched for {fabric.n_hosts} NPUs with {device_memory_gb:g} GiB each: tp {best.tp}, "
+                f"pp {best.pp}, dp {best.dp}, {best.micro_batches} micro-batches, predicted "
+                f"{best.predicted_s * 1e3:.3f} ms per iteration"]
+        write_scenario(doc, dest, [scenario], note, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
+    click.echo(f"{len(fitting)} of {len(ranked)} splits fit in {device_memory_gb:g} GiB per NPU "
+               f"(global batch {best.batch_per_rank * best.dp}); the fastest predicted:")
+    click.echo("| rank | tp | pp | dp | micro-batches | batch per replica | memory GiB | predicted ms |")
+    click.echo("|---|---|---|---|---|---|---|---|")
+    for i, s in enumerate(fitting[:top], 1):
+        click.echo(f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
+                   f"{s.memory_bytes / comet.GIB:.2f} | {s.predicted_s * 1e3:.3f} |")
+    if verify:
+        from . import api
+        from .config.load import validate_document
+
+        for i, s in enumerate(fitting[:verify_top], 1):
+            sc = validate_document(comet.with_strategy(doc, inputs.scenario, s), str(dest))
+            res = api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False)
+            click.echo(f"packet level, rank {i} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches): "
+                       f"{res.summary['iteration_ns'][0] / 1e6:.3f} ms (predicted {s.predicted_s * 1e3:.3f} ms)")
     click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
 

@@ -488,6 +488,10 @@ class Layer(Strict):
     weight_grad_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # all-reduced over the dp group
     forward_comm: Optional[LayerComm] = None
     backward_comm: Optional[LayerComm] = None
+    #: memory (roce-emu design --parallel): the layer's parameters on one rank, and the bytes it
+    #: keeps for its backward pass over the rank's whole batch (its output, the tensor it hands on)
+    params: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
+    activation_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
 
 
 class Model(Strict):

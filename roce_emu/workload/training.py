@@ -56,7 +56,7 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
             return [[host(t, s, d) for t in range(tp)] for d in range(dp)]
         return [[host(t, s, d) for d in range(dp)] for t in range(tp)]
 
-    stages = np.array_split(np.arange(len(layers)), pp)
+    stages = stage_split(len(layers), pp)
     m = spec.micro_batches
     items: list[Item] = []
 
@@ -145,6 +145,11 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
     for s, k in _build_order(pp, ops):
         (forward if ops(s)[k][0] == "F" else backward)(s, k)
     return items
+
+
+def stage_split(n_layers: int, pp: int) -> list[np.ndarray]:
+    """The layers of each pipeline stage: pp contiguous runs, the first ones a layer longer."""
+    return np.array_split(np.arange(n_layers), pp)
 
 
 def _build_order(pp: int, ops) -> list[tuple[int, int]]:
