@@ -404,13 +404,9 @@ def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget
     click.echo(f"model time ({overlap}): designed {best.time_s * 1e6:.3f} us, equal split "
                f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us")
     if verify:
-        from . import api
-        from .config.load import validate_document
-
         for label, rates in (("designed", best.rates_gbps), ("equal split", equal)):
-            sc = validate_document(libra.with_rates(doc, rates), str(dest))
-            res = api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False)
-            times = res.summary.get("iteration_ns") or [res.summary["last_finish_ns"]]
+            summary = _packet_level(libra.with_rates(doc, rates), dest)
+            times = summary.get("iteration_ns") or [summary["last_finish_ns"]]
             click.echo(f"packet level, {label}: {times[0] / 1e3:.3f} us")
     click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
@@ -449,15 +445,20 @@ def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_
         click.echo(f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
                    f"{s.memory_bytes / comet.GIB:.2f} | {s.predicted_s * 1e3:.3f} |")
     if verify:
-        from . import api
-        from .config.load import validate_document
-
         for i, s in enumerate(fitting[:verify_top], 1):
-            sc = validate_document(comet.with_strategy(doc, inputs.scenario, s), str(dest))
-            res = api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False)
+            summary = _packet_level(comet.with_strategy(doc, inputs.scenario, s), dest)
             click.echo(f"packet level, rank {i} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches): "
-                       f"{res.summary['iteration_ns'][0] / 1e6:.3f} ms (predicted {s.predicted_s * 1e3:.3f} ms)")
+                       f"{summary['iteration_ns'][0] / 1e6:.3f} ms (predicted {s.predicted_s * 1e3:.3f} ms)")
     click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+
+
+def _packet_level(doc: dict, dest: Path) -> dict:
+    """Run a designed scenario document in memory (written nowhere); its summary."""
+    from . import api
+    from .config.load import validate_document
+
+    sc = validate_document(doc, str(dest))
+    return api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False).summary
 
 
 @main.group("import")
