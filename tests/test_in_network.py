@@ -188,3 +188,16 @@ def test_the_rank_timeline_holds_the_ranks_only():
     res = simulate(all_reduce(single(4), nbytes=400_000, chunks=2))
     hosts = {row[1] for row in res.tables()["timeline.csv"][1]}
     assert hosts == {0, 1, 2, 3}
+
+
+@pytest.mark.quick
+def test_units_sit_only_on_the_ports_the_trees_use():
+    """Four of eight hosts on one switch: four units, on the ports towards those hosts, numbered
+    after the hosts; without in_network collectives, none."""
+    sc = scenario(topology=single(), workload={"collectives": [{"name": "c", "kind": "all_reduce",
+                                                                "algorithm": "in_network", "bytes": 4000,
+                                                                "hosts": [0, 2, 4, 6]}]})
+    fabric = prepare_scenario(sc).fabric
+    assert fabric.n_units == 4 and fabric.names[8:12] == [f"sw0.unit.h{h}" for h in (0, 2, 4, 6)]
+    assert fabric.names[12] == "sw0"
+    assert prepare_scenario(all_reduce(single(), algorithm="ring")).fabric.n_units == 0

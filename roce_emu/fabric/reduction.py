@@ -36,17 +36,27 @@ def in_network_refusal(fabric: Fabric) -> str:
             f"(topology kinds: {', '.join(KINDS)})")
 
 
-def add_units(fabric: Fabric) -> Fabric:
-    """The fabric with a reduction unit on every port of every switch (a new, flattened Fabric).
+def place_units(fabric: Fabric, workload) -> Fabric:
+    """The fabric with the units the workload's reduction trees use (none: the fabric itself),
+    and the workload's flows moved from the units' provisional ids (Reductions.unit) to theirs."""
+    if not workload.units:
+        return fabric
+    with_units = add_units(fabric, workload.units)
+    for ends in (workload.flows.src, workload.flows.dst):
+        ends[ends >= fabric.n_nodes] += fabric.n_endpoints - fabric.n_nodes
+    return with_units
 
-    Hosts and I/O controllers keep their ids; unit j gets the j-th id after them, in switch
-    order and then port order; switches move up by the number of units. A unit is named
+
+def add_units(fabric: Fabric, ports: list[tuple[int, int]]) -> Fabric:
+    """The fabric with a reduction unit on each of these switch ports, (switch, neighbour), as a
+    new, flattened Fabric. Hosts and I/O controllers keep their ids; unit j gets the j-th id
+    after them; switches move up by the number of units. A unit is named
     ``<switch>.unit.<neighbour>``."""
     assert fabric.n_units == 0, "reduction units are added once"
     H = fabric.n_endpoints  # hosts and I/O controllers keep their ids
     old = fabric.graph
     switches = range(H, fabric.n_nodes)
-    ports = [(s, int(fabric.port_node[fabric.port_peer[p]]), p) for s in switches for p in fabric.node_ports[s]]
+    ports = [(s, v, fabric.port_towards(s, v)) for s, v in ports]
     U = len(ports)
 
     def new_id(v: int) -> int:
@@ -64,11 +74,9 @@ def add_units(fabric: Fabric) -> Fabric:
         names.append(fabric.names[s])
     for u, v, data in old.edges(data=True):
         g.add_edge(new_id(u), new_id(v), **data)
-    unit_at = {}
     for j, (s, v, p) in enumerate(ports):
         g.add_edge(new_id(s), H + j, tier="unit", rate_bps=int(fabric.port_rate_bps[p]), prop_ps=0)
-        unit_at[(new_id(s), new_id(v))] = H + j
-    return flatten(replace(fabric, graph=g, names=names, n_units=U, unit_at=unit_at, port_node=None,
+    return flatten(replace(fabric, graph=g, names=names, n_units=U, port_node=None,
                            port_peer=None, port_rate_bps=None, port_prop_ps=None, port_tier=None, node_ports=None))
 
 
@@ -96,16 +104,20 @@ class Tree:
 
 
 class Reductions:
-    """The reduction trees of a fabric with units, and the switches' reduction slots."""
+    """The reduction trees of a fabric (without units yet), the switches' reduction slots, and
+    the units the trees use, in the order they were first asked for (``ports``)."""
 
     def __init__(self, fabric: Fabric, slots: int):
         self.fabric, self.slots = fabric, slots
+        self.ports: dict[tuple[int, int], int] = {}  # (switch, neighbour) -> unit index
         self._switch_graph = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
         self._trees = lru_cache(maxsize=None)(self._tree)
         self._roots = lru_cache(maxsize=None)(self._root_choices)
 
     def unit(self, switch: int, neighbour: int) -> int:
-        return self.fabric.unit_at[(switch, neighbour)]
+        """The unit on this switch port, by a provisional id past every node of the fabric
+        (place_units gives it its own once the workload is built)."""
+        return self.fabric.n_nodes + self.ports.setdefault((switch, neighbour), len(self.ports))
 
     def tree(self, ranks, chunk: int) -> Tree:
         ranks = tuple(ranks)

@@ -32,7 +32,6 @@ class Fabric:
     dim_hops: tuple[int, ...] = ()  # ... links between two routers in it (2 through a switch)
     n_io: int = 0  # I/O controllers (ids n_hosts .. n_hosts + n_io - 1)
     n_units: int = 0  # reduction units (the next n_units ids), see fabric/reduction.py
-    unit_at: dict = field(default_factory=dict)  # (switch, neighbour) -> the unit on that switch port
     # flattened ports, filled by flatten()
     port_node: np.ndarray = field(default=None)
     port_peer: np.ndarray = field(default=None)  # the peer's port on the same link

@@ -12,12 +12,11 @@ from ..config.schema import Scenario
 from ..errors import ScenarioError
 from ..fabric.faults import LinkPlan, compile_faults
 from ..fabric.records import node_records, port_records
-from ..fabric.reduction import KINDS as REDUCING_KINDS
-from ..fabric.reduction import add_units
+from ..fabric.reduction import place_units
 from ..fabric.routing import build_routes
 from ..fabric.topology import Fabric, build_fabric, fabric_size
 from ..results.output import parquet_missing
-from ..workload import Workload, build_workload, reduces_in_network
+from ..workload import Workload, build_workload
 from .sizing import check_fabric_memory, check_memory
 
 
@@ -39,9 +38,8 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
         raise ScenarioError(source, "output.format", parquet_missing())
     check_fabric_memory(*fabric_size(scenario.topology), source)
     fabric = build_fabric(scenario.topology)
-    if reduces_in_network(scenario) and fabric.kind in REDUCING_KINDS:  # other kinds: refused with the workload
-        fabric = add_units(fabric)
     workload = build_workload(scenario, fabric, source)
+    fabric = place_units(fabric, workload)
     most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
     check_memory(fabric, workload, source, most_epochs)
     plan = compile_faults(scenario, fabric, build_routes(fabric), source)

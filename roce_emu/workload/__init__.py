@@ -29,6 +29,7 @@ class Workload:
     collectives: list = field(default_factory=list)  # Collective, task ids final
     iteration_ends: list = field(default_factory=list)  # per iteration: {rank: join task id}
     notes: list = field(default_factory=list)  # what an imported trace held that has no equivalent
+    units: list = field(default_factory=list)  # (switch, neighbour) of each reduction unit, fabric/reduction.py
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -46,24 +47,12 @@ def ns_to_ps(ns: float) -> int:
     return int(round(ns * 1000))
 
 
-def reduces_in_network(scenario: Scenario) -> bool:
-    """Whether a collective of the workload runs in_network (its fabric then needs reduction units)."""
-    w = scenario.workload
-    algorithms = [c.algorithm for c in w.collectives]
-    if w.training is not None:
-        algorithms.append(w.training.dp_algorithm)
-        algorithms += [comm.algorithm for layer in w.training.layers
-                       for comm in (layer.forward_comm, layer.backward_comm) if comm is not None]
-    if w.chakra is not None:
-        algorithms += list(w.chakra.algorithms.values())
-    return "in_network" in algorithms
-
-
 def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
-    """Expand the workload into the task DAG; check host ids, names and sizes against the fabric
-    (with its reduction units if the workload reduces in the network)."""
+    """Expand the workload into the task DAG; check host ids, names and sizes against the fabric.
+    In-network collectives name the switch reduction units they use by provisional ids, listed in
+    ``units`` (fabric.reduction.place_units adds them to the fabric)."""
     b = DagBuilder()
-    reductions = Reductions(fabric, scenario.network.switch.reduction_slots) if fabric.n_units else None
+    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
     _add_flows_and_patterns(b, scenario, fabric, source)
     collectives, iteration_ends = _add_iterations(b, scenario, fabric, source, reductions)
     notes = []
@@ -82,7 +71,7 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
         c.flows = new_id[c.flows]
         c.end = {r: int(new_id[k]) for r, k in c.end.items()}
     ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
-    return Workload(flows, tasks, collectives, ends, notes)
+    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports))
 
 
 def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:
