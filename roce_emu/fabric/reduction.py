@@ -93,15 +93,6 @@ class Tree:
     uplink: dict
     ranks: dict
 
-    def points(self) -> list[int]:
-        """The reducing switches, the root first, then the points below in the order they are met."""
-        out, todo = [], [self.root]
-        while todo:
-            q = todo.pop(0)
-            out.append(q)
-            todo.extend(src for _, src in self.inputs[q] if src in self.inputs)
-        return out
-
 
 class Reductions:
     """The reduction trees of a fabric (without units yet), the switches' reduction slots, and
