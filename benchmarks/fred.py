@@ -23,10 +23,11 @@ evenly around the edge routers (2: at opposite corners), on FRED on the L1 switc
 out of a switch and the rate each controller achieved are reported.
 
 3D parallelism, MP(2)-DP(5)-PP(2): one iteration of a 4-block Transformer (hidden 2048,
-sequence 1024, one sequence per rank, 10 TFLOPS per NPU: the paper's compute scaled as its
+sequence 256, eight sequences per replica, 10 TFLOPS per NPU: the paper's compute scaled as its
 bandwidth), tensor-parallel pairs, two pipeline stages, five data-parallel replicas, gradients
-in 25 MiB buckets cut in 8 chunks. Each phase's mean time: the tensor-parallel all-reduces (MP),
-the gradient all-reduces (DP) and the activation sends between stages (PP).
+in 25 MiB buckets cut in 8 chunks; one micro-batch, then eight (1F1B). Each phase's mean time:
+the tensor-parallel all-reduces (MP), the gradient all-reduces (DP) and the activation sends
+between stages (PP).
 
 Each case runs in a fresh process after one that warms the Numba cache.
 """
@@ -99,12 +100,13 @@ def io_doc(topology, controllers, nbytes):
             "workload": {"patterns": [{"kind": "weight_streaming", "bytes": nbytes}]}}
 
 
-def training_doc(topology, dp_algorithm):
-    h, seq = 2048, 1024
+def training_doc(topology, dp_algorithm, micro_batches):
+    h, seq, batch = 2048, 256, 8
     return {"name": "fred_3d", "topology": topology, "workload": {"training": {
-        "model": {"name": "transformer", "layers": 4, "hidden": h, "sequence": seq, "batch_per_rank": 1,
+        "model": {"name": "transformer", "layers": 4, "hidden": h, "sequence": seq, "batch_per_rank": batch,
                   "device_tflops": 1000 / SCALE},
-        "tp": 2, "pp": 2, "dp": 5, "pipeline_bytes": seq * h * 2, "dp_algorithm": dp_algorithm, "chunks": 8}}}
+        "tp": 2, "pp": 2, "dp": 5, "pipeline_bytes": batch * seq * h * 2, "dp_algorithm": dp_algorithm,
+        "chunks": 8, "micro_batches": micro_batches}}}
 
 
 def doc(topology, algorithm, nbytes, chunks):
@@ -155,20 +157,21 @@ def main():
               f"{r['io_hottest_link']} | {r['io_hottest_link_gbps']:.1f} | {r['io_hottest_link_per_io_rate']:.2f} |",
               flush=True)
     training_rows = []
-    print("\n| fabric | DP algorithm | iteration ms | speed-up over the mesh | compute ms | exposed comm. ms | "
-          "MP all-reduce us | DP all-reduce us | PP send us |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for label, topology, algorithm in (("mesh 5x4", mesh(), "ring"), ("Fred-A", fred(NPU_GBPS / 8), "ring"),
-                                       ("Fred-B", fred(NPU_GBPS / 8), "in_network"),
-                                       ("Fred-C", fred(4 * NPU_GBPS), "ring"),
-                                       ("Fred-D", fred(4 * NPU_GBPS), "in_network")):
-        r = measure(training_doc(topology, algorithm), CHILD_TRAINING)
+    print("\n| micro-batches | fabric | DP algorithm | iteration ms | speed-up over the mesh | compute ms | "
+          "exposed comm. ms | MP all-reduce us | DP all-reduce us | PP send us |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    fabrics = (("mesh 5x4", mesh(), "ring"), ("Fred-A", fred(NPU_GBPS / 8), "ring"),
+               ("Fred-B", fred(NPU_GBPS / 8), "in_network"), ("Fred-C", fred(4 * NPU_GBPS), "ring"),
+               ("Fred-D", fred(4 * NPU_GBPS), "in_network"))
+    for m, (label, topology, algorithm) in ((m, f) for m in (1, 8) for f in fabrics):
+        r = measure(training_doc(topology, algorithm, m), CHILD_TRAINING)
         assert r["status"] == "finished", (label, r)
-        training_rows.append({"case": label, "dp_algorithm": algorithm, **r})
-        speedup = training_rows[0]["iteration_ns"] / r["iteration_ns"]
+        training_rows.append({"case": label, "dp_algorithm": algorithm, "micro_batches": m, **r})
+        mesh_row = next(row for row in training_rows if row["micro_batches"] == m)
+        speedup = mesh_row["iteration_ns"] / r["iteration_ns"]
         ms = {k: r[k] / 1e6 for k in ("iteration_ns", "compute_ns", "exposed_ns")}
         us = {k: r[k] / 1e3 for k in ("mp_ns", "dp_ns", "pp_ns")}
-        print(f"| {label} | {algorithm} | {ms['iteration_ns']:.2f} | {speedup:.2f}x | {ms['compute_ns']:.2f} | "
+        print(f"| {m} | {label} | {algorithm} | {ms['iteration_ns']:.2f} | {speedup:.2f}x | {ms['compute_ns']:.2f} | "
               f"{ms['exposed_ns']:.2f} | {us['mp_ns']:.1f} | {us['dp_ns']:.1f} | {us['pp_ns']:.1f} |", flush=True)
     Path(args.out).write_text(json.dumps({"bytes": nbytes, "chunks": args.chunks, "scale": SCALE, "rows": rows,
                                           "io": io_rows, "training": training_rows}, indent=1))
