@@ -172,4 +172,6 @@ def _build_order(pp: int, ops) -> list[tuple[int, int]]:
             done.add((s, (kind, j)))
             nxt[s] += 1
             break
+        else:  # pragma: no cover - both schedules always leave a stage ready
+            raise AssertionError("pipeline schedule waits for itself")
     return order
