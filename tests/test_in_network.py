@@ -201,3 +201,22 @@ def test_units_sit_only_on_the_ports_the_trees_use():
     assert fabric.n_units == 4 and fabric.names[8:12] == [f"sw0.unit.h{h}" for h in (0, 2, 4, 6)]
     assert fabric.names[12] == "sw0"
     assert prepare_scenario(all_reduce(single(), algorithm="ring")).fabric.n_units == 0
+
+
+def test_custom_fabrics_reduce_too():
+    """A custom graph (node 0 and 1 switches in a line, two hosts on each): the tree reduces at
+    one switch and takes the other's partial result, one per chunk; each NPU still moves D each
+    way. Units get file ids past the file's nodes (for the ns-3 outputs)."""
+    topo = {"kind": "custom", "switches": [0, 1],
+            "links": [[0, 1, 100, 1000], [0, 2, 100, 1000], [0, 3, 100, 1000], [1, 4, 100, 1000], [1, 5, 100, 1000]]}
+    sc = all_reduce(topo, nbytes=400_000, chunks=2)
+    fabric = prepare_scenario(sc).fabric
+    assert fabric.n_units == 6 and len(fabric.node_ids) == fabric.n_nodes
+    assert sorted(fabric.node_ids) == list(range(fabric.n_nodes))
+    res = simulate(sc)
+    t = res.flow_table
+    for npu in range(4):
+        assert t["bytes"][t["src"] == npu].sum() == t["bytes"][t["dst"] == npu].sum() == 400_000
+    names = np.array(fabric.names)
+    across = np.char.startswith(names[t["src"]], "sw") & np.char.startswith(names[t["dst"]], "sw")
+    assert across.sum() == 2 * 2  # per chunk: one partial result up, one result back

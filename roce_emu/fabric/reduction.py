@@ -26,8 +26,8 @@ import networkx as nx
 from .topology import Fabric, flatten
 
 #: fabrics whose switches can reduce (the others have no switches, or switches that join a
-#: dimension of NPUs rather than a tree)
-KINDS = ("single_switch", "leaf_spine", "fat_tree", "fred")
+#: dimension of NPUs rather than a tree); custom graphs of switches too, e.g. imported ns-3 ones
+KINDS = ("single_switch", "leaf_spine", "fat_tree", "fred", "custom")
 
 
 def in_network_refusal(fabric: Fabric) -> str:
@@ -76,7 +76,10 @@ def add_units(fabric: Fabric, ports: list[tuple[int, int]]) -> Fabric:
         g.add_edge(new_id(u), new_id(v), **data)
     for j, (s, v, p) in enumerate(ports):
         g.add_edge(new_id(s), H + j, tier="unit", rate_bps=int(fabric.port_rate_bps[p]), prop_ps=0)
-    return flatten(replace(fabric, graph=g, names=names, n_units=U, port_node=None,
+    node_ids = fabric.node_ids
+    if node_ids is not None:  # a custom fabric's file ids: units take new ones past them
+        node_ids = node_ids[:H] + [max(node_ids) + 1 + j for j in range(U)] + node_ids[H:]
+    return flatten(replace(fabric, graph=g, names=names, n_units=U, node_ids=node_ids, port_node=None,
                            port_peer=None, port_rate_bps=None, port_prop_ps=None, port_tier=None, node_ports=None))
 
 
