@@ -18,27 +18,29 @@ Time (first order, every collective a ring):
     pipeline = (m + pp - 1) x (max_s stage(s) + 2 x send / m)
     iteration = pipeline + max_s exposed(s)
 
-where exposed(s) is how long stage s's gradient all-reduces outlast its last backward: its
-layers' gradients form buckets in backward order as workload/training.py forms them
-(``bucket_bytes``), each all-reduce starts when its bucket's last layer is done (or when the
-one before it ends) and runs alone on the links.
+- A ring all-reduce over k ranks takes 2 (k - 1) steps of a step's latency a, plus
+  2 (k - 1) / k x bytes on the wire (with their headers: frame / MTU) at rate R.
+- ``send`` is the tensor a stage hands on (the last layer's activations), in one step. Each
+  micro-batch sends it forward and its gradient back, and a stage starts its next micro-batch
+  once its send is done.
+- exposed(s) is how long stage s's gradient all-reduces outlast its last backward. Its layers'
+  gradients form buckets in backward order, as workload/training.py forms them
+  (``bucket_bytes``). Each all-reduce starts when its bucket's last layer is done (or when the
+  one before it ends) and runs alone on the links.
+- R and a are those of the group's slowest link. On a multi_dim, torus or mesh fabric, that is
+  the dimensions its ranks differ in (the link delays between two routers and a frame's
+  serialisation at each hop, as the Themis model takes them); elsewhere each NPU's own link,
+  through one switch.
 
-with a ring all-reduce over k ranks taking 2 (k - 1) steps of a step's latency a plus
-2 (k - 1) / k x bytes on the wire at rate R, and ``send`` the tensor a stage hands on (the last
-layer's activations) in one step: each micro-batch sends it forward and its gradient back, and
-a stage starts its next micro-batch once its send is done. R and a are those of the group's slowest link: on a
-multi_dim, torus or mesh fabric, the dimensions its ranks differ in (the link delays between two
-routers and a frame's serialisation at each hop, as the Themis model takes them); elsewhere each
-NPU's own link, through one switch. Bytes go on the wire with their headers (frame / MTU).
 Contention and oversubscription are left out: ``--verify`` runs the best splits at packet level.
 """
 from dataclasses import dataclass
 
 from .config.schema import Scenario
 from .errors import ScenarioError
-from .workload import dim_timing
+from .workload import dim_timing, ring_step_s
 from .workload.models import model_layers
-from .workload.training import stage_split
+from .workload.training import rank_host, stage_split
 
 BYTES_PER_PARAM = 16
 GIB = 1 << 30
@@ -68,13 +70,13 @@ class _Links:
 
     def __init__(self, scenario: Scenario, fabric):
         net = scenario.network
-        frame = net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes
-        self.wire = frame / net.mtu_bytes  # wire bytes per payload byte
+        self.wire = net.frame_bytes / net.mtu_bytes  # wire bytes per payload byte
         self.fabric = fabric
         self.dim_rates, self.dim_steps = dim_timing(scenario, fabric)
         host_ports = fabric.port_node < fabric.n_hosts
-        rate = float(fabric.port_rate_bps[host_ports].min())
-        self.npu = (rate, 2 * float(fabric.port_prop_ps[host_ports].max()) * 1e-12 + 3 * frame * 8 / rate)
+        rate = float(fabric.port_rate_bps[host_ports].min())  # NPU to NPU through one switch: 2 hops
+        self.npu = (rate, ring_step_s(2, float(fabric.port_prop_ps[host_ports].max()) * 1e-12, rate,
+                                      net.frame_bytes * 8))
 
     def of(self, ranks) -> tuple[float, float]:
         fabric = self.fabric
@@ -107,7 +109,7 @@ def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: in
     gpipe = training.schedule == "gpipe"
 
     def host(t, s, d):
-        return t + tp * (s + pp * d)
+        return rank_host(t, s, d, tp, pp)
 
     memory, stage_s, exposed = 0, [], []
     for s, stage in enumerate(stages):

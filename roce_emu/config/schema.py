@@ -358,6 +358,11 @@ class Network(Strict):
     cc: Cc = Cc()
     routing: Routing = Routing()
 
+    @property
+    def frame_bytes(self) -> int:
+        """A full data frame on the wire: MTU, header, preamble and gap."""
+        return self.mtu_bytes + self.wire.data_header_bytes + self.wire.preamble_ifg_bytes
+
     @model_validator(mode="before")
     @classmethod
     def _profile_defaults(cls, data):

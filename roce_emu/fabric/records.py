@@ -14,11 +14,11 @@ from .topology import Fabric
 def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     net = scenario.network
     P = len(fabric.port_node)
-    is_host_port = fabric.port_node < fabric.n_endpoints  # hosts and reduction units own NICs
+    is_host_port = fabric.port_node < fabric.n_endpoints  # endpoints (hosts, I/O controllers, units) own NICs
     rate = fabric.port_rate_bps
     ecn = net.switch.ecn
     scale = rate / (ecn.reference_rate_gbps * 1e9) if ecn.scale_with_rate else np.ones(P)
-    max_frame = net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes
+    max_frame = net.frame_bytes
     pfc = net.switch.pfc
     if pfc.headroom_bytes is None:
         headroom = np.array([headroom_bytes(net.profile, int(r), int(d), max_frame)

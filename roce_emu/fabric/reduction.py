@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import networkx as nx
 
+from ..errors import ScenarioError
 from .topology import Fabric, flatten
 
 #: fabrics whose switches can reduce (the others have no switches, or switches that join a
@@ -30,10 +31,11 @@ from .topology import Fabric, flatten
 KINDS = ("single_switch", "leaf_spine", "fat_tree", "fred", "custom")
 
 
-def in_network_refusal(fabric: Fabric) -> str:
-    """The one-line reason an in_network collective cannot run on this fabric."""
-    return (f"'in_network' is not allowed on a {fabric.kind} fabric: it needs switches that form a tree "
-            f"(topology kinds: {', '.join(KINDS)})")
+def check_reducing(fabric: Fabric, source: str, key: str) -> None:
+    """Refuse an in_network collective (at ``key``) on a fabric whose switches form no tree."""
+    if fabric.kind not in KINDS:
+        raise ScenarioError(source, key, f"'in_network' is not allowed on a {fabric.kind} fabric: it needs "
+                                         f"switches that form a tree (topology kinds: {', '.join(KINDS)})")
 
 
 def place_units(fabric: Fabric, workload) -> Fabric:
@@ -104,7 +106,7 @@ class Reductions:
     def __init__(self, fabric: Fabric, slots: int):
         self.fabric, self.slots = fabric, slots
         self.ports: dict[tuple[int, int], int] = {}  # (switch, neighbour) -> unit index
-        self._switch_graph = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
+        self._switch_graph = fabric.switch_graph()
         self._trees = lru_cache(maxsize=None)(self._tree)
         self._roots = lru_cache(maxsize=None)(self._root_choices)
 

@@ -28,7 +28,7 @@ def bisection_bps(fabric: Fabric) -> float:
 
 def host_diameter(fabric: Fabric) -> int:
     """Most links between two hosts on a shortest path."""
-    switches = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
+    switches = fabric.switch_graph()
     attach = {fabric.host_attachment(h) for h in range(fabric.n_hosts)}
     worst = 0
     for a in attach:

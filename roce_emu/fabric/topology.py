@@ -53,6 +53,10 @@ class Fabric:
     def n_switches(self) -> int:
         return self.n_nodes - self.n_endpoints
 
+    def switch_graph(self) -> nx.Graph:
+        """The switches and the links between them (a view of the graph)."""
+        return self.graph.subgraph(range(self.n_endpoints, self.n_nodes))
+
     @property
     def n_links(self) -> int:
         return self.graph.number_of_edges()
@@ -88,21 +92,17 @@ class _Builder:
             self.names.append(f"io{i}")
         return ids
 
-    def io_link(self, io: int, switch: int) -> None:
-        spec = self.topo.tier_link("io")
-        self.graph.add_edge(io, switch, tier="io", rate_bps=int(round(self.topo.io_rate_gbps * 1e9)),
-                            prop_ps=int(round(spec.delay_ns * 1000)))
-
     def switch(self, name: str, layer: int, **attrs) -> int:
         n = len(self.names)
         self.names.append(name)
         self.graph.add_node(n, layer=layer, host=False, **attrs)
         return n
 
-    def link(self, u: int, v: int, tier: str) -> None:
+    def link(self, u: int, v: int, tier: str, rate_gbps: float | None = None) -> None:
+        """A link of this tier: its delay from the tier, its rate too unless given."""
         spec = self.topo.tier_link(tier)
-        self.graph.add_edge(u, v, tier=tier, rate_bps=int(round(spec.rate_gbps * 1e9)),
-                            prop_ps=int(round(spec.delay_ns * 1000)))
+        rate = spec.rate_gbps if rate_gbps is None else rate_gbps
+        self.graph.add_edge(u, v, tier=tier, rate_bps=int(round(rate * 1e9)), prop_ps=int(round(spec.delay_ns * 1000)))
 
 
 def fabric_size(topo) -> tuple[int, int]:
@@ -204,12 +204,11 @@ def _fred(topo: Fred) -> Fabric:
     l1 = [b.switch(f"l1.{i}", layer=1) for i in range(groups)]
     top = b.switch("l2", layer=2)
     for i, node in enumerate(io):
-        b.io_link(node, l1[i % groups])
-    for tier, rate, pairs in (("host", topo.npu_rate_gbps, [(h, l1[h // topo.group_size]) for h in range(topo.npus)]),
-                              ("uplink", topo.uplink_rate_gbps, [(s, top) for s in l1])):
-        delay = topo.tier_link(tier).delay_ns
-        for u, v in pairs:
-            b.graph.add_edge(u, v, tier=tier, rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
+        b.link(node, l1[i % groups], "io", topo.io_rate_gbps)
+    for h in range(topo.npus):
+        b.link(h, l1[h // topo.group_size], "host", topo.npu_rate_gbps)
+    for s in l1:
+        b.link(s, top, "uplink", topo.uplink_rate_gbps)
     return Fabric("fred", b.graph, topo.npus, b.names, "ecmp", n_io=len(io))
 
 
@@ -225,7 +224,7 @@ def _grid(topo, wrap: bool) -> Fabric:
             b.link(i * topo.hosts_per_node + j, router[c], "host")
     edge = _edge_routers(dims) if io else []
     for i, node in enumerate(io):  # spread evenly around the edge, clockwise from router (0, 0)
-        b.io_link(node, router[edge[i * len(edge) // len(io)]])
+        b.link(node, router[edge[i * len(edge) // len(io)]], "io", topo.io_rate_gbps)
     for c in coords:
         for d, size in enumerate(dims):
             nxt = list(c)

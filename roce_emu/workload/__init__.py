@@ -12,8 +12,7 @@ import numpy as np
 
 from ..config.schema import Scenario
 from ..errors import ScenarioError
-from ..fabric.reduction import KINDS as REDUCING_KINDS
-from ..fabric.reduction import Reductions, in_network_refusal
+from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from .background import poisson_flows
 from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
@@ -217,11 +216,16 @@ def dim_timing(scenario: Scenario, fabric: Fabric) -> tuple:
     """(each dimension's link rate in b/s, a ring step's latency on it in s) for the collective
     schedulers' model (themis.py): the links' delays between two routers, and a full frame's
     serialisation at each of them and at the sender."""
-    net = scenario.network
-    frame_bits = (net.mtu_bytes + net.wire.data_header_bytes + net.wire.preamble_ifg_bytes) * 8
-    step = tuple(h * d + (h + 1) * frame_bits / r
+    frame_bits = scenario.network.frame_bytes * 8
+    step = tuple(ring_step_s(h, d, r, frame_bits)
                  for r, d, h in zip(fabric.dim_rates_bps, fabric.dim_delays_s, fabric.dim_hops))
     return fabric.dim_rates_bps, step
+
+
+def ring_step_s(hops: int, delay_s: float, rate_bps: float, frame_bits: float) -> float:
+    """A ring step's latency between two NPUs ``hops`` links apart: each link's delay, and a full
+    frame's serialisation at the sender and at each hop."""
+    return hops * delay_s + (hops + 1) * frame_bits / rate_bps
 
 
 def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) -> None:
@@ -234,8 +238,8 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
         raise ScenarioError(source, f"{key}.scheduler", f"'{spec.scheduler}' orders the dimensions of a hierarchical "
                                                         f"all-reduce; this one is {spec.algorithm} (allowed here: "
                                                         f"baseline)")
-    if spec.algorithm == "in_network" and fabric.kind not in REDUCING_KINDS:
-        raise ScenarioError(source, f"{key}.algorithm", in_network_refusal(fabric))
+    if spec.algorithm == "in_network":
+        check_reducing(fabric, source, f"{key}.algorithm")
     if spec.algorithm == "halving_doubling" and p & (p - 1):
         raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
                                                     f"not {p}")
@@ -283,7 +287,7 @@ def _weight_streaming(fabric: Fabric, hosts, source, key):
     if not fabric.n_io:
         raise ScenarioError(source, f"{key}.kind", "'weight_streaming' needs I/O controllers: give "
                                                    "topology.io_controllers (mesh or fred)")
-    switches = fabric.graph.subgraph(range(fabric.n_endpoints, fabric.n_nodes))
+    switches = fabric.switch_graph()
     controllers = range(fabric.n_hosts, fabric.n_hosts + fabric.n_io)
     dist = [nx.single_source_shortest_path_length(switches, fabric.host_attachment(c)) for c in controllers]
     pairs = []

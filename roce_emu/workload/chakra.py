@@ -25,8 +25,7 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..importers.chakra import COLLECTIVES, TraceNode, read_traces
-from ..fabric.reduction import KINDS as REDUCING_KINDS
-from ..fabric.reduction import in_network_refusal
+from ..fabric.reduction import check_reducing
 from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
 from .dag import DagBuilder
 
@@ -235,8 +234,8 @@ def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, r
     if algorithm in HIERARCHICAL and sorted(hosts) != list(range(fabric.n_hosts)):
         raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", "hierarchical runs over all hosts of a "
                                                                           "multi_dim, torus or mesh fabric")
-    if algorithm == "in_network" and fabric.kind not in REDUCING_KINDS:
-        raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", in_network_refusal(fabric))
+    if algorithm == "in_network":
+        check_reducing(fabric, source, f"workload.chakra.algorithms.{kind}")
     nbytes = max(first.comm_size, len(hosts))  # at least a byte per rank
     # the group's first rank tells disjoint groups apart; k tells a group's collectives apart
     c = Collective(f"{(first.name or kind)[:60]}#{k}", kind, algorithm, hosts, nbytes, 1, it, group=min(hosts))

@@ -46,7 +46,7 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                                                  f"{len(layers)} layers")
 
     def host(t, s, d):
-        return t + tp * (s + pp * d)
+        return rank_host(t, s, d, tp, pp)
 
     def stage_hosts(s):
         return [host(t, s, d) for d in range(dp) for t in range(tp)]
@@ -74,13 +74,7 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         return [add(Item(key, name, "collective", after, groups=g, collective=comm_spec.kind,
                          algorithm=comm_spec.algorithm, nbytes=max(1, comm_spec.bytes // m)))]
 
-    def ops(s):
-        """Stage s's micro-batches in the order it runs them: ("F" or "B", micro-batch)."""
-        if spec.schedule == "gpipe":
-            return [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
-        warm = min(pp - 1 - s, m)  # forwards before the first backward: the stages still ahead
-        steady = [op for j in range(m - warm) for op in (("F", warm + j), ("B", j))]
-        return [("F", j) for j in range(warm)] + steady + [("B", j) for j in range(m - warm, m)]
+    runs = [_stage_ops(spec.schedule, s, pp, m) for s in range(pp)]
 
     out: dict = {}  # (stage, op) -> the names its successors wait for: its pipeline send or last item
     pipe = max(1, spec.pipeline_bytes // m) if spec.pipeline_bytes else 0
@@ -90,15 +84,15 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         or gradients) and the op before it on the same stage, unless that is implied (a backward
         takes its gradients from the stage after, which ran this micro-batch's forward after this
         stage did)."""
-        kind, j = ops(s)[k]
-        source = s - 1 if kind == "F" else s + 1
+        kind, j = runs[s][k]
+        source = _feeder(s, kind)
         came = out[(source, (kind, j))] if 0 <= source < pp else []
-        before = ops(s)[k - 1] if k else None
+        before = runs[s][k - 1] if k else None
         implied = came and before == ("F", j)
         return came + (out[(s, before)] if before is not None and not implied else [])
 
     def forward(s, k):
-        _, j = ops(s)[k]
+        _, j = runs[s][k]
         prev = waits(s, k)
         for i in stages[s]:
             layer = layers[i]
@@ -112,9 +106,9 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         out[(s, ("F", j))] = prev
 
     def backward(s, k):
-        _, j = ops(s)[k]
+        _, j = runs[s][k]
         prev = waits(s, k)
-        last = k == len(ops(s)) - 1  # the stage's last backward: its gradients are complete
+        last = k == len(runs[s]) - 1  # the stage's last backward: its gradients are complete
         bucket: list = []  # the layers whose gradients wait in the open bucket (the last micro-batch's)
 
         def all_reduce_bucket(after):
@@ -142,9 +136,28 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                              pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)]))]
         out[(s, ("B", j))] = prev
 
-    for s, k in _build_order(pp, ops):
-        (forward if ops(s)[k][0] == "F" else backward)(s, k)
+    for s, k in _build_order(runs):
+        (forward if runs[s][k][0] == "F" else backward)(s, k)
     return items
+
+
+def rank_host(t: int, s: int, d: int, tp: int, pp: int) -> int:
+    """The host of tensor-parallel index t, pipeline stage s and data-parallel replica d."""
+    return t + tp * (s + pp * d)
+
+
+def _stage_ops(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
+    """Stage s's micro-batches in the order it runs them: ("F" or "B", micro-batch)."""
+    if schedule == "gpipe":
+        return [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
+    warm = min(pp - 1 - s, m)  # forwards before the first backward: the stages still ahead
+    steady = [op for j in range(m - warm) for op in (("F", warm + j), ("B", j))]
+    return [("F", j) for j in range(warm)] + steady + [("B", j) for j in range(m - warm, m)]
+
+
+def _feeder(s: int, kind: str) -> int:
+    """The stage whose data a forward (activations) or a backward (gradients) on stage s takes."""
+    return s - 1 if kind == "F" else s + 1
 
 
 def stage_split(n_layers: int, pp: int) -> list[np.ndarray]:
@@ -152,20 +165,21 @@ def stage_split(n_layers: int, pp: int) -> list[np.ndarray]:
     return np.array_split(np.arange(n_layers), pp)
 
 
-def _build_order(pp: int, ops) -> list[tuple[int, int]]:
+def _build_order(runs: list[list[tuple[str, int]]]) -> list[tuple[int, int]]:
     """(stage, op index) in an order where every op comes after the ops it waits for: repeatedly
     the first stage (forwards, lowest first; backwards, highest first) whose next op is ready.
     With one micro-batch: every forward stage by stage, then every backward from the last stage."""
+    pp = len(runs)
     done: set = set()
     nxt = [0] * pp
     order = []
-    total = sum(len(ops(s)) for s in range(pp))
+    total = sum(map(len, runs))
     while len(order) < total:
         for s in list(range(pp)) + list(range(pp - 1, -1, -1)):
-            if nxt[s] == len(ops(s)):
+            if nxt[s] == len(runs[s]):
                 continue
-            kind, j = ops(s)[nxt[s]]
-            source = s - 1 if kind == "F" else s + 1
+            kind, j = runs[s][nxt[s]]
+            source = _feeder(s, kind)
             if (0 <= source < pp) and (source, (kind, j)) not in done:
                 continue
             order.append((s, nxt[s]))
