@@ -6,7 +6,8 @@ priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queu
 
 Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
 pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
-whose path's egress ports carry only flows of that same path and are no slower than it,
+whose path's egress ports carry only flows of the same path key (same NIC, destination, and rate and
+delay at each hop) and are no slower than it,
 sends its next packets as one train packet that stands for ``n_sub`` packets; its receiver
 answers with one ACK train of as many ACKs. Trains grow by doubling, shrink towards the
 flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
@@ -33,7 +34,7 @@ from .rng import mix64
 from .tasks import task_done
 
 TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
-TRAIN_TAPER = 4  #: a train carries at most 1/TRAIN_TAPER of the packets the flow has left
+TRAIN_TAPER = 2  #: a train carries at most 1/TRAIN_TAPER of the packets the flow has left
 STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run started at has not moved
 
 
@@ -138,13 +139,17 @@ def next_data_packet(w, p, t):
 
 @njit
 def _path_key(w, f):
-    """A hash of the ports flow f's data crosses, in order: flows with one key share one path."""
+    """A hash of flow f's NIC port, its destination and the rate and delay of every egress port
+    its data crosses, in order. Flows with one key leave one NIC one packet at a time and meet
+    equal delays and rates, so they reach any port they share in the order and spacing they
+    left the NIC, even over different ECMP paths: they contend nowhere but at the NIC."""
     r = w.qp[f]
     dst = I64(r["dst"])
     p = I64(r["nic_port"])
-    key = np.uint64(dst)
+    key = mix64(np.uint64(dst), p)
     for _ in range(64):
-        key = mix64(key, p)
+        key = mix64(key, I64(w.port[p]["rate_bps"]))
+        key = mix64(key, I64(w.port[p]["prop_ps"]))
         p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
             break
