@@ -159,8 +159,8 @@ def _path_key(w, f):
 @njit
 def _path_add(w, f, delta):
     """Count flow f (delta = 1) or stop counting it (-1) on every egress port of its path; return
-    True if every flow counted on those ports shares f's whole path and none of the ports is
-    slower than f's pacing rate."""
+    True if every flow counted on those ports has f's path key (_path_key) and none of the ports
+    is slower than f's pacing rate."""
     r = w.qp[f]
     dst = I64(r["dst"])
     key = r["path_key"]
