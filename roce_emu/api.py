@@ -1,5 +1,6 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -45,7 +46,7 @@ class RunResult:
     flow_table: dict  # every flow's results as numeric columns (results.flow_table)
     summary: dict
     out: Path | None
-    prepared: Prepared | None = None
+    prepared: Prepared
 
     @property
     def ok(self) -> bool:
@@ -86,7 +87,7 @@ def read_run(path: Path | str) -> RunDirectory:
     return RunDirectory(json.loads((path / "summary.json").read_text()), frames)
 
 
-def prepare(path: Path | str, overrides: list[str] = ()) -> Prepared:
+def prepare(path: Path | str, overrides: Sequence[str] = ()) -> Prepared:
     """Load, validate and compile a scenario; raises ScenarioError for any bad input."""
     scenario = load_scenario(path, overrides)
     return prepare_scenario(scenario, str(path), tuple(overrides))
@@ -169,7 +170,7 @@ def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
     return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
 
 
-def run_scenario(path: Path | str, overrides: list[str] = (), out: Path | None = None,
+def run_scenario(path: Path | str, overrides: Sequence[str] = (), out: Path | None = None,
                  progress: bool | None = False, slice_events: int | None = None,
                  write: bool = True) -> RunResult:
     return run(prepare(path, overrides), out, progress, slice_events, write)

@@ -22,7 +22,7 @@ def _usage_error_one_line(self, file=None) -> None:
     click.echo(f"error: {where}{self.format_message()}", err=True, file=file)
 
 
-click.UsageError.show = _usage_error_one_line
+click.UsageError.show = _usage_error_one_line  # type: ignore[method-assign]
 
 set_option = click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE",

@@ -36,7 +36,7 @@ Contention and oversubscription are left out: ``--verify`` runs the best splits 
 """
 from dataclasses import dataclass
 
-from .config.schema import Scenario
+from .config.schema import Model, Scenario, Training
 from .errors import ScenarioError
 from .workload import dim_timing, ring_step_s
 from .workload.models import model_layers
@@ -99,11 +99,18 @@ class _Links:
         return step + nbytes * self.wire * 8 / rate
 
 
+def _training(scenario: Scenario) -> tuple[Training, Model]:
+    """The scenario's training and its built-in model (search() refuses a scenario without)."""
+    training = scenario.workload.training
+    assert training is not None and training.model is not None
+    return training, training.model
+
+
 def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: int, batch: int) -> Strategy:
     """Memory and predicted time of one split (``batch`` samples per data-parallel replica),
     with the rank layout of workload/training.py."""
-    training = scenario.workload.training
-    model = training.model.model_copy(update={"batch_per_rank": batch})
+    training, model = _training(scenario)
+    model = model.model_copy(update={"batch_per_rank": batch})
     layers = model_layers(model, tp)
     stages = [[layers[i] for i in run] for run in stage_split(len(layers), pp)]
     gpipe = training.schedule == "gpipe"
@@ -159,7 +166,7 @@ def handed_bytes(scenario: Scenario, strategy: Strategy) -> int:
     """pipeline_bytes for a split: the largest tensor one of its stages hands on."""
     if strategy.pp == 1:
         return 0
-    model = scenario.workload.training.model.model_copy(update={"batch_per_rank": strategy.batch_per_rank})
+    model = _training(scenario)[1].model_copy(update={"batch_per_rank": strategy.batch_per_rank})
     layers = model_layers(model, strategy.tp)
     return max(_handed_bytes(layers[run[-1]]) for run in stage_split(len(layers), strategy.pp)[:-1])
 
@@ -179,7 +186,7 @@ def search(scenario: Scenario, fabric, source: str) -> list[Strategy]:
     global_batch = model.batch_per_rank * dp0
     n_layers = len(model_layers(model, 1))
     links = _Links(scenario, fabric)
-    out = []
+    out: list[Strategy] = []
     for tp in _divisors(n_npus):
         if tp > 1 and (model.name != "transformer" or model.hidden % tp):
             continue

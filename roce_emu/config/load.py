@@ -2,6 +2,7 @@
 import difflib
 import re
 import typing
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def apply_override(doc: dict, key: str, value: Any) -> None:
             raise ScenarioError("--set", key, f"'{'.'.join(parts[:depth])}' is a value, not a mapping or list")
 
 
-def load_scenario(path: Path | str, overrides: list[str] = ()) -> Scenario:
+def load_scenario(path: Path | str, overrides: Sequence[str] = ()) -> Scenario:
     """Read, override and validate a scenario; raise ScenarioError on any bad input."""
     path = Path(path)
     doc = read_document(path)

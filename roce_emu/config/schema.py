@@ -331,7 +331,7 @@ class Nic(Strict):
 class Cc(Strict):
     """The congestion-control algorithm of every sender, and overrides of its parameters by name."""
 
-    algorithm: Literal[NAMES] = "none"
+    algorithm: Literal[NAMES] = "none"  # type: ignore[valid-type]  # the registry's names, built at import
     params: dict[str, Union[bool, int, float, str]] = {}
 
     @model_validator(mode="after")
@@ -350,7 +350,7 @@ class Routing(Strict):
 
 class Network(Strict):
     #: a set of model choices (config/profiles.py): roce_v2, or hpcc_ns3 to match that simulator
-    profile: Literal[PROFILES] = "roce_v2"
+    profile: Literal[PROFILES] = "roce_v2"  # type: ignore[valid-type]  # profiles.py's names
     mtu_bytes: int = Field(1000, ge=64, le=65536)
     wire: Wire = Wire()
     switch: Switch = Switch()
@@ -619,7 +619,9 @@ class Fault(Strict):
 
     @property
     def nodes(self) -> list[str]:
-        return self.link if self.link is not None else self.port
+        nodes = self.link if self.link is not None else self.port
+        assert nodes is not None, "every kind needs link or port (_keys_of_kind)"
+        return nodes
 
 
 # ---- run control and output -----------------------------------------------------------------

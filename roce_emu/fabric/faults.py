@@ -104,8 +104,10 @@ def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int
     if kind == "link_down":
         start, end = (K.LA_DOWN, 0.0, 0), (K.LA_UP, 0.0, 0)
     elif kind == "slow_link":
+        assert w.fault.rate_gbps is not None and w.fault.loss is None  # the schema's _keys_of_kind
         start, end = (K.LA_RATE, 0.0, int(round(w.fault.rate_gbps * 1e9))), (K.LA_RATE, 0.0, nominal)
     else:
+        assert w.fault.loss is not None
         start, end = (K.LA_LOSS, float(w.fault.loss), 0), (K.LA_LOSS, 0.0, 0)
     out = [(w.start_ps, int(start[0]), w.port, start[1], start[2])]
     if w.end_ps != INFINITE_PS:

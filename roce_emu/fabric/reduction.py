@@ -58,8 +58,8 @@ def add_units(fabric: Fabric, ports: list[tuple[int, int]]) -> Fabric:
     H = fabric.n_endpoints  # hosts and I/O controllers keep their ids
     old = fabric.graph
     switches = range(H, fabric.n_nodes)
-    ports = [(s, v, fabric.port_towards(s, v)) for s, v in ports]
-    U = len(ports)
+    unit_ports = [(s, v, fabric.port_towards(s, v)) for s, v in ports]
+    U = len(unit_ports)
 
     def new_id(v: int) -> int:
         return v if v < H else v + U
@@ -68,7 +68,7 @@ def add_units(fabric: Fabric, ports: list[tuple[int, int]]) -> Fabric:
     names = list(fabric.names[:H])
     for h in range(H):
         g.add_node(h, **old.nodes[h])
-    for j, (s, v, _) in enumerate(ports):
+    for j, (s, v, _) in enumerate(unit_ports):
         g.add_node(H + j, layer=0, host=True, unit=True)
         names.append(f"{fabric.names[s]}.unit.{fabric.names[v]}")
     for s in switches:
@@ -76,13 +76,12 @@ def add_units(fabric: Fabric, ports: list[tuple[int, int]]) -> Fabric:
         names.append(fabric.names[s])
     for u, v, data in old.edges(data=True):
         g.add_edge(new_id(u), new_id(v), **data)
-    for j, (s, v, p) in enumerate(ports):
+    for j, (s, v, p) in enumerate(unit_ports):
         g.add_edge(new_id(s), H + j, tier="unit", rate_bps=int(fabric.port_rate_bps[p]), prop_ps=0)
     node_ids = fabric.node_ids
     if node_ids is not None:  # a custom fabric's file ids: units take new ones past them
         node_ids = node_ids[:H] + [max(node_ids) + 1 + j for j in range(U)] + node_ids[H:]
-    return flatten(replace(fabric, graph=g, names=names, n_units=U, node_ids=node_ids, port_node=None,
-                           port_peer=None, port_rate_bps=None, port_prop_ps=None, port_tier=None, node_ports=None))
+    return flatten(replace(fabric, graph=g, names=names, n_units=U, node_ids=node_ids))  # flatten() redoes the ports
 
 
 @dataclass(frozen=True)

@@ -131,11 +131,11 @@ def draw(fabric: Fabric, path: Path) -> None:
     nx.draw_networkx_nodes(g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa",
                            ax=ax, label="switch")
     nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")
-    io = list(range(fabric.n_hosts, fabric.n_hosts + fabric.n_io))
-    if io:
-        nx.draw_networkx_nodes(g, pos, nodelist=io, node_shape="D", node_size=50, node_color="#ccbb44", ax=ax,
+    io_nodes = list(range(fabric.n_hosts, fabric.n_hosts + fabric.n_io))
+    if io_nodes:
+        nx.draw_networkx_nodes(g, pos, nodelist=io_nodes, node_shape="D", node_size=50, node_color="#ccbb44", ax=ax,
                                label="I/O controller")
-    extra = f", {fabric.n_io} I/O controllers" if io else ""
+    extra = f", {fabric.n_io} I/O controllers" if io_nodes else ""
     ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches{extra}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node
     ax.set_axis_off()

@@ -25,20 +25,20 @@ class Fabric:
     routing: str  # "ecmp" (shortest paths) or "dor" (dimension order)
     dims: tuple[int, ...] = ()
     wrap: bool = False
-    host_coords: list[tuple[int, ...]] = field(default=None)  # grid coordinate of each host (one per router)
-    node_ids: list[int] = field(default=None)  # custom fabrics: each node's id in the scenario (None: its index)
+    host_coords: list[tuple[int, ...]] | None = None  # grid coordinate of each host (one per router)
+    node_ids: list[int] | None = None  # custom fabrics: each node's id in the scenario (None: its index)
     dim_rates_bps: tuple[float, ...] = ()  # grids and multi_dim: each dimension's link rate
     dim_delays_s: tuple[float, ...] = ()  # ... its links' one-way delay
     dim_hops: tuple[int, ...] = ()  # ... links between two routers in it (2 through a switch)
     n_io: int = 0  # I/O controllers (ids n_hosts .. n_hosts + n_io - 1)
     n_units: int = 0  # reduction units (the next n_units ids), see fabric/reduction.py
     # flattened ports, filled by flatten()
-    port_node: np.ndarray = field(default=None)
-    port_peer: np.ndarray = field(default=None)  # the peer's port on the same link
-    port_rate_bps: np.ndarray = field(default=None)
-    port_prop_ps: np.ndarray = field(default=None)
-    port_tier: list[str] = field(default=None)
-    node_ports: list[list[int]] = field(default=None)  # ports owned by each node
+    port_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    port_peer: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the peer's port on the same link
+    port_rate_bps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    port_prop_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    port_tier: list[str] = field(default_factory=list)
+    node_ports: list[list[int]] = field(default_factory=list)  # ports owned by each node
 
     @property
     def n_nodes(self) -> int:

@@ -37,11 +37,12 @@ class TraceNode:
     pg_name: str = ""  # the process group, where the trace names one
     peer: int = -1  # COMM_SEND: the destination rank; COMM_RECV: the source rank
     tag: int = 0  # COMM_SEND/RECV: matches a send with its receive
+    deps: list = field(default_factory=list)  # the dependencies the workload keeps (workload/chakra.py)
 
 
 def trace_files(prefix: str) -> list[Path]:
     """``<prefix>.0.et``, ``<prefix>.1.et``, ... (or ``.et.gz``), up to the first rank missing."""
-    files = []
+    files: list[Path] = []
     while True:
         rank = len(files)
         found = [Path(f"{prefix}.{rank}{s}") for s in SUFFIXES if Path(f"{prefix}.{rank}{s}").is_file()]
@@ -62,7 +63,8 @@ def _messages(path: Path) -> list[bytes]:
             data = gzip.decompress(data)
     except (OSError, EOFError) as err:
         raise ScenarioError(str(path), "", f"cannot read: {err}") from None
-    out, pos = [], 0
+    out: list = []
+    pos = 0
     while pos < len(data):
         length, shift, start = 0, 0, pos
         while True:

@@ -246,7 +246,7 @@ def scenario(config_path: Path | str, topology: Path | None = None, flows: Path 
     flow_path = flows or _input_file(folder, value("FLOW_FILE") or "flow.txt")
     topo = read_topology(topo_path)
     errors = [(a, b, e) for a, b, _, _, e, _ in topo.links if e > 0]
-    doc = {"name": name or config_path.stem, "topology": {"kind": "custom", "switches": list(topo.switches),
+    doc: dict = {"name": name or config_path.stem, "topology": {"kind": "custom", "switches": list(topo.switches),
            "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in topo.links]}}
     flow_list, flow_notes = read_flows(flow_path, topo)
     notes += flow_notes
@@ -261,7 +261,7 @@ def scenario(config_path: Path | str, topology: Path | None = None, flows: Path 
         raise ScenarioError(source, "CC_MODE", f"{code} is not a mode roce-emu runs (allowed: 1 DCQCN, 3 HPCC, "
                                                f"7 TIMELY, 8 DCTCP; 10 HPCC-PINT is not modelled)")
     algorithm = CC_MODES[code]
-    params = {"variant": "cx"} if algorithm == "dcqcn" else {}
+    params: dict[str, object] = {"variant": "cx"} if algorithm == "dcqcn" else {}
     for key, (param, kind) in CC_KEYS[algorithm].items():
         text = value(key)
         if text is None:

@@ -6,23 +6,26 @@ figure a directory can make. One style for all: labelled axes with units, a lege
 there is more than one series, a colour-blind-safe cycle, no TeX needed.
 """
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 
-STYLE = {
+STYLE: dict = {
     "figure.figsize": (6.4, 3.6), "figure.dpi": 150, "savefig.bbox": "tight", "font.size": 9,
     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
     "legend.frameon": False, "text.usetex": False, "mathtext.fontset": "stix",
     # Okabe-Ito: distinguishable with the common colour-vision deficiencies
-    "axes.prop_cycle": matplotlib.cycler(color=["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
+    "axes.prop_cycle": cycler(color=["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
                                                 "#56B4E9", "#F0E442", "#000000"]),
 }
 POLICY_ORDER = [a.name for a in ALGORITHMS]
@@ -383,7 +386,7 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     for r in rows:
         key = (r["name"], r["group"])
         first[key] = min(first.get(key, np.inf), _num(r["start_ns"]))
-    keys = sorted(first, key=first.get)
+    keys = sorted(first, key=lambda k: first[k])
     lane = {k: i for i, k in enumerate(keys)}
     kinds = sorted({r["kind"] for r in rows})
     colors = STYLE["axes.prop_cycle"].by_key()["color"]
@@ -400,11 +403,9 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
             for y, bars in spans.items():
                 left.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[i % len(colors)], lw=0)
             left.bar(0, 0, color=colors[i % len(colors)], label=kind.replace("_", "-"))  # legend entry
-        bw = []
-        for key in keys:
-            values = np.array([_num(r["busbw_gbps"]) for r in rows if (r["name"], r["group"]) == key])
-            bw.append((values.mean(), values.mean() - values.min(), values.max() - values.mean()))
-        bw = np.array(bw)
+        per_key = [np.array([_num(r["busbw_gbps"]) for r in rows if (r["name"], r["group"]) == key])
+                   for key in keys]
+        bw = np.array([(v.mean(), v.mean() - v.min(), v.max() - v.mean()) for v in per_key])
         right.barh(np.arange(len(keys)), bw[:, 0], 0.7, color="0.45",
                    xerr=bw[:, 1:].T if iterations > 1 else None, capsize=1.5, error_kw={"lw": 0.6})
         left.set_xlabel("time (ms)")
@@ -427,15 +428,17 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     return fig
 
 
-SWEEP_FIGURES = {"policy_time": policy_time_figure, "comm_breakdown": breakdown_figure,
-                 "pauses_marks": pauses_marks_figure}
-RUN_FIGURES = {"fct_slowdown": fct_figure, "queues": queue_figure, "rates": rate_figure,
-               "rank_timeline": timeline_figure, "collective_times": collectives_figure}
+Maker = Callable[[Path], Any]  # a directory -> its Figure, or None when it has nothing to show
+SWEEP_FIGURES: dict[str, Maker] = {"policy_time": policy_time_figure, "comm_breakdown": breakdown_figure,
+                                   "pauses_marks": pauses_marks_figure}
+RUN_FIGURES: dict[str, Maker] = {"fct_slowdown": fct_figure, "queues": queue_figure, "rates": rate_figure,
+                                 "rank_timeline": timeline_figure, "collective_times": collectives_figure}
 
 
 def figures_for(directory: Path) -> dict:
     """Every figure the directory can make: {name: Figure}."""
     directory = Path(directory)
+    makers: dict[str, Maker]
     if (directory / "results.csv").is_file():
         makers = SWEEP_FIGURES
     elif (directory / "summary.json").is_file():

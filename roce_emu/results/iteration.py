@@ -183,7 +183,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     if not workload.iteration_ends:
         return []
     ends = _iteration_ends(world, workload)
-    windows = []
+    windows: list[tuple[int, int]] = []
     for hi in ends:
         if hi < 0:
             break
@@ -203,11 +203,12 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     # reduction units of in_network collectives)
     comm_hosts = np.concatenate([flow["src"][comm], flow["dst"][comm]])
     comm_start, comm_finish = np.tile(start[comm], 2), np.tile(finish[comm], 2)
-    ranks = np.unique(np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives] or [[]]))
+    ranks = np.unique(np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives]
+                                     or [np.zeros(0, np.int64)]))
     rank = np.isin(comm_hosts, ranks)
     comm_hosts, comm_start, comm_finish = comm_hosts[rank], comm_start[rank], comm_finish[rank]
     communicating = _covered_per_host(comm_hosts, comm_start, comm_finish)
-    rows = []
+    rows: list[tuple] = []
     # every host with a task gets its rows, also one whose tasks all took no time (all idle)
     for h in np.union1d(t.host[compute], comm_hosts).tolist():
         busy_c = computing.get(h, [])
@@ -237,12 +238,12 @@ def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | 
     if any(e < 0 for e in ends):
         return {"iterations_finished": sum(e >= 0 for e in ends)}
     timeline = rank_timeline(world, workload) if timeline is None else timeline
-    per = {}  # (iteration, host) -> {state: ps}
+    per: dict[tuple[int, int], dict[str, int]] = {}  # (iteration, host) -> {state: ps}
     for it, h, state, s, e, comm in timeline:
         cell = per.setdefault((it, h), {"compute": 0, "exposed_communication": 0, "idle": 0, "communication": comm})
         cell[state] += e - s
     keys = ("compute", "communication", "exposed_communication", "idle")
-    breakdown = {key: [] for key in keys}
+    breakdown: dict[str, list[float]] = {key: [] for key in keys}
     for it in range(len(ends)):
         cells = [v for (i, _), v in per.items() if i == it]
         for key in keys:

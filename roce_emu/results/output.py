@@ -12,12 +12,13 @@ def write_csv(path: Path, columns, rows) -> None:
     """A tidy CSV: a header line, then one line per row (dicts keyed by column, or sequences)."""
     with open(path, "w", newline="") as fh:
         if rows and isinstance(rows[0], dict):
-            writer = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
-            writer.writeheader()
+            dict_writer = csv.DictWriter(fh, fieldnames=list(columns), lineterminator="\n")
+            dict_writer.writeheader()
+            dict_writer.writerows(rows)
         else:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(columns)
-        writer.writerows(rows)
+            writer.writerows(rows)
 
 
 def parquet_missing() -> str:

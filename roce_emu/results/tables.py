@@ -104,7 +104,7 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray, traces=()) -> 
     """traces_rate.csv (sending flows' pacing rate and window), traces_queue.csv (the egress
     queue of every switch port that ever held a packet), long format, from the sampled rows;
     traces_pfc.csv (every PFC frame as it paused or resumed a port) when ``traces`` has pfc."""
-    tables = {}
+    tables: dict[str, tuple] = {}
     mode = int(world.cfg[K.CFG_TRACE])
     t_ns = [ps_to_ns(int(t)) or "0" for t in trace[:, 0]]
     if mode & K.TRACE_RATE_ON:  # the engine samples flows in queue-pair order: by time, then flow
@@ -126,9 +126,9 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray, traces=()) -> 
         tables["traces_queue.csv"] = (QUEUE_TRACE_COLUMNS, rows)
     if "pfc" in traces:
         node, peer, names = world.port["node"], world.port["peer_port"], fabric.names
-        rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a, "pause" if b else "resume")
-                for i, (kind, obj, a, b, _) in enumerate(trace[:, 1:].tolist()) if kind == K.TR_PFC]
-        tables["traces_pfc.csv"] = (PFC_TRACE_COLUMNS, rows)
+        pfc_rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a, "pause" if b else "resume")
+                    for i, (kind, obj, a, b, _) in enumerate(trace[:, 1:].tolist()) if kind == K.TR_PFC]
+        tables["traces_pfc.csv"] = (PFC_TRACE_COLUMNS, pfc_rows)
     return tables
 
 

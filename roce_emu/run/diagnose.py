@@ -38,9 +38,9 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
     mtu = int(world.cfg[K.CFG_MTU])
     t_ns = world.stats[K.C_NOW_PS] / 1000
     quiet_ns = (world.stats[K.C_NOW_PS] - world.stats[K.C_LAST_PROGRESS_PS]) / 1000
-    paused = np.argwhere(world.pq["paused"] != 0)
     # switch-to-switch ports first: those are the ones a deadlock cycle runs through
-    paused = sorted(paused.tolist(), key=lambda pp: (bool(port[pp[0]]["at_host"]), pp[0], pp[1]))
+    paused = sorted(np.argwhere(world.pq["paused"] != 0).tolist(),
+                    key=lambda pp: (bool(port[pp[0]]["at_host"]), pp[0], pp[1]))
     waits = nx.DiGraph()
     described = []
     for p, prio in paused:

@@ -23,7 +23,8 @@ class RunOutcome:
     reason: str
     wall_s: float
     load_s: float = 0.0  # compiling or loading the engine before the run
-    trace: np.ndarray = field(default=None)  # every trace row of the run (kinds.TR_*), in time order
+    # every trace row of the run (kinds.TR_*), in time order
+    trace: np.ndarray = field(default_factory=lambda: np.zeros((0, K.TR_COLS), np.int64))
 
 
 def flush_trace(world: World, chunks: list) -> None:

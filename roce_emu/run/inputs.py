@@ -2,6 +2,7 @@
 what ``prepare`` runs before it builds the world. It loads no Numba, so it answers quickly
 on a fresh machine. What it refuses names the file, the key and what is allowed
 (ScenarioError)."""
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,6 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
     return Inputs(scenario, source, fabric, workload, plan, port, node)
 
 
-def load_inputs(path: Path | str, overrides: list[str] = ()) -> Inputs:
+def load_inputs(path: Path | str, overrides: Sequence[str] = ()) -> Inputs:
     """Load a scenario file (with --set overrides) and check it."""
     return check_inputs(load_scenario(path, list(overrides)), str(path))

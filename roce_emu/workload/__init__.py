@@ -96,6 +96,7 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
                 b.flow(src, dst, nbytes, default_prio, f"patterns.{i}", earliest_ps=ns_to_ps(t))
             continue
         start = ns_to_ps(pattern.start_ns)
+        assert pattern.bytes is not None  # every kind but poisson needs it (the schema checks)
         for src, dst in _expand(pattern, hosts, fabric, rng, source, key):
             b.flow(src, dst, pattern.bytes, default_prio, f"patterns.{i}", earliest_ps=start)
 
@@ -119,10 +120,10 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
         items.append(Item(key, spec.name or f"{spec.kind}{i}", "collective", list(spec.after), groups=[hosts],
                           collective=spec.kind, algorithm=spec.algorithm, nbytes=spec.bytes, chunks=spec.chunks,
                           scheduler=spec.scheduler))
-    for i, spec in enumerate(scenario.workload.compute):
+    for i, task in enumerate(scenario.workload.compute):
         key = f"workload.compute.{i}"
-        items.append(Item(key, spec.name, "compute", list(spec.after), hosts=_hosts(source, key, spec.hosts, H, 1),
-                          duration_ps=ns_to_ps(spec.duration_ns)))
+        items.append(Item(key, task.name, "compute", list(task.after), hosts=_hosts(source, key, task.hosts, H, 1),
+                          duration_ps=ns_to_ps(task.duration_ns)))
     if scenario.workload.training is not None:
         items.extend(training_items(scenario.workload.training, fabric, source))
     return items
@@ -135,7 +136,8 @@ def _ordered(items: list[Item], source: str) -> list[Item]:
         if item.name in by_name:
             raise ScenarioError(source, f"{item.key}.name", f"'{item.name}' is not allowed: the name is already used")
         by_name[item.name] = item
-    ordered, state = [], {}
+    ordered: list[Item] = []
+    state: dict[str, str] = {}
 
     def visit(item, trail):
         if state.get(item.name) == "done":

@@ -31,7 +31,8 @@ def read_cdf(name: str, source: str, key: str) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
         raise ScenarioError(source, key, f"'{name}' is neither a shipped distribution ({', '.join(BUILTIN)}) "
                                          f"nor a file")
-    sizes, cum = [], []
+    sizes: list[float] = []
+    cum: list[float] = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         text = line.split("#", 1)[0].strip()
         if not text or text.startswith("size"):
@@ -69,8 +70,8 @@ def poisson_flows(pattern, hosts: list[int], rate_bps: np.ndarray, rng: np.rando
     mean = mean_size(sizes, cum)
     start, end = pattern.start_ns, pattern.start_ns + pattern.duration_ns
     out = []
-    hosts = np.asarray(hosts)
-    for h in hosts.tolist():
+    host_ids = np.asarray(hosts)
+    for h in host_ids.tolist():
         per_s = pattern.load * rate_bps[h] / (8 * mean)  # flows per second
         expected = per_s * pattern.duration_ns * 1e-9
         n = max(16, int(expected + 6 * np.sqrt(expected) + 16))  # enough gaps to pass the end, almost surely
@@ -78,7 +79,7 @@ def poisson_flows(pattern, hosts: list[int], rate_bps: np.ndarray, rng: np.rando
         while t[-1] < end:  # extend in the rare case it is not
             t = np.concatenate((t, t[-1] + np.cumsum(rng.exponential(1e9 / per_s, n))))
         t = t[t < end]
-        others = hosts[hosts != h]
+        others = host_ids[host_ids != h]
         dst = others[rng.integers(0, len(others), len(t))]
         out.append((np.full(len(t), h), dst, draw_sizes(sizes, cum, rng.random(len(t))), t))
     src, dst, nbytes, t = (np.concatenate(c) for c in zip(*out))

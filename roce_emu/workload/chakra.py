@@ -60,7 +60,8 @@ def _order(path, nodes: list[TraceNode], notes: Counter) -> list[TraceNode]:
             after[d].append((n.id, False))
         n.deps = []
     ready = sorted(i for i, (dw, cw) in waiting.items() if dw == cw == 0)
-    out, released = [], set()
+    out: list = []
+    released: set = set()
     while len(out) < len(nodes):
         if not ready:
             stuck = [i for i, (dw, cw) in waiting.items() if i not in released and dw == 0 and cw > 0]
@@ -107,10 +108,11 @@ def add_chakra(b: DagBuilder, spec, fabric, prio: int, iterations: int, source: 
             key = f"workload.chakra.ranks.{r}" if spec.ranks is not None else "workload.chakra.prefix"
             raise ScenarioError(source, key, f"rank {r} needs host {h}; host ids run from 0 to "
                                              f"{fabric.n_hosts - 1} on this topology")
-    notes = Counter()
+    notes: Counter = Counter()
     ranks = [_Rank(r, hosts[r], path, _order(path, nodes, notes)) for r, (path, nodes) in enumerate(traces)]
-    collectives, ends = [], []
-    previous = {}
+    collectives: list = []
+    ends: list = []
+    previous: dict = {}
     for it in range(iterations):
         _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, notes, source, reductions)
         previous = {}

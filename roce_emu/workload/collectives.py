@@ -59,7 +59,7 @@ class Collective:
     group: int = 0  # which of the item's disjoint groups (e.g. one per tensor-parallel group)
     scheduler: str = "baseline"  # hierarchical: the order of dimensions (themis.py)
     flows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its flows' task ids
-    flow_dim: np.ndarray = field(default=None)  # hierarchical: the dimension each flow runs on
+    flow_dim: np.ndarray | None = None  # hierarchical: the dimension each flow runs on
     dim_rates: tuple = ()  # hierarchical: each dimension's link rate (b/s), for its utilisation
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
 
@@ -103,7 +103,8 @@ class _Expansion:
         self._batch_singles()
         if not self.made:
             return (np.zeros(0, np.int64),) * 3
-        return tuple(np.concatenate(column).astype(np.int64) for column in zip(*self.made))
+        ids, src, dst = (np.concatenate(column).astype(np.int64) for column in zip(*self.made))
+        return ids, src, dst
 
 
 def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None,
@@ -274,9 +275,10 @@ def _a2a_pairwise(x: _Expansion, ranks, size, starts, prev):
     seg = split(size, p)
     out = []
     sent = {i: starts[ranks[i]] for i in range(p)}
-    got = {i: None for i in range(p)}
+    got: dict[int, int | None] = {i: None for i in range(p)}
     for s in range(1, p):
-        now_sent, now_got = {}, {}
+        now_sent: dict[int, int] = {}
+        now_got: dict[int, int | None] = {}
         for i in range(p):
             j = (i + s) % p
             src, dst = ranks[i], ranks[j]

@@ -27,6 +27,7 @@ chains the stages on one dimension in it, so the run follows the plan's orders w
 network decides the times.
 """
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SCHEDULERS = ("baseline", "themis_fifo", "themis_scf")
@@ -68,7 +69,7 @@ def chunk_order(loads: list[float], sizes, rates_bps, nbytes: float, scheduler: 
     return chosen
 
 
-def plan(sizes, rates_bps, chunk_bytes: list[float], scheduler: str, step_s=None) -> list[Stage]:
+def plan(sizes, rates_bps, chunk_bytes: Sequence[float], scheduler: str, step_s=None) -> list[Stage]:
     """Every stage of every chunk, in the order the plan starts them. A stage keeps its
     dimension busy for its bytes at the link rate; ``step_s[d]``, a ring step's latency on
     dimension d (0 if not given), delays the chunk, not the dimension: the chunk's next stage is
@@ -89,7 +90,7 @@ def makespan(stages: list[Stage]) -> float:
     return max((s.end_s for s in stages), default=0.0)
 
 
-def _plan(sizes, rates_bps, chunk_bytes: list[float], scheduler: str, step_s) -> list[Stage]:
+def _plan(sizes, rates_bps, chunk_bytes: Sequence[float], scheduler: str, step_s) -> list[Stage]:
     loads = [0.0] * len(sizes)
     paths = []  # per chunk: [(dim, gather, bytes)]
     for nbytes in chunk_bytes:
@@ -100,10 +101,10 @@ def _plan(sizes, rates_bps, chunk_bytes: list[float], scheduler: str, step_s) ->
             held /= sizes[d]
         paths.append(rs + [(d, True, b) for d, _, b in reversed(rs)])
     free = {d: 0.0 for d in range(len(sizes))}  # when each dimension is next idle
-    queues = {d: [] for d in range(len(sizes))}  # ready stages: (key, chunk, index, ready)
+    queues: dict[int, list] = {d: [] for d in range(len(sizes))}  # ready stages: (key, chunk, index, ready)
     done, out = 0, []
     total = sum(len(p) for p in paths)
-    events = []  # (time a stage becomes ready, chunk, index)
+    events: list[tuple] = []  # (time a stage becomes ready, chunk, index)
     for c, path in enumerate(paths):
         if path:
             heapq.heappush(events, (0.0, c, 0))

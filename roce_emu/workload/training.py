@@ -172,7 +172,7 @@ def _build_order(runs: list[list[tuple[str, int]]]) -> list[tuple[int, int]]:
     pp = len(runs)
     done: set = set()
     nxt = [0] * pp
-    order = []
+    order: list = []
     total = sum(map(len, runs))
     while len(order) < total:
         for s in list(range(pp)) + list(range(pp - 1, -1, -1)):
