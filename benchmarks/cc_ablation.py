@@ -7,6 +7,7 @@ It runs (or resumes) the sweep of benchmarks/cc_ablation.yaml, makes its figures
 (OUT/plots/), copies the headline figure to docs/cc_ablation.png, and prints the iteration
 time of each point normalised to PFC only, as a Markdown table.
 """
+
 import argparse
 import csv
 import shutil
@@ -29,8 +30,9 @@ def main():
     ap.add_argument("--out", type=Path, default=ROOT / "sweeps" / "cc_ablation")
     args = ap.parse_args()
     began = time.perf_counter()
-    ran, total, results = run_sweep(load_sweep_file(ROOT / "benchmarks" / "cc_ablation.yaml"), args.out,
-                                    jobs=args.jobs, progress=True)
+    ran, total, results = run_sweep(
+        load_sweep_file(ROOT / "benchmarks" / "cc_ablation.yaml"), args.out, jobs=args.jobs, progress=True
+    )
     wall = time.perf_counter() - began
     for name, fig in figures_for(args.out).items():
         save(fig, args.out / "plots", name)

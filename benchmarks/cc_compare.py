@@ -7,6 +7,7 @@ Each row is one run with the defaults of docs/model.md, the queue sampled every 
 the time average of the busiest switch port's egress queue over the run (from the trace);
 "peak queue" is the largest egress queue any switch port held.
 """
+
 import argparse
 import csv
 import sys
@@ -20,10 +21,18 @@ sys.path.insert(0, str(ROOT))
 from roce_emu.api import prepare, run  # noqa: E402
 from roce_emu.results.metrics import queue_series  # noqa: E402
 
-POLICIES = [("none", []), ("dcqcn", []), ("dcqcn", ["network.cc.params.variant=paper"]), ("hpcc", []),
-            ("timely", []), ("dctcp", [])]
-FABRICS = [("incast 8x4 MB, 4 MiB buffer", "scenarios/cc_none.yaml"),
-           ("k=4 fat-tree permutation, 1 MB", "scenarios/fat_tree_permutation.yaml")]
+POLICIES = [
+    ("none", []),
+    ("dcqcn", []),
+    ("dcqcn", ["network.cc.params.variant=paper"]),
+    ("hpcc", []),
+    ("timely", []),
+    ("dctcp", []),
+]
+FABRICS = [
+    ("incast 8x4 MB, 4 MiB buffer", "scenarios/cc_none.yaml"),
+    ("k=4 fat-tree permutation, 1 MB", "scenarios/fat_tree_permutation.yaml"),
+]
 TRACE = ["output.traces=[queue]", "output.trace_interval_ns=2000"]
 
 
@@ -31,8 +40,10 @@ def one(path: str, algorithm: str, extra: list[str]) -> dict:
     prepared = prepare(ROOT / path, [f"network.cc.algorithm={algorithm}", *extra, *TRACE])
     result = run(prepared, write=False, progress=False)
     s, world, trace = result.summary, result.outcome.world, result.outcome.trace
-    busiest = max(np.flatnonzero(world.port["at_host"] == 0),
-                  key=lambda p: queue_series(trace, int(p))[1].mean() if len(trace) else 0)
+    busiest = max(
+        np.flatnonzero(world.port["at_host"] == 0),
+        key=lambda p: queue_series(trace, int(p))[1].mean() if len(trace) else 0,
+    )
     label = algorithm + ("-paper" if extra else ("-cx" if algorithm == "dcqcn" else ""))
     return {
         "cc": label,

@@ -15,6 +15,7 @@ measured time is far above it, links are shared (ECMP hashing on the fat-tree, d
 order routes on the torus and mesh). A run that ends in a PFC deadlock (possible on a
 torus: its wrap-around rings close a cycle of buffer dependencies) is reported as such.
 """
+
 import argparse
 import math
 import sys
@@ -28,10 +29,16 @@ from roce_emu.config.schema import Scenario  # noqa: E402
 
 TAU_NS = (1082 + 86) * 8 / 100e9 / 1000 * 1e9  # ns per payload byte
 FABRICS = {
-    16: [("fat_tree k=4", {"kind": "fat_tree", "k": 4}, 6), ("torus 4x4", {"kind": "torus", "dims": [4, 4]}, 6),
-         ("mesh 4x4", {"kind": "mesh", "dims": [4, 4]}, 8)],
-    64: [("fat_tree k=8 (64 of 128 hosts)", {"kind": "fat_tree", "k": 8}, 6),
-         ("torus 8x8", {"kind": "torus", "dims": [8, 8]}, 10), ("mesh 8x8", {"kind": "mesh", "dims": [8, 8]}, 16)],
+    16: [
+        ("fat_tree k=4", {"kind": "fat_tree", "k": 4}, 6),
+        ("torus 4x4", {"kind": "torus", "dims": [4, 4]}, 6),
+        ("mesh 4x4", {"kind": "mesh", "dims": [4, 4]}, 8),
+    ],
+    64: [
+        ("fat_tree k=8 (64 of 128 hosts)", {"kind": "fat_tree", "k": 8}, 6),
+        ("torus 8x8", {"kind": "torus", "dims": [8, 8]}, 10),
+        ("mesh 8x8", {"kind": "mesh", "dims": [8, 8]}, 16),
+    ],
 }
 
 
@@ -61,19 +68,39 @@ def main():
             if topology["kind"] != "fat_tree":
                 algorithms.append("hierarchical")
             for algorithm in algorithms:
-                sc = Scenario.model_validate({"name": "ar", "topology": topology, "workload": {"collectives": [
-                    {"name": "ar", "kind": "all_reduce", "algorithm": algorithm, "bytes": n,
-                     "hosts": list(range(p)) if algorithm != "hierarchical" else "all"}]}})
+                sc = Scenario.model_validate(
+                    {
+                        "name": "ar",
+                        "topology": topology,
+                        "workload": {
+                            "collectives": [
+                                {
+                                    "name": "ar",
+                                    "kind": "all_reduce",
+                                    "algorithm": algorithm,
+                                    "bytes": n,
+                                    "hosts": list(range(p)) if algorithm != "hierarchical" else "all",
+                                }
+                            ]
+                        },
+                    }
+                )
                 res = run(prepare_scenario(sc), write=False, progress=False)
                 model = alpha_beta_ns(algorithm, p, n, links, topology.get("dims", ()))
                 if res.summary["status"] != "finished":  # e.g. a PFC deadlock on a torus: say so
-                    print(f"| {p} | {label} | {algorithm} | {res.summary['status']} | {model / 1e6:.2f} | | | "
-                          f"{res.summary['wall_s']:.0f} |", flush=True)
+                    print(
+                        f"| {p} | {label} | {algorithm} | {res.summary['status']} | {model / 1e6:.2f} | | | "
+                        f"{res.summary['wall_s']:.0f} |",
+                        flush=True,
+                    )
                     continue
                 measured = res.summary["iteration_ns"][0]
                 busbw = n * 8 / measured * 2 * (p - 1) / p
-                print(f"| {p} | {label} | {algorithm} | {measured / 1e6:.2f} | {model / 1e6:.2f} | "
-                      f"{measured / model:.2f} | {busbw:.1f} | {res.summary['wall_s']:.0f} |", flush=True)
+                print(
+                    f"| {p} | {label} | {algorithm} | {measured / 1e6:.2f} | {model / 1e6:.2f} | "
+                    f"{measured / model:.2f} | {busbw:.1f} | {res.summary['wall_s']:.0f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 "Cold" runs each scenario in a fresh process with an empty Numba cache (compile time
 included, reported as load_s); "warm" runs in this process once the kernels are loaded.
 """
+
 import argparse
 import json
 import os
@@ -40,8 +41,21 @@ def cold(name: str) -> dict:
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, ROCE_EMU_CACHE_DIR=cache)
         began = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "roce_emu", "run", str(ROOT / "scenarios" / f"{name}.yaml"),
-                        "--out", f"{out}/run", "--no-progress"], check=True, env=env, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "roce_emu",
+                "run",
+                str(ROOT / "scenarios" / f"{name}.yaml"),
+                "--out",
+                f"{out}/run",
+                "--no-progress",
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
         total = time.perf_counter() - began
         s = json.loads(Path(f"{out}/run/summary.json").read_text())
     return {"process_s": round(total, 2), "load_s": s["engine_load_s"], "wall_s": s["wall_s"]}
@@ -53,13 +67,18 @@ def main() -> None:
     ap.add_argument("--no-cold", action="store_true", help="skip the cold (compiling) runs")
     ap.add_argument("--cc", action="store_true", help="also the all-to-all under each CC algorithm (warm)")
     args = ap.parse_args()
-    print(f"{'scenario':<22} {'events':>10} {'warm wall s':>12} {'Mevents/s':>10} {'cold process s':>15} "
-          f"{'compile s':>10}")
+    print(
+        f"{'scenario':<22} {'events':>10} {'warm wall s':>12} {'Mevents/s':>10} {'cold process s':>15} "
+        f"{'compile s':>10}"
+    )
     for name in SCENARIOS:
         w = warm(name, args.repeat)
         c = {"process_s": float("nan"), "load_s": float("nan")} if args.no_cold else cold(name)
-        print(f"{name:<22} {w['events']:>10} {w['wall_s']:>12.3f} {w['events_per_s'] / 1e6:>10.2f} "
-              f"{c['process_s']:>15.2f} {c['load_s']:>10.2f}", flush=True)
+        print(
+            f"{name:<22} {w['events']:>10} {w['wall_s']:>12.3f} {w['events_per_s'] / 1e6:>10.2f} "
+            f"{c['process_s']:>15.2f} {c['load_s']:>10.2f}",
+            flush=True,
+        )
     for algorithm in CC_ROWS if args.cc else []:
         w = warm("fat_tree_all_to_all", args.repeat, (f"network.cc.algorithm={algorithm}",))
         label = f"all_to_all {algorithm}"

@@ -31,6 +31,7 @@ between stages (PP).
 
 Each case runs in a fresh process after one that warms the Numba cache.
 """
+
 import argparse
 import json
 import subprocess
@@ -74,13 +75,23 @@ print(json.dumps({"status": s["status"], "iteration_ns": s["iteration_ns"][0], "
 
 
 def mesh():
-    return {"kind": "mesh", "dims": [5, 4], "link": {"rate_gbps": MESH_GBPS, "delay_ns": DELAY_NS},
-            "tiers": {"host": {"rate_gbps": NPU_GBPS}}}
+    return {
+        "kind": "mesh",
+        "dims": [5, 4],
+        "link": {"rate_gbps": MESH_GBPS, "delay_ns": DELAY_NS},
+        "tiers": {"host": {"rate_gbps": NPU_GBPS}},
+    }
 
 
 def fred(uplink_gbps):
-    return {"kind": "fred", "npus": 20, "group_size": 4, "npu_rate_gbps": NPU_GBPS, "uplink_rate_gbps": uplink_gbps,
-            "link": {"delay_ns": DELAY_NS}}
+    return {
+        "kind": "fred",
+        "npus": 20,
+        "group_size": 4,
+        "npu_rate_gbps": NPU_GBPS,
+        "uplink_rate_gbps": uplink_gbps,
+        "link": {"delay_ns": DELAY_NS},
+    }
 
 
 #: (label, topology, algorithm, the paper's effective bandwidth in TB/s or None)
@@ -96,34 +107,63 @@ CASES = [
 
 
 def io_doc(topology, controllers, nbytes):
-    return {"name": "fred_io", "topology": {**topology, "io_controllers": controllers, "io_rate_gbps": IO_GBPS},
-            "workload": {"patterns": [{"kind": "weight_streaming", "bytes": nbytes}]}}
+    return {
+        "name": "fred_io",
+        "topology": {**topology, "io_controllers": controllers, "io_rate_gbps": IO_GBPS},
+        "workload": {"patterns": [{"kind": "weight_streaming", "bytes": nbytes}]},
+    }
 
 
 def training_doc(topology, dp_algorithm, micro_batches):
     h, seq, batch = 2048, 256, 8
-    return {"name": "fred_3d", "topology": topology, "workload": {"training": {
-        "model": {"name": "transformer", "layers": 4, "hidden": h, "sequence": seq, "batch_per_rank": batch,
-                  "device_tflops": 1000 / SCALE},
-        "tp": 2, "pp": 2, "dp": 5, "pipeline_bytes": batch * seq * h * 2, "dp_algorithm": dp_algorithm,
-        "chunks": 8, "micro_batches": micro_batches}}}
+    return {
+        "name": "fred_3d",
+        "topology": topology,
+        "workload": {
+            "training": {
+                "model": {
+                    "name": "transformer",
+                    "layers": 4,
+                    "hidden": h,
+                    "sequence": seq,
+                    "batch_per_rank": batch,
+                    "device_tflops": 1000 / SCALE,
+                },
+                "tp": 2,
+                "pp": 2,
+                "dp": 5,
+                "pipeline_bytes": batch * seq * h * 2,
+                "dp_algorithm": dp_algorithm,
+                "chunks": 8,
+                "micro_batches": micro_batches,
+            }
+        },
+    }
 
 
 def doc(topology, algorithm, nbytes, chunks):
-    return {"name": "fred", "topology": topology,
-            "workload": {"collectives": [{"name": "ar", "kind": "all_reduce", "algorithm": algorithm,
-                                          "bytes": nbytes, "chunks": chunks}]}}
+    return {
+        "name": "fred",
+        "topology": topology,
+        "workload": {
+            "collectives": [
+                {"name": "ar", "kind": "all_reduce", "algorithm": algorithm, "bytes": nbytes, "chunks": chunks}
+            ]
+        },
+    }
 
 
 def measure(document, child=CHILD) -> dict:
-    out = subprocess.run([sys.executable, "-c", child, json.dumps(document)], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", child, json.dumps(document)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="example: python benchmarks/fred.py --bytes-mib 8 --chunks 16")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="example: python benchmarks/fred.py --bytes-mib 8 --chunks 16"
+    )
     ap.add_argument("--bytes-mib", type=float, default=32.0)
     ap.add_argument("--chunks", type=int, default=32)
     ap.add_argument("--io-mib", type=float, default=4.0, help="weight streaming: MiB to each NPU")
@@ -139,13 +179,28 @@ def main():
         assert r["status"] == "finished", (label, r)
         bus_gbps = 2 * 19 / 20 * nbytes * 8 / r["time_ns"]
         tbs = bus_gbps * SCALE / 8 / 1000
-        rows.append({"case": label, "algorithm": algorithm, "time_ns": r["time_ns"], "bus_gbps": bus_gbps,
-                     "paper_scale_tb_s": tbs, "paper_tb_s": paper, "wall_s": r["wall_s"], "events": r["events"]})
-        print(f"| {label} | {algorithm} | {r['time_ns'] / 1000:.1f} | {bus_gbps:.1f} | {tbs:.2f} | "
-              f"{paper if paper is not None else ''} | {r['wall_s']:.1f} | {r['events']:,} |", flush=True)
+        rows.append(
+            {
+                "case": label,
+                "algorithm": algorithm,
+                "time_ns": r["time_ns"],
+                "bus_gbps": bus_gbps,
+                "paper_scale_tb_s": tbs,
+                "paper_tb_s": paper,
+                "wall_s": r["wall_s"],
+                "events": r["events"],
+            }
+        )
+        print(
+            f"| {label} | {algorithm} | {r['time_ns'] / 1000:.1f} | {bus_gbps:.1f} | {tbs:.2f} | "
+            f"{paper if paper is not None else ''} | {r['wall_s']:.1f} | {r['events']:,} |",
+            flush=True,
+        )
     io_rows = []
-    print(f"\n| fabric | I/O controllers | achieved Gb/s (mean / least) | of {IO_GBPS:g} Gb/s | hottest link | "
-          "its load Gb/s | x the I/O rate |")
+    print(
+        f"\n| fabric | I/O controllers | achieved Gb/s (mean / least) | of {IO_GBPS:g} Gb/s | hottest link | "
+        "its load Gb/s | x the I/O rate |"
+    )
     print("|---|---|---|---|---|---|---|")
     fabrics = (("mesh 5x4", mesh()), ("FRED (Fred-C)", fred(4 * NPU_GBPS)))
     for controllers, (label, topology) in ((c, f) for c in IO_CONTROLLERS for f in fabrics):
@@ -153,16 +208,24 @@ def main():
         assert r["status"] == "finished", (label, r)
         io_rows.append({"case": label, **r})
         mean, least = r["io_achieved_gbps_mean"], r["io_achieved_gbps_min"]
-        print(f"| {label} | {controllers} | {mean:.2f} / {least:.2f} | {mean / IO_GBPS:.0%} | "
-              f"{r['io_hottest_link']} | {r['io_hottest_link_gbps']:.1f} | {r['io_hottest_link_per_io_rate']:.2f} |",
-              flush=True)
+        print(
+            f"| {label} | {controllers} | {mean:.2f} / {least:.2f} | {mean / IO_GBPS:.0%} | "
+            f"{r['io_hottest_link']} | {r['io_hottest_link_gbps']:.1f} | {r['io_hottest_link_per_io_rate']:.2f} |",
+            flush=True,
+        )
     training_rows = []
-    print("\n| micro-batches | fabric | DP algorithm | iteration ms | speed-up over the mesh | compute ms | "
-          "exposed comm. ms | MP all-reduce us | DP all-reduce us | PP send us |")
+    print(
+        "\n| micro-batches | fabric | DP algorithm | iteration ms | speed-up over the mesh | compute ms | "
+        "exposed comm. ms | MP all-reduce us | DP all-reduce us | PP send us |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    fabrics = (("mesh 5x4", mesh(), "ring"), ("Fred-A", fred(NPU_GBPS / 8), "ring"),
-               ("Fred-B", fred(NPU_GBPS / 8), "in_network"), ("Fred-C", fred(4 * NPU_GBPS), "ring"),
-               ("Fred-D", fred(4 * NPU_GBPS), "in_network"))
+    fabrics = (
+        ("mesh 5x4", mesh(), "ring"),
+        ("Fred-A", fred(NPU_GBPS / 8), "ring"),
+        ("Fred-B", fred(NPU_GBPS / 8), "in_network"),
+        ("Fred-C", fred(4 * NPU_GBPS), "ring"),
+        ("Fred-D", fred(4 * NPU_GBPS), "in_network"),
+    )
     for m, (label, topology, algorithm) in ((m, f) for m in (1, 8) for f in fabrics):
         r = measure(training_doc(topology, algorithm, m), CHILD_TRAINING)
         assert r["status"] == "finished", (label, r)
@@ -171,10 +234,24 @@ def main():
         speedup = mesh_row["iteration_ns"] / r["iteration_ns"]
         ms = {k: r[k] / 1e6 for k in ("iteration_ns", "compute_ns", "exposed_ns")}
         us = {k: r[k] / 1e3 for k in ("mp_ns", "dp_ns", "pp_ns")}
-        print(f"| {m} | {label} | {algorithm} | {ms['iteration_ns']:.2f} | {speedup:.2f}x | {ms['compute_ns']:.2f} | "
-              f"{ms['exposed_ns']:.2f} | {us['mp_ns']:.1f} | {us['dp_ns']:.1f} | {us['pp_ns']:.1f} |", flush=True)
-    Path(args.out).write_text(json.dumps({"bytes": nbytes, "chunks": args.chunks, "scale": SCALE, "rows": rows,
-                                          "io": io_rows, "training": training_rows}, indent=1))
+        print(
+            f"| {m} | {label} | {algorithm} | {ms['iteration_ns']:.2f} | {speedup:.2f}x | {ms['compute_ns']:.2f} | "
+            f"{ms['exposed_ns']:.2f} | {us['mp_ns']:.1f} | {us['dp_ns']:.1f} | {us['pp_ns']:.1f} |",
+            flush=True,
+        )
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "bytes": nbytes,
+                "chunks": args.chunks,
+                "scale": SCALE,
+                "rows": rows,
+                "io": io_rows,
+                "training": training_rows,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

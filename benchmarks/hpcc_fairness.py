@@ -10,6 +10,7 @@ all-reduce (grad_ar.fc), the median over its 30 ring steps of the last minus the
 of the step's 16 flows. "uplink busy" is the bytes each host sends over 100 Gb/s, divided by
 the time from the first collective flow's start to the last one's finish.
 """
+
 import sys
 from pathlib import Path
 
@@ -20,8 +21,11 @@ sys.path.insert(0, str(ROOT))
 
 from roce_emu.api import prepare, run  # noqa: E402
 
-CASES = {"PFC alone": ["network.cc.algorithm=none"], "HPCC": ["network.cc.algorithm=hpcc"],
-         "HPCC, R_AI x 100": ["network.cc.algorithm=hpcc", "network.cc.params.rate_ai_mbps=4000"]}
+CASES = {
+    "PFC alone": ["network.cc.algorithm=none"],
+    "HPCC": ["network.cc.algorithm=hpcc"],
+    "HPCC, R_AI x 100": ["network.cc.algorithm=hpcc", "network.cc.params.rate_ai_mbps=4000"],
+}
 
 
 def main() -> None:
@@ -29,8 +33,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     base = None
     for name, overrides in CASES.items():
-        prepared = prepare(ROOT / "scenarios" / "training_resnet50.yaml",
-                           ["workload.iterations=1", "workload.training.bucket_bytes=0", *overrides])
+        prepared = prepare(
+            ROOT / "scenarios" / "training_resnet50.yaml",
+            ["workload.iterations=1", "workload.training.bucket_bytes=0", *overrides],
+        )
         result = run(prepared, write=False, progress=False)
         flow = result.outcome.world.flow
         (fc,) = [c for c in prepared.workload.collectives if c.name == "grad_ar.fc"]

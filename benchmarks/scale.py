@@ -13,6 +13,7 @@ kernels, building, the engine, the results), the engine's share, its peak RSS an
 iteration or collective time. The error column compares the fast mode ("on", packet trains,
 or "exact") with "off": it is 0 when the skipping was exact.
 """
+
 import argparse
 import json
 import subprocess
@@ -40,42 +41,67 @@ print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engin
 
 def leaf_spine(npus: int) -> dict:
     leaves = max(npus // 16, 1)
-    return {"kind": "leaf_spine", "leaves": leaves, "hosts_per_leaf": npus // leaves, "spines": 4,
-            "link": {"rate_gbps": 200, "delay_ns": 1000}}
+    return {
+        "kind": "leaf_spine",
+        "leaves": leaves,
+        "hosts_per_leaf": npus // leaves,
+        "spines": 4,
+        "link": {"rate_gbps": 200, "delay_ns": 1000},
+    }
 
 
 def case_resnet(npus: int, scale: float) -> dict:
-    return {"topology": leaf_spine(npus),
-            "workload": {"training": {"model": {"name": "resnet50", "batch_per_rank": 32, "device_tflops": 100},
-                                      "dp_algorithm": "ring"}}}
+    return {
+        "topology": leaf_spine(npus),
+        "workload": {
+            "training": {
+                "model": {"name": "resnet50", "batch_per_rank": 32, "device_tflops": 100},
+                "dp_algorithm": "ring",
+            }
+        },
+    }
 
 
 def case_ring(npus: int, scale: float) -> dict:
-    return {"topology": leaf_spine(npus),
-            "workload": {"collectives": [{"kind": "all_reduce", "algorithm": "ring",
-                                          "bytes": int((1 << 30) * scale)}]}}
+    return {
+        "topology": leaf_spine(npus),
+        "workload": {"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": int((1 << 30) * scale)}]},
+    }
 
 
 def case_transformer(npus: int, scale: float) -> dict:
     tp = 8
-    return {"topology": {"kind": "multi_dim", "dims": [{"size": tp, "kind": "switch", "rate_gbps": 800,
-                                                        "delay_ns": 100},
-                                                       {"size": npus // tp, "kind": "switch", "rate_gbps": 200,
-                                                        "delay_ns": 1000}]},
-            "workload": {"training": {"model": {"name": "transformer", "layers": 4, "hidden": 4096,
-                                                "sequence": 2048, "batch_per_rank": 1},
-                                      "tp": tp, "dp": npus // tp}}}
+    return {
+        "topology": {
+            "kind": "multi_dim",
+            "dims": [
+                {"size": tp, "kind": "switch", "rate_gbps": 800, "delay_ns": 100},
+                {"size": npus // tp, "kind": "switch", "rate_gbps": 200, "delay_ns": 1000},
+            ],
+        },
+        "workload": {
+            "training": {
+                "model": {"name": "transformer", "layers": 4, "hidden": 4096, "sequence": 2048, "batch_per_rank": 1},
+                "tp": tp,
+                "dp": npus // tp,
+            }
+        },
+    }
 
 
-CASES = {"resnet": (case_resnet, ("none", "dcqcn", "hpcc")), "ring": (case_ring, ("none",)),
-         "transformer": (case_transformer, ("dcqcn",))}
+CASES = {
+    "resnet": (case_resnet, ("none", "dcqcn", "hpcc")),
+    "ring": (case_ring, ("none",)),
+    "transformer": (case_transformer, ("dcqcn",)),
+}
 
 
 def measure(doc: dict, timeout: float | None = None) -> dict:
     """Run one scenario document in a fresh process; its figures, or {"error": the last line}."""
     try:
-        p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(doc)], capture_output=True, text=True,
-                           timeout=timeout)
+        p = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"stopped after {timeout:.0f} s"}
     if p.returncode != 0:
@@ -86,8 +112,13 @@ def measure(doc: dict, timeout: float | None = None) -> dict:
 def warm_cache() -> None:
     """Compile (or load) both kernels once, so that no measured run pays for compiling."""
     for mode in ("off", "exact", "on"):
-        measure({"name": "warm", "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 100_000}]},
-                 "sim": {"fast_forward": mode}})
+        measure(
+            {
+                "name": "warm",
+                "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 100_000}]},
+                "sim": {"fast_forward": mode},
+            }
+        )
 
 
 def main() -> None:
@@ -100,8 +131,10 @@ def main() -> None:
     args = ap.parse_args()
     warm_cache()
     f = args.fast
-    print(f"| case | NPUs | cc | off: wall s | off: engine s | off: RSS MB | {f}: wall s | {f}: engine s | "
-          f"{f}: RSS MB | speed-up (wall) | events off / {f} | time error |")
+    print(
+        f"| case | NPUs | cc | off: wall s | off: engine s | off: RSS MB | {f}: wall s | {f}: engine s | "
+        f"{f}: RSS MB | speed-up (wall) | events off / {f} | time error |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.case or sorted(CASES):
         build, ccs = CASES[name]
@@ -117,10 +150,12 @@ def main() -> None:
                 print(f"| {name} | {args.npus} | {cc} | {off.get('error', '')} {on.get('error', '')} |")
                 continue
             err = abs(on["time_ns"] - off["time_ns"]) / off["time_ns"]
-            print(f"| {name} | {args.npus} | {cc} | {off['wall_s']:.1f} | {off['engine_s']:.1f} | "
-                  f"{off['rss_mb']:.0f} | {on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
-                  f"{off['wall_s'] / on['wall_s']:.2f}x | {off['events']:,} / {on['events']:,} | {err:.2e} |",
-                  flush=True)
+            print(
+                f"| {name} | {args.npus} | {cc} | {off['wall_s']:.1f} | {off['engine_s']:.1f} | "
+                f"{off['rss_mb']:.0f} | {on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
+                f"{off['wall_s'] / on['wall_s']:.2f}x | {off['events']:,} / {on['events']:,} | {err:.2e} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

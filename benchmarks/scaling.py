@@ -10,6 +10,7 @@ benchmarks/scaling.json and docs/scaling.png (with --out elsewhere: OUT.json and
 that fails or times out is recorded with its reason and left out of the figure, as is a probe
 (--probe-s) that stopped early.
 """
+
 import argparse
 import json
 import sys
@@ -35,21 +36,35 @@ def figure(points: list[dict], path: Path) -> None:
     with plt.rc_context(STYLE):
         fig, (left, right) = plt.subplots(1, 2, figsize=(7.8, 3.4))
         for mode, marker in (("off", "o"), ("exact", "^"), ("on", "s")):
-            mine = sorted((p for p in points if p["mode"] == mode and p.get("status") == "finished"),
-                          key=lambda p: p["npus"])
+            mine = sorted(
+                (p for p in points if p["mode"] == mode and p.get("status") == "finished"), key=lambda p: p["npus"]
+            )
             if mine:
                 n = np.array([p["npus"] for p in mine])
                 wall = np.array([p["wall_s"] for p in mine])
                 gb = np.array([p["bytes"] for p in mine]) / 1e9
                 left.loglog(n, wall, marker=marker, color=colors[mode], label=f"{names[mode]}: wall time")
-                left.loglog(n, [p["engine_s"] for p in mine], marker=marker, ls="--", color=colors[mode], alpha=0.6,
-                            label=f"{names[mode]}: engine only")
+                left.loglog(
+                    n,
+                    [p["engine_s"] for p in mine],
+                    marker=marker,
+                    ls="--",
+                    color=colors[mode],
+                    alpha=0.6,
+                    label=f"{names[mode]}: engine only",
+                )
                 right.semilogx(n, wall / gb, marker=marker, color=colors[mode], label=names[mode])
             for p in points:  # runs the timeout stopped: their wall time is at least the timeout
                 if p["mode"] == mode and str(p.get("error", "")).startswith("stopped after"):
                     bound = float(p["error"].split()[2])
-                    left.scatter([p["npus"]], [bound], marker="^", color=colors[mode], zorder=3,
-                                 label=f"{names[mode]}: stopped (at least)")
+                    left.scatter(
+                        [p["npus"]],
+                        [bound],
+                        marker="^",
+                        color=colors[mode],
+                        zorder=3,
+                        label=f"{names[mode]}: stopped (at least)",
+                    )
         for ax in (left, right):
             ax.set_xlabel("NPUs (ResNet-50 DP, leaf-spine, 200 Gb/s)")
             ax.set_xticks([16, 32, 64, 128, 256, 512, 1024], ["16", "32", "64", "128", "256", "512", "1024"])
@@ -67,17 +82,26 @@ def main() -> None:
     ap.add_argument("--npus", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     ap.add_argument("--mode", choices=["off", "exact", "on"], action="append", help="sim.fast_forward (default: off)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per point")
-    ap.add_argument("--probe-s", type=float, default=None,
-                    help="stop each run after this many seconds in the engine (sim.max_wall_s) and record how "
-                         "far it got: for sizes whose full run would take too long")
+    ap.add_argument(
+        "--probe-s",
+        type=float,
+        default=None,
+        help="stop each run after this many seconds in the engine (sim.max_wall_s) and record how "
+        "far it got: for sizes whose full run would take too long",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "scaling.json")
     args = ap.parse_args()
     warm_cache()
     points = json.loads(args.out.read_text()) if args.out.is_file() else []
     for mode in args.mode or ["off"]:
         for npus in args.npus:
-            doc = {"name": "scaling", "seed": 1, **case_resnet(npus, 1.0), "network": {"cc": {"algorithm": "dcqcn"}},
-                   "sim": {"fast_forward": mode, **({"max_wall_s": args.probe_s} if args.probe_s else {})}}
+            doc = {
+                "name": "scaling",
+                "seed": 1,
+                **case_resnet(npus, 1.0),
+                "network": {"cc": {"algorithm": "dcqcn"}},
+                "sim": {"fast_forward": mode, **({"max_wall_s": args.probe_s} if args.probe_s else {})},
+            }
             doc["workload"]["iterations"] = 1
             result = {"npus": npus, "mode": mode, **measure(doc, args.timeout)}
             points = [p for p in points if (p["npus"], p["mode"]) != (npus, mode)] + [result]

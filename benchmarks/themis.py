@@ -12,6 +12,7 @@ from one dimension to the next (scale-up links faster than scale-out), as multi-
 platforms do. Each (fabric, scheduler) runs in a fresh process after one that warms the Numba
 cache. Utilisation is the mean over dimensions of collectives.csv's dimk_utilization.
 """
+
 import argparse
 import json
 import subprocess
@@ -38,24 +39,54 @@ def dim(size, kind, gbps, delay_ns=500):
 
 FABRICS = {
     "2D 4x16 (switch, switch), 400/100": [dim(4, "switch", 400), dim(16, "switch", 100)],
-    "3D 4x4x4 homogeneous (ring, ring, ring), 100 each": [dim(4, "ring", 100), dim(4, "ring", 100),
-                                                          dim(4, "ring", 100)],
-    "3D 4x4x4 heterogeneous (ring, ring, ring), 400/200/100": [dim(4, "ring", 400), dim(4, "ring", 200),
-                                                                dim(4, "ring", 100)],
-    "3D 4x4x4 (fully connected, ring, switch), 400/200/100": [dim(4, "fully_connected", 400), dim(4, "ring", 200),
-                                                               dim(4, "switch", 100)],
-    "4D 2x2x4x4 (ring, ring, ring, switch), 400/400/200/100": [dim(2, "ring", 400), dim(2, "ring", 400),
-                                                                dim(4, "ring", 200), dim(4, "switch", 100)],
+    "3D 4x4x4 homogeneous (ring, ring, ring), 100 each": [
+        dim(4, "ring", 100),
+        dim(4, "ring", 100),
+        dim(4, "ring", 100),
+    ],
+    "3D 4x4x4 heterogeneous (ring, ring, ring), 400/200/100": [
+        dim(4, "ring", 400),
+        dim(4, "ring", 200),
+        dim(4, "ring", 100),
+    ],
+    "3D 4x4x4 (fully connected, ring, switch), 400/200/100": [
+        dim(4, "fully_connected", 400),
+        dim(4, "ring", 200),
+        dim(4, "switch", 100),
+    ],
+    "4D 2x2x4x4 (ring, ring, ring, switch), 400/400/200/100": [
+        dim(2, "ring", 400),
+        dim(2, "ring", 400),
+        dim(4, "ring", 200),
+        dim(4, "switch", 100),
+    ],
     "4D 2x4x2x4 (ring, fully connected, ring, switch), 400/200/200/100": [
-        dim(2, "ring", 400), dim(4, "fully_connected", 200), dim(2, "ring", 200), dim(4, "switch", 100)],
+        dim(2, "ring", 400),
+        dim(4, "fully_connected", 200),
+        dim(2, "ring", 200),
+        dim(4, "switch", 100),
+    ],
 }
 SCHEDULERS = ("baseline", "themis_fifo", "themis_scf")
 
 
 def doc(dims, nbytes, chunks, scheduler):
-    return {"name": "themis", "topology": {"kind": "multi_dim", "dims": dims},
-            "workload": {"collectives": [{"name": "ar", "kind": "all_reduce", "algorithm": "hierarchical",
-                                          "bytes": nbytes, "chunks": chunks, "scheduler": scheduler}]}}
+    return {
+        "name": "themis",
+        "topology": {"kind": "multi_dim", "dims": dims},
+        "workload": {
+            "collectives": [
+                {
+                    "name": "ar",
+                    "kind": "all_reduce",
+                    "algorithm": "hierarchical",
+                    "bytes": nbytes,
+                    "chunks": chunks,
+                    "scheduler": scheduler,
+                }
+            ]
+        },
+    }
 
 
 def measure(d: dict) -> dict:
@@ -73,8 +104,9 @@ def main() -> None:
     args = ap.parse_args()
     nbytes = int(args.bytes_mib * 2**20)
     measure(doc(FABRICS["2D 4x16 (switch, switch), 400/100"], 1 << 20, 4, "themis_scf"))  # warm the cache
-    print("| fabric | chunks | baseline us | util | themis_fifo us | util | speed-up | themis_scf us | util | "
-          "speed-up |")
+    print(
+        "| fabric | chunks | baseline us | util | themis_fifo us | util | speed-up | themis_scf us | util | speed-up |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     if args.sweep_chunks:
         name = "3D 4x4x4 heterogeneous (ring, ring, ring), 400/200/100"

@@ -1,4 +1,5 @@
 """Shared entry point of the plot scripts: read a directory, make some figures, save PDF and PNG."""
+
 import argparse
 from pathlib import Path
 

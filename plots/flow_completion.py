@@ -1,7 +1,8 @@
 """Flow completion of one run (flows.csv): FCT slowdown CDF and percentiles by flow size.
 
-    python plots/flow_completion.py runs/fat_tree_permutation [--out figures/]
+python plots/flow_completion.py runs/fat_tree_permutation [--out figures/]
 """
+
 import sys
 from pathlib import Path
 

@@ -3,6 +3,7 @@ normalised to PFC only, the iteration breakdown, and PFC pauses and ECN marks pe
 
     python plots/policy_comparison.py sweeps/cc_ablation [--out figures/]
 """
+
 import sys
 from pathlib import Path
 

@@ -1,7 +1,8 @@
 """Queues and rates over time of one run with traces (traces_queue.csv, traces_rate.csv).
 
-    roce-emu run scenarios/cc_dcqcn.yaml && python plots/time_series.py runs/cc_dcqcn
+roce-emu run scenarios/cc_dcqcn.yaml && python plots/time_series.py runs/cc_dcqcn
 """
+
 import sys
 from pathlib import Path
 

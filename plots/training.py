@@ -3,6 +3,7 @@ idle time through the run, and when each collective ran with its bus bandwidth.
 
     python plots/training.py runs/training_resnet50 [--out figures/]
 """
+
 import sys
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
+
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,13 +12,28 @@ from .config.schema import Scenario
 from .core.state import World
 from .errors import ScenarioError
 from .fabric.topology import Fabric
-from .results.iteration import (TASK_COLUMNS, TIMELINE_COLUMNS, collective_columns, collective_rows, iteration_summary,
-                                rank_timeline, task_rows, timeline_rows)
+from .results.iteration import (
+    TASK_COLUMNS,
+    TIMELINE_COLUMNS,
+    collective_columns,
+    collective_rows,
+    iteration_summary,
+    rank_timeline,
+    task_rows,
+    timeline_rows,
+)
 from .results.ns3_format import fct_text, pfc_text
 from .results.output import frame, write_run_dir
 from .results.provenance import provenance, scenario_yaml
-from .results.tables import (FLOW_COLUMNS, SIZE_BUCKET_COLUMNS, flow_rows, flow_table, slowdown_by_size, summary,
-                             trace_tables)
+from .results.tables import (
+    FLOW_COLUMNS,
+    SIZE_BUCKET_COLUMNS,
+    flow_rows,
+    flow_table,
+    slowdown_by_size,
+    summary,
+    trace_tables,
+)
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
 from .run.inputs import check_inputs
@@ -70,6 +86,7 @@ class RunResult:
 @dataclass
 class RunDirectory:
     """A run directory read back: summary.json and every table as a DataFrame."""
+
     summary: dict
     frames: dict
 
@@ -116,13 +133,26 @@ def default_out_dir(scenario: Scenario) -> Path:
     return Path(scenario.output.dir) if scenario.output.dir else Path("runs") / scenario.name
 
 
-def run(prepared: Prepared, out: Path | None = None, progress: bool | None = None,
-        slice_events: int | None = None, write: bool = True, check: bool = False) -> RunResult:
+def run(
+    prepared: Prepared,
+    out: Path | None = None,
+    progress: bool | None = None,
+    slice_events: int | None = None,
+    write: bool = True,
+    check: bool = False,
+) -> RunResult:
     """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``."""
     sc = prepared.scenario
     limits = Limits(ns_to_ps(sc.sim.max_time_ns), sc.sim.max_events, sc.sim.max_wall_s)
-    outcome = simulate(prepared.world, limits, slice_events or sc.sim.slice_events,
-                       progress=progress, label=sc.name, check=check, fast_forward=sc.sim.fast_forward == "exact")
+    outcome = simulate(
+        prepared.world,
+        limits,
+        slice_events or sc.sim.slice_events,
+        progress=progress,
+        label=sc.name,
+        check=check,
+        fast_forward=sc.sim.fast_forward == "exact",
+    )
     if outcome.status == "invariant" and not outcome.reason:
         outcome.reason = engine_fault(outcome.world, prepared.fabric)
     if outcome.status == "stalled":
@@ -147,8 +177,9 @@ def run(prepared: Prepared, out: Path | None = None, progress: bool | None = Non
     return RunResult(outcome, table, info, target, prepared)
 
 
-def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
-               timeline: list[tuple] | None = None) -> dict[str, tuple]:
+def run_tables(
+    prepared: Prepared, outcome: RunOutcome, table: dict, timeline: list[tuple] | None = None
+) -> dict[str, tuple]:
     """Every table of a run directory: flows, tasks, collectives, the rank timeline and traces
     (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
     workload = prepared.workload
@@ -170,7 +201,12 @@ def run_tables(prepared: Prepared, outcome: RunOutcome, table: dict,
     return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
 
 
-def run_scenario(path: Path | str, overrides: Sequence[str] = (), out: Path | None = None,
-                 progress: bool | None = False, slice_events: int | None = None,
-                 write: bool = True) -> RunResult:
+def run_scenario(
+    path: Path | str,
+    overrides: Sequence[str] = (),
+    out: Path | None = None,
+    progress: bool | None = False,
+    slice_events: int | None = None,
+    write: bool = True,
+) -> RunResult:
     return run(prepare(path, overrides), out, progress, slice_events, write)

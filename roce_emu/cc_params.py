@@ -7,6 +7,7 @@ modules index (ps, bit/s, bytes). Defaults follow the HPCC ns-3 simulator's run.
 profiles (the field's reference tool) unless a row says otherwise; rate steps that
 that tool scales with the NIC rate are scaled here the same way.
 """
+
 import numpy as np
 
 from .core.cc.registry import BY_NAME, Param
@@ -46,8 +47,10 @@ def check_params(algorithm: str, params: dict) -> None:
         a, b = values[low], values[high]
         if a > b:
             name = high if high in params else low
-            raise ValueError(f"{AT}params.{name} {params[name]!r} is not allowed: {low} ({a:g}) must not exceed "
-                             f"{high} ({b:g}){'; set both' if (low in params) != (high in params) else ''}")
+            raise ValueError(
+                f"{AT}params.{name} {params[name]!r} is not allowed: {low} ({a:g}) must not exceed "
+                f"{high} ({b:g}){'; set both' if (low in params) != (high in params) else ''}"
+            )
 
 
 def _check_each(algorithm: str, params: dict) -> None:
@@ -57,8 +60,9 @@ def _check_each(algorithm: str, params: dict) -> None:
         if name not in table:
             if not table:
                 raise ValueError(f"{at}unknown parameter '{name}': algorithm '{algorithm}' has no parameters")
-            raise ValueError(f"{at}unknown parameter '{name}' for algorithm '{algorithm}' "
-                             f"(allowed: {', '.join(table)})")
+            raise ValueError(
+                f"{at}unknown parameter '{name}' for algorithm '{algorithm}' (allowed: {', '.join(table)})"
+            )
         param = table[name]
         if param.choices:
             if value not in param.choices:
@@ -69,8 +73,10 @@ def _check_each(algorithm: str, params: dict) -> None:
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{at}{value!r} is not allowed (a number{' in ' + param.unit if param.unit else ''})")
         elif not (param.low <= value <= param.high) or value != value:
-            raise ValueError(f"{at}{value!r} is not allowed (range {param.low:g} to {param.high:g}"
-                             f"{' ' + param.unit if param.unit else ''})")
+            raise ValueError(
+                f"{at}{value!r} is not allowed (range {param.low:g} to {param.high:g}"
+                f"{' ' + param.unit if param.unit else ''})"
+            )
 
 
 def resolved_params(algorithm: str, params: dict, line_gbps: float) -> dict:
@@ -114,8 +120,11 @@ def markdown_table(algorithm: str) -> str:
     if not table:
         return f"`{algorithm}` has no parameters."
     variants = table[0].choices if table[0].name == "variant" else ("",)
-    head = "| parameter | unit | " + " | ".join(f"default ({v})" if v else "default" for v in variants) + \
-        " | meaning | source |"
+    head = (
+        "| parameter | unit | "
+        + " | ".join(f"default ({v})" if v else "default" for v in variants)
+        + " | meaning | source |"
+    )
     lines = [head, "|" + "---|" * (4 + len(variants))]
     for p in table:
         defaults = " | ".join(describe_default(p, v or "cx") for v in variants)

@@ -1,6 +1,7 @@
 """Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | design | import | cache``.
 
 Thin: parse, call the API, report."""
+
 import shutil
 import signal
 import sys
@@ -25,8 +26,12 @@ def _usage_error_one_line(self, file=None) -> None:
 click.UsageError.show = _usage_error_one_line  # type: ignore[method-assign]
 
 set_option = click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE",
-    help="Override a scenario key by its dotted path (list items by index); repeatable.")
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a scenario key by its dotted path (list items by index); repeatable.",
+)
 
 
 class Terminated(BaseException):
@@ -72,16 +77,32 @@ def main():
 @main.command()
 @click.argument("scenario")
 @set_option
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Run directory to write (default: output.dir, else runs/<scenario name>).")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar on stderr (default: only on a terminal).")
-@click.option("--slice-events", type=click.IntRange(min=1), default=None,
-              help="Events per engine slice between progress updates (results do not depend on it).")
-@click.option("--check", is_flag=True, default=False,
-              help="Also run the expensive invariant checks (queues, packet pool) after every slice.")
-@click.option("--overwrite", is_flag=True, default=False,
-              help="Replace the run directory if it exists (without this, an existing one is an error).")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Run directory to write (default: output.dir, else runs/<scenario name>).",
+)
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal).")
+@click.option(
+    "--slice-events",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Events per engine slice between progress updates (results do not depend on it).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    default=False,
+    help="Also run the expensive invariant checks (queues, packet pool) after every slice.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    default=False,
+    help="Replace the run directory if it exists (without this, an existing one is an error).",
+)
 def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     """Simulate a scenario; write flows.csv and summary.json to the run directory.
 
@@ -106,8 +127,13 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
         _echo_notes(prepared.workload.notes)
         target = out if out is not None else api.default_out_dir(prepared.scenario)
         if target.exists() and not overwrite:
-            _fail_input(ScenarioError(str(target), "", "the run directory exists: add --overwrite to replace it, "
-                                                       "or give --out another directory"))
+            _fail_input(
+                ScenarioError(
+                    str(target),
+                    "",
+                    "the run directory exists: add --overwrite to replace it, or give --out another directory",
+                )
+            )
         result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
@@ -121,20 +147,31 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
         sys.exit(1)
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
-    click.echo(f"{s['scenario']}: {s['flows_finished']}/{s['flows']} flows finished, last at "
-               f"{_fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
-               f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "
-               f"-> {result.out}", err=True)
+    click.echo(
+        f"{s['scenario']}: {s['flows_finished']}/{s['flows']} flows finished, last at "
+        f"{_fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
+        f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "
+        f"-> {result.out}",
+        err=True,
+    )
 
 
 @main.command()
 @click.argument("scenario")
 @set_option
-@click.option("--draw", "draw_to", type=click.Path(path_type=Path), default=None,
-              help="Also draw the fabric to this file (.png or .pdf).")
-@click.option("--links", "list_links", is_flag=True,
-              help="List every link instead (CSV: node_a,node_b,tier,rate_gbps,delay_ns), with the node "
-                   "names that faults: use.")
+@click.option(
+    "--draw",
+    "draw_to",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also draw the fabric to this file (.png or .pdf).",
+)
+@click.option(
+    "--links",
+    "list_links",
+    is_flag=True,
+    help="List every link instead (CSV: node_a,node_b,tier,rate_gbps,delay_ns), with the node names that faults: use.",
+)
 def topo(scenario, overrides, draw_to, list_links):
     """Summarise a scenario's fabric: hosts, switches, links, diameter, bisection bandwidth.
 
@@ -192,22 +229,42 @@ def validate(scenario, overrides, print_normalized):
     except ScenarioError as err:
         _fail_input(err)
     _echo_notes(inputs.workload.notes)
-    click.echo(f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
-               f"{inputs.fabric.n_hosts} hosts)")
+    click.echo(
+        f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
+        f"{inputs.fabric.n_hosts} hosts)"
+    )
 
 
 @main.command()
 @click.argument("sweep_or_scenario")
-@click.option("--grid", "grid", multiple=True, metavar="KEY=V1,V2,...",
-              help="A swept key and its values; repeatable (the points are the product).")
+@click.option(
+    "--grid",
+    "grid",
+    multiple=True,
+    metavar="KEY=V1,V2,...",
+    help="A swept key and its values; repeatable (the points are the product).",
+)
 @set_option
-@click.option("--repeat", type=click.IntRange(min=1), default=None,
-              help="Seeds per point: the scenario's seed, seed + 1, ... (default 1).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Seeds per point: the scenario's seed, seed + 1, ... (default 1).",
+)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, help="Local worker processes.")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Run the points on this dask.distributed scheduler (tcp://host:port) instead.")
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Sweep directory (default: sweeps/<scenario name>).")
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the points on this dask.distributed scheduler (tcp://host:port) instead.",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Sweep directory (default: sweeps/<scenario name>).",
+)
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: only on a terminal).")
 def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, progress):
     """Run a scenario over a grid of overrides and seeds; resumable; results.csv for pandas.
@@ -255,8 +312,13 @@ def _is_sweep_file(path: Path) -> bool:
 
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Where the figures go (default: DIRECTORY/plots).")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the figures go (default: DIRECTORY/plots).",
+)
 def plot(directory, out):
     """Make the standard figures of a run or sweep directory, each as PDF and PNG.
 
@@ -302,8 +364,13 @@ def cc_command(algorithm):
 
 @main.command()
 @click.argument("name", required=False)
-@click.option("--to", "dest", type=click.Path(path_type=Path), default=None,
-              help="File or folder to copy the example to (default: ./NAME.yaml).")
+@click.option(
+    "--to",
+    "dest",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="File or folder to copy the example to (default: ./NAME.yaml).",
+)
 @click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
 def examples(name, dest, overwrite):
     """List the shipped example scenarios, or copy one out to edit and run.
@@ -334,28 +401,78 @@ def examples(name, dest, overwrite):
 @main.command("design")
 @click.argument("scenario")
 @set_option
-@click.option("--budget-gbps", type=float, default=None, help="Per-NPU bandwidth to split: sum over dimensions of "
-              "links x rate (Gb/s).")
-@click.option("--overlap", type=click.Choice(["max", "sum"]), default="max", show_default=True,
-              help="max: dimensions busy at once (Themis-like); sum: one after the other (baseline order).")
+@click.option(
+    "--budget-gbps",
+    type=float,
+    default=None,
+    help="Per-NPU bandwidth to split: sum over dimensions of links x rate (Gb/s).",
+)
+@click.option(
+    "--overlap",
+    type=click.Choice(["max", "sum"]),
+    default="max",
+    show_default=True,
+    help="max: dimensions busy at once (Themis-like); sum: one after the other (baseline order).",
+)
 @click.option("--cost", "costs", default=None, metavar="C0,C1,...", help="Cost per Gb/s of each dimension's links.")
 @click.option("--cost-budget", type=float, default=None, help="With --cost: the total cost per NPU to spend.")
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Scenario file to write with the designed rates (default: ./NAME_design.yaml).")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Scenario file to write with the designed rates (default: ./NAME_design.yaml).",
+)
 @click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
-@click.option("--verify", is_flag=True, default=False,
-              help="Also run the scenario at packet level with the designed and with equally split rates "
-                   "(--parallel: the best --verify-top splits).")
-@click.option("--parallel", is_flag=True, default=False,
-              help="Search tp x pp x dp and micro-batches for the training model instead (docs/parallel.md).")
-@click.option("--device-memory-gb", type=float, default=80.0, show_default=True,
-              help="--parallel: each NPU's memory (GiB); splits that do not fit are left out.")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="--parallel: how many of the fitting splits to list.")
-@click.option("--verify-top", type=click.IntRange(min=1), default=3, show_default=True,
-              help="--parallel --verify: how many of the best splits to run at packet level.")
-def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget, out, overwrite, verify, parallel,
-                   device_memory_gb, top, verify_top):
+@click.option(
+    "--verify",
+    is_flag=True,
+    default=False,
+    help="Also run the scenario at packet level with the designed and with equally split rates "
+    "(--parallel: the best --verify-top splits).",
+)
+@click.option(
+    "--parallel",
+    is_flag=True,
+    default=False,
+    help="Search tp x pp x dp and micro-batches for the training model instead (docs/parallel.md).",
+)
+@click.option(
+    "--device-memory-gb",
+    type=float,
+    default=80.0,
+    show_default=True,
+    help="--parallel: each NPU's memory (GiB); splits that do not fit are left out.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="--parallel: how many of the fitting splits to list.",
+)
+@click.option(
+    "--verify-top",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="--parallel --verify: how many of the best splits to run at packet level.",
+)
+def design_command(
+    scenario,
+    overrides,
+    budget_gbps,
+    overlap,
+    costs,
+    cost_budget,
+    out,
+    overwrite,
+    verify,
+    parallel,
+    device_memory_gb,
+    top,
+    verify_top,
+):
     """Split each NPU's bandwidth budget across a multi_dim fabric's dimensions so that the
     workload's hierarchical all-reduces finish soonest (LIBRA-style, on the alpha-beta model;
     docs/design.md), and write the scenario with those rates. With --parallel, rank the
@@ -385,24 +502,29 @@ def design_command(scenario, overrides, budget_gbps, overlap, costs, cost_budget
             except ValueError:
                 raise ScenarioError("--cost", costs, "expected numbers separated by commas, e.g. 1,4") from None
         inputs = load_inputs(scenario, list(overrides))
-        best, a = libra.design(inputs.scenario, inputs.workload, scenario, budget_gbps, overlap, cost_list,
-                               cost_budget)
+        best, a = libra.design(inputs.scenario, inputs.workload, scenario, budget_gbps, overlap, cost_list, cost_budget)
         equal = libra.equal_split(best.weights, best.budget)
         doc = libra.with_rates(inputs.scenario.model_dump(mode="json"), best.rates_gbps)
         dest = out if out is not None else Path(f"{inputs.scenario.name}_design.yaml")
-        note = [f"rates designed for {'cost budget ' + str(cost_budget) if cost_list else f'{budget_gbps:g} Gb/s'} "
-                f"per NPU, overlap {overlap}: model time {best.time_s * 1e6:.3f} us (equal split "
-                f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us)"]
+        note = [
+            f"rates designed for {'cost budget ' + str(cost_budget) if cost_list else f'{budget_gbps:g} Gb/s'} "
+            f"per NPU, overlap {overlap}: model time {best.time_s * 1e6:.3f} us (equal split "
+            f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us)"
+        ]
         write_scenario(doc, dest, [scenario], note, overwrite)
     except ScenarioError as err:
         _fail_input(err)
     click.echo("| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |")
     click.echo("|---|---|---|---|---|---|---|")
     for d, (dim, rate, eq, bits) in enumerate(zip(inputs.scenario.topology.dims, best.rates_gbps, equal, a)):
-        click.echo(f"| {d} | {dim.kind} | {dim.size} | {libra.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
-                   f"{eq:.3f} | {bits:.4g} |")
-    click.echo(f"model time ({overlap}): designed {best.time_s * 1e6:.3f} us, equal split "
-               f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us")
+        click.echo(
+            f"| {d} | {dim.kind} | {dim.size} | {libra.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
+            f"{eq:.3f} | {bits:.4g} |"
+        )
+    click.echo(
+        f"model time ({overlap}): designed {best.time_s * 1e6:.3f} us, equal split "
+        f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us"
+    )
     if verify:
         for label, rates in (("designed", best.rates_gbps), ("equal split", equal)):
             summary = _packet_level(libra.with_rates(doc, rates), dest)
@@ -425,30 +547,42 @@ def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_
         fitting = [s for s in ranked if s.fits(device_memory_gb)]
         if not fitting:
             least = min(ranked, key=lambda s: s.memory_bytes)
-            raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb:g} GiB: no split fits; the leanest "
-                                f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
-                                f"needs {least.memory_bytes / comet.GIB:.2f} GiB per NPU")
+            raise ScenarioError(
+                "--device-memory-gb",
+                "",
+                f"{device_memory_gb:g} GiB: no split fits; the leanest "
+                f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
+                f"needs {least.memory_bytes / comet.GIB:.2f} GiB per NPU",
+            )
         best = fitting[0]
         doc = comet.with_strategy(inputs.scenario.model_dump(mode="json"), inputs.scenario, best)
         dest = out if out is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
-        note = [f"split searched for {fabric.n_hosts} NPUs with {device_memory_gb:g} GiB each: tp {best.tp}, "
-                f"pp {best.pp}, dp {best.dp}, {best.micro_batches} micro-batches, predicted "
-                f"{best.predicted_s * 1e3:.3f} ms per iteration"]
+        note = [
+            f"split searched for {fabric.n_hosts} NPUs with {device_memory_gb:g} GiB each: tp {best.tp}, "
+            f"pp {best.pp}, dp {best.dp}, {best.micro_batches} micro-batches, predicted "
+            f"{best.predicted_s * 1e3:.3f} ms per iteration"
+        ]
         write_scenario(doc, dest, [scenario], note, overwrite)
     except ScenarioError as err:
         _fail_input(err)
-    click.echo(f"{len(fitting)} of {len(ranked)} splits fit in {device_memory_gb:g} GiB per NPU "
-               f"(global batch {best.batch_per_rank * best.dp}); the fastest predicted:")
+    click.echo(
+        f"{len(fitting)} of {len(ranked)} splits fit in {device_memory_gb:g} GiB per NPU "
+        f"(global batch {best.batch_per_rank * best.dp}); the fastest predicted:"
+    )
     click.echo("| rank | tp | pp | dp | micro-batches | batch per replica | memory GiB | predicted ms |")
     click.echo("|---|---|---|---|---|---|---|---|")
     for i, s in enumerate(fitting[:top], 1):
-        click.echo(f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
-                   f"{s.memory_bytes / comet.GIB:.2f} | {s.predicted_s * 1e3:.3f} |")
+        click.echo(
+            f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
+            f"{s.memory_bytes / comet.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
+        )
     if verify:
         for i, s in enumerate(fitting[:verify_top], 1):
             summary = _packet_level(comet.with_strategy(doc, inputs.scenario, s), dest)
-            click.echo(f"packet level, rank {i} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches): "
-                       f"{summary['iteration_ns'][0] / 1e6:.3f} ms (predicted {s.predicted_s * 1e3:.3f} ms)")
+            click.echo(
+                f"packet level, rank {i} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches): "
+                f"{summary['iteration_ns'][0] / 1e6:.3f} ms (predicted {s.predicted_s * 1e3:.3f} ms)"
+            )
     click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
 
@@ -475,12 +609,27 @@ def import_group():
 
 @import_group.command("astra-sim")
 @click.argument("network", type=click.Path(path_type=Path))
-@click.option("--system", type=click.Path(path_type=Path), default=None,
-              help="ASTRA-sim system JSON: the collective algorithms and chunks to use.")
-@click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=64 << 20, show_default=True,
-              help="Bytes per NPU of the all-reduce the scenario runs.")
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Scenario file to write (default: ./NETWORK.yaml).")
+@click.option(
+    "--system",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="ASTRA-sim system JSON: the collective algorithms and chunks to use.",
+)
+@click.option(
+    "--bytes",
+    "nbytes",
+    type=click.IntRange(min=1),
+    default=64 << 20,
+    show_default=True,
+    help="Bytes per NPU of the all-reduce the scenario runs.",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Scenario file to write (default: ./NETWORK.yaml).",
+)
 @click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
 def import_astra_sim(network, system, nbytes, out, overwrite):
     """An ASTRA-sim network YAML (and system JSON) as a scenario: the fabric as multi_dim and
@@ -508,12 +657,25 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
 
 @import_group.command("ns3")
 @click.argument("config", type=click.Path(path_type=Path))
-@click.option("--topology", type=click.Path(path_type=Path), default=None,
-              help="Topology file (default: TOPOLOGY_FILE of the configuration, or topology.txt beside it).")
-@click.option("--flows", type=click.Path(path_type=Path), default=None,
-              help="Flow file (default: FLOW_FILE of the configuration, or flow.txt beside it).")
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
-              help="Scenario file to write (default: ./CONFIG.yaml).")
+@click.option(
+    "--topology",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Topology file (default: TOPOLOGY_FILE of the configuration, or topology.txt beside it).",
+)
+@click.option(
+    "--flows",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Flow file (default: FLOW_FILE of the configuration, or flow.txt beside it).",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Scenario file to write (default: ./CONFIG.yaml).",
+)
 @click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
 def import_ns3(config, topology, flows, out, overwrite):
     """An HPCC ns-3 simulator run (config.txt with its topology and flow files) as a scenario:
@@ -567,8 +729,9 @@ def cache_clear():
     removed = sorted(CACHE_DIR.parent.glob("numba-*")) if CACHE_DIR.parent.is_dir() else []
     for folder in removed:
         shutil.rmtree(folder, ignore_errors=True)
-    click.echo(f"removed {len(removed)} cached engine version{'s' if len(removed) != 1 else ''} "
-               f"from {CACHE_DIR.parent}")
+    click.echo(
+        f"removed {len(removed)} cached engine version{'s' if len(removed) != 1 else ''} from {CACHE_DIR.parent}"
+    )
 
 
 def _fmt_ns(ns) -> str:

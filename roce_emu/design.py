@@ -20,6 +20,7 @@ l_d times the cost of a Gb/s on d. Two ways the dimensions overlap:
 
 docs/design.md gives the model and what it leaves out.
 """
+
 import math
 from dataclasses import dataclass
 
@@ -84,30 +85,48 @@ def equal_split(w: np.ndarray, budget: float) -> np.ndarray:
     return budget / len(w) / np.asarray(w, float)
 
 
-def design(scenario, workload, source: str, budget_gbps: float, overlap: str = "max", costs=None,
-           cost_budget: float | None = None) -> tuple[Design, np.ndarray]:
+def design(
+    scenario,
+    workload,
+    source: str,
+    budget_gbps: float,
+    overlap: str = "max",
+    costs=None,
+    cost_budget: float | None = None,
+) -> tuple[Design, np.ndarray]:
     """The design for a validated multi_dim scenario and its built workload, and a_d."""
     topo = scenario.topology
     if topo.kind != "multi_dim":
-        raise ScenarioError(source, "topology.kind", f"'{topo.kind}': bandwidth design splits the rates of a "
-                                                     f"multi_dim fabric's dimensions (allowed: multi_dim)")
+        raise ScenarioError(
+            source,
+            "topology.kind",
+            f"'{topo.kind}': bandwidth design splits the rates of a multi_dim fabric's dimensions (allowed: multi_dim)",
+        )
     sizes = [d.size for d in topo.dims]
     collectives = []
     for c in workload.collectives:
         if c.iteration != 0:
             continue
         if c.algorithm != "hierarchical" or c.kind != "all_reduce":
-            raise ScenarioError(source, "workload", f"collective '{c.name}' is a {c.algorithm} {c.kind}: the design "
-                                                    f"models hierarchical all-reduces (dp_algorithm or algorithm "
-                                                    f"hierarchical)")
+            raise ScenarioError(
+                source,
+                "workload",
+                f"collective '{c.name}' is a {c.algorithm} {c.kind}: the design "
+                f"models hierarchical all-reduces (dp_algorithm or algorithm "
+                f"hierarchical)",
+            )
         collectives.append((c.kind, c.nbytes))
     if not collectives:
         raise ScenarioError(source, "workload", "no hierarchical all-reduce to design for")
     links = np.array([links_per_npu(d.kind, d.size) for d in topo.dims], float)
     if costs is not None:
         if len(costs) != len(sizes) or any(not math.isfinite(c) or c <= 0 for c in costs):
-            raise ScenarioError("--cost", "", f"{len(costs)} costs for {len(sizes)} dimensions: give one positive "
-                                              f"cost per Gb/s for each dimension, comma-separated")
+            raise ScenarioError(
+                "--cost",
+                "",
+                f"{len(costs)} costs for {len(sizes)} dimensions: give one positive "
+                f"cost per Gb/s for each dimension, comma-separated",
+            )
         if cost_budget is None or cost_budget <= 0:
             raise ScenarioError("--cost-budget", "", "a cost model needs a positive --cost-budget")
         weights, budget = links * np.array(costs, float), float(cost_budget)

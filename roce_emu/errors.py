@@ -6,8 +6,7 @@ class ScenarioError(Exception):
 
     def __init__(self, source: str, key: str, message: str):
         # one line whatever the input echoed in it (a value or key may hold a newline)
-        source, key, message = (str(part).replace("\r", "\\r").replace("\n", "\\n")
-                                for part in (source, key, message))
+        source, key, message = (str(part).replace("\r", "\\r").replace("\n", "\\n") for part in (source, key, message))
         self.source = source
         self.key = key
         self.message = message

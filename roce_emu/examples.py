@@ -4,6 +4,7 @@ A wheel carries them as ``roce_emu/scenarios/*.yaml`` (setup.cfg maps the reposi
 ``scenarios/`` folder there); a source checkout or an editable install reads ``scenarios/``
 beside the package.
 """
+
 import shutil
 from pathlib import Path
 

@@ -34,6 +34,7 @@ Time (first order, every collective a ring):
 
 Contention and oversubscription are left out: ``--verify`` runs the best splits at packet level.
 """
+
 from dataclasses import dataclass
 
 from .config.schema import Model, Scenario, Training
@@ -75,8 +76,10 @@ class _Links:
         self.dim_rates, self.dim_steps = dim_timing(scenario, fabric)
         host_ports = fabric.port_node < fabric.n_hosts
         rate = float(fabric.port_rate_bps[host_ports].min())  # NPU to NPU through one switch: 2 hops
-        self.npu = (rate, ring_step_s(2, float(fabric.port_prop_ps[host_ports].max()) * 1e-12, rate,
-                                      net.frame_bytes * 8))
+        self.npu = (
+            rate,
+            ring_step_s(2, float(fabric.port_prop_ps[host_ports].max()) * 1e-12, rate, net.frame_bytes * 8),
+        )
 
     def of(self, ranks) -> tuple[float, float]:
         fabric = self.fabric
@@ -127,12 +130,21 @@ def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: in
         kept = sum(layer.activation_bytes for layer in stage)
         memory = max(memory, BYTES_PER_PARAM * params + kept * held // m)
         compute = sum(layer.forward_ns + layer.backward_ns for layer in stage) * 1e-9 / m
-        tp_comm = sum(links.ring_s(c.bytes / m, tp_group) for layer in stage
-                      for c in (layer.forward_comm, layer.backward_comm) if c is not None and c.group == "tp")
+        tp_comm = sum(
+            links.ring_s(c.bytes / m, tp_group)
+            for layer in stage
+            for c in (layer.forward_comm, layer.backward_comm)
+            if c is not None and c.group == "tp"
+        )
         stage_s.append(compute + tp_comm)
         exposed.append(_exposed_s(stage, m, dp_group, training.bucket_bytes, links))
-    send = max((links.send_s(_handed_bytes(stage[-1]) / m, [host(0, s, 0), host(0, s + 1, 0)])
-                for s, stage in enumerate(stages[:-1])), default=0.0)
+    send = max(
+        (
+            links.send_s(_handed_bytes(stage[-1]) / m, [host(0, s, 0), host(0, s + 1, 0)])
+            for s, stage in enumerate(stages[:-1])
+        ),
+        default=0.0,
+    )
     predicted = (m + pp - 1) * (max(stage_s) + 2 * send) + max(exposed)
     return Strategy(tp, pp, dp, m, batch, int(memory), predicted)
 
@@ -177,8 +189,11 @@ def search(scenario: Scenario, fabric, source: str) -> list[Strategy]:
     replica's batch (one without pipelining), fastest predicted first."""
     training = scenario.workload.training
     if training is None or training.model is None:
-        raise ScenarioError(source, "workload.training.model", "the parallelisation search needs a built-in model "
-                                                               "(resnet50, transformer or dlrm)")
+        raise ScenarioError(
+            source,
+            "workload.training.model",
+            "the parallelisation search needs a built-in model (resnet50, transformer or dlrm)",
+        )
     model = training.model
     n_npus = fabric.n_hosts
     tp0, pp0 = training.tp, training.pp
@@ -205,9 +220,14 @@ def with_strategy(doc: dict, scenario: Scenario, strategy: Strategy) -> dict:
     out = dict(doc)
     workload = dict(out["workload"])
     training = dict(workload["training"])
-    training.update(tp=strategy.tp, pp=strategy.pp, dp=strategy.dp, micro_batches=strategy.micro_batches,
-                    pipeline_bytes=handed_bytes(scenario, strategy),
-                    model={**training["model"], "batch_per_rank": strategy.batch_per_rank})
+    training.update(
+        tp=strategy.tp,
+        pp=strategy.pp,
+        dp=strategy.dp,
+        micro_batches=strategy.micro_batches,
+        pipeline_bytes=handed_bytes(scenario, strategy),
+        model={**training["model"], "batch_per_rank": strategy.batch_per_rank},
+    )
     workload["training"] = training
     out["workload"] = workload
     return out

@@ -8,6 +8,7 @@ stopped. A point that fails (a deadlock, a combination the fabric cannot hold) i
 with its status and reason and does not stop the others. ``DIR/results.csv`` has one row per
 point: the swept keys, then the summary's scalar fields.
 """
+
 import hashlib
 import itertools
 import json
@@ -153,8 +154,9 @@ def is_done(point_dir: Path) -> bool:
     return (point_dir / POINT_FILE).is_file() and (point_dir / "summary.json").is_file()
 
 
-def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None = None,
-              progress: bool | None = None) -> tuple[int, int, Path]:
+def run_sweep(
+    spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None = None, progress: bool | None = None
+) -> tuple[int, int, Path]:
     """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv)."""
     todo_all = points(spec)
     client = _connect(scheduler) if scheduler else None  # before anything is written
@@ -165,11 +167,24 @@ def run_sweep(spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None =
         shutil.rmtree(out / "points" / p.digest, ignore_errors=True)
     for leftover in (out / "points").glob(".*.tmp-*"):  # half-written by a killed sweep
         shutil.rmtree(leftover, ignore_errors=True)
-    args = [(str(spec.scenario), p.overrides, str(out / "points" / p.digest),
-             {"hash": p.digest, "overrides": list(p.overrides)}) for p in todo]
+    args = [
+        (
+            str(spec.scenario),
+            p.overrides,
+            str(out / "points" / p.digest),
+            {"hash": p.digest, "overrides": list(p.overrides)},
+        )
+        for p in todo
+    ]
     disable = None if progress is None else not progress
-    bar = tqdm(total=len(todo_all), initial=len(todo_all) - len(todo), unit="point", desc="sweep",
-               disable=disable, dynamic_ncols=True)
+    bar = tqdm(
+        total=len(todo_all),
+        initial=len(todo_all) - len(todo),
+        unit="point",
+        desc="sweep",
+        disable=disable,
+        dynamic_ncols=True,
+    )
     try:
         if todo:
             warm_engine_cache()
@@ -191,9 +206,14 @@ def write_sweep_record(out: Path, spec: SweepSpec, n_points: int) -> None:
     platform that last ran it; each point's summary.json carries its own provenance too."""
     from .results.provenance import provenance
 
-    record = {"scenario": str(spec.scenario), "grid": spec.grid, "repeat": spec.repeat,
-              "fixed": list(spec.fixed), "points": n_points,
-              "provenance": provenance(str(spec.scenario), spec.fixed, None)}
+    record = {
+        "scenario": str(spec.scenario),
+        "grid": spec.grid,
+        "repeat": spec.repeat,
+        "fixed": list(spec.fixed),
+        "points": n_points,
+        "provenance": provenance(str(spec.scenario), spec.fixed, None),
+    }
     tmp = out / f".sweep.json.tmp-{os.getpid()}"
     tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
     os.replace(tmp, out / "sweep.json")
@@ -204,8 +224,13 @@ def warm_engine_cache() -> None:
     several processes compiling into one Numba cache at once can crash (numba#4807)."""
     from .api import prepare_scenario, run
 
-    sc = Scenario.model_validate({"name": "warm", "topology": {"kind": "single_switch", "hosts": 2},
-                                  "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 1000}]}})
+    sc = Scenario.model_validate(
+        {
+            "name": "warm",
+            "topology": {"kind": "single_switch", "hosts": 2},
+            "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 1000}]},
+        }
+    )
     run(prepare_scenario(sc), write=False, progress=False)
 
 
@@ -233,8 +258,9 @@ def _connect(address: str):
         return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError, ValueError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise ScenarioError("--scheduler", address, f"no dask scheduler answered within {CONNECT_TIMEOUT_S} s "
-                            f"({reason[:120]})") from None
+        raise ScenarioError(
+            "--scheduler", address, f"no dask scheduler answered within {CONNECT_TIMEOUT_S} s ({reason[:120]})"
+        ) from None
 
 
 def _run_dask(client, args, bar) -> None:
@@ -292,5 +318,3 @@ def write_results(out: Path, all_points: list[Point]) -> Path:
     write_csv(tmp, columns, [{c: r.get(c, "") for c in columns} for r in rows])
     os.replace(tmp, out / "results.csv")
     return out / "results.csv"
-
-

@@ -1,4 +1,5 @@
 """Shared helpers: build scenarios from dicts, run them in-process, check conservation on every run."""
+
 import copy
 
 import numpy as np
@@ -63,7 +64,9 @@ def qp_of(world, f: int) -> int:
 
 def one_flow(algorithm, params=None, size=100_000_000, ecn=True, **extra):
     """One flow through one 100 Gb/s switch (1 us links) under the given algorithm."""
-    return scenario(topology={"kind": "single_switch", "hosts": 2},
-                    network={"cc": {"algorithm": algorithm, "params": params or {}},
-                             "switch": {"ecn": {"enabled": ecn}}},
-                    workload={"flows": [{"src": 1, "dst": 0, "bytes": size}]}, **extra)
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 2},
+        network={"cc": {"algorithm": algorithm, "params": params or {}}, "switch": {"ecn": {"enabled": ecn}}},
+        workload={"flows": [{"src": 1, "dst": 0, "bytes": size}]},
+        **extra,
+    )

@@ -1,6 +1,7 @@
 """Background traffic (patterns of kind poisson) and FCT slowdown by flow size: the load, the
 size distribution and the arrivals against what the CDF and the Poisson process give, and
 the table and figure a run reports."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,9 +16,11 @@ RATE = 100e9
 
 
 def poisson(load=0.5, cdf="websearch", duration_ns=2e7, seed=1, extra=(), **topology):
-    return scenario(seed=seed, topology=topology or {"kind": "fat_tree", "k": 4},
-                    workload={"patterns": [{"kind": "poisson", "load": load, "cdf": cdf, "duration_ns": duration_ns},
-                                           *extra]})
+    return scenario(
+        seed=seed,
+        topology=topology or {"kind": "fat_tree", "k": 4},
+        workload={"patterns": [{"kind": "poisson", "load": load, "cdf": cdf, "duration_ns": duration_ns}, *extra]},
+    )
 
 
 def second_moment(sizes, cum):
@@ -78,9 +81,13 @@ def test_run_reports_slowdown_by_size(tmp_path):
     collectives.csv), and the fct_slowdown figure draws them."""
     from roce_emu.results.figures import fct_figure
 
-    sc = scenario(topology={"kind": "fat_tree", "k": 4},
-                  workload={"patterns": [{"kind": "poisson", "load": 0.3, "cdf": "fb_hadoop", "duration_ns": 2e5}],
-                            "collectives": [{"kind": "all_reduce", "bytes": 1_000_000}]})
+    sc = scenario(
+        topology={"kind": "fat_tree", "k": 4},
+        workload={
+            "patterns": [{"kind": "poisson", "load": 0.3, "cdf": "fb_hadoop", "duration_ns": 2e5}],
+            "collectives": [{"kind": "all_reduce", "bytes": 1_000_000}],
+        },
+    )
     res = run(prepare_scenario(sc), tmp_path / "run", progress=False)
     table = pd.read_csv(tmp_path / "run" / "fct_by_size.csv")
     flows = pd.read_csv(tmp_path / "run" / "flows.csv")
@@ -107,6 +114,7 @@ def test_bad_background_input(tmp_path):
     with pytest.raises(Exception, match="duration_ns is required by kind 'poisson'"):
         scenario(workload={"patterns": [{"kind": "poisson", "load": 0.3, "cdf": "websearch"}]})
     with pytest.raises(Exception, match="bytes is not used by kind 'poisson'"):
-        scenario(workload={"patterns": [{"kind": "poisson", "load": 0.3, "cdf": "websearch", "duration_ns": 1,
-                                         "bytes": 5}]})
+        scenario(
+            workload={"patterns": [{"kind": "poisson", "load": 0.3, "cdf": "websearch", "duration_ns": 1, "bytes": 5}]}
+        )
     assert cdf_path("websearch").is_file()

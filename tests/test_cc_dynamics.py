@@ -4,6 +4,7 @@ Parameters are the defaults of docs/model.md throughout; where an algorithm is k
 reach a property with them (DCQCN's idle link after synchronised cuts, TIMELY's many
 fixed points), the test states what it measures instead of tuning the algorithm.
 """
+
 import math
 
 import numpy as np
@@ -17,16 +18,17 @@ from roce_emu.results.metrics import jain_index, queue_series, rate_series, thro
 
 LINE = 100e9
 US = 10**6
-ALGORITHMS = [("none", {}), ("dcqcn", {}), ("dcqcn", {"variant": "paper"}), ("hpcc", {}), ("timely", {}),
-              ("dctcp", {})]
+ALGORITHMS = [("none", {}), ("dcqcn", {}), ("dcqcn", {"variant": "paper"}), ("hpcc", {}), ("timely", {}), ("dctcp", {})]
 IDS = ["none", "dcqcn-cx", "dcqcn-paper", "hpcc", "timely", "dctcp"]
 
 
 def _shared_bottleneck(algorithm, params, flows, interval_ns=5000, **network):
-    return scenario(topology={"kind": "single_switch", "hosts": 3},
-                    network={"cc": {"algorithm": algorithm, "params": params}, **network},
-                    workload={"flows": flows},
-                    output={"traces": ["rate", "queue"], "trace_interval_ns": interval_ns})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 3},
+        network={"cc": {"algorithm": algorithm, "params": params}, **network},
+        workload={"flows": flows},
+        output={"traces": ["rate", "queue"], "trace_interval_ns": interval_ns},
+    )
 
 
 def _wire_factor(world):
@@ -40,15 +42,24 @@ def _wire_factor(world):
 #: 50 us per flow) keep the link busy; HPCC holds eta = 0.95 of it plus an R_AI per flow;
 #: DCQCN-cx's synchronised cuts leave it idle now and then (measured 0.915) and TIMELY settles
 #: at one of its many fixed points below line rate (measured 0.872): README, congestion control
-UTILISATION = {"none": (0.99, 1.0), "dcqcn-cx": (0.90, 0.95), "dcqcn-paper": (0.99, 1.0), "hpcc": (0.94, 0.96),
-               "timely": (0.85, 0.95), "dctcp": (0.99, 1.0)}
+UTILISATION = {
+    "none": (0.99, 1.0),
+    "dcqcn-cx": (0.90, 0.95),
+    "dcqcn-paper": (0.99, 1.0),
+    "hpcc": (0.94, 0.96),
+    "timely": (0.85, 0.95),
+    "dctcp": (0.99, 1.0),
+}
 
 
 @pytest.mark.parametrize("algorithm, params", ALGORITHMS, ids=IDS)
 def test_two_flows_share_one_bottleneck(algorithm, params):
     size = 20_000_000
-    res = simulate(_shared_bottleneck(algorithm, params, [{"src": 1, "dst": 0, "bytes": size},
-                                                          {"src": 2, "dst": 0, "bytes": size}]))
+    res = simulate(
+        _shared_bottleneck(
+            algorithm, params, [{"src": 1, "dst": 0, "bytes": size}, {"src": 2, "dst": 0, "bytes": size}]
+        )
+    )
     world, trace = res.outcome.world, res.outcome.trace
     first_done = int(world.flow["finish_ps"].min())
     t0, t1 = first_done // 2, first_done  # the second half of the time both flows send
@@ -63,9 +74,13 @@ def test_two_flows_share_one_bottleneck(algorithm, params):
 
 def _join_leave(algorithm, params, big=60_000_000, interval_ns=2000, **extra):
     """Flow 0 sends alone, flow 1 (5 MB) joins at 500 us and leaves."""
-    return _shared_bottleneck(algorithm, params, [{"src": 1, "dst": 0, "bytes": big},
-                                                  {"src": 2, "dst": 0, "bytes": 5_000_000, "start_ns": 500_000}],
-                              interval_ns=interval_ns, **extra)
+    return _shared_bottleneck(
+        algorithm,
+        params,
+        [{"src": 1, "dst": 0, "bytes": big}, {"src": 2, "dst": 0, "bytes": 5_000_000, "start_ns": 500_000}],
+        interval_ns=interval_ns,
+        **extra,
+    )
 
 
 def _first_time(t, values, threshold, after):
@@ -121,8 +136,10 @@ def test_survivor_climbs_back_within_the_derived_bound(algorithm):
             reached = int(start)
             break
     assert reached is not None, f"{algorithm}: never back to {target:g} bit/s"
-    print(f"{algorithm}: back to {target / 1e9:.2f} Gb/s {(reached - t_leave) / US:.1f} us after the other "
-          f"flow left (bound {bound / US:.1f} us)")
+    print(
+        f"{algorithm}: back to {target / 1e9:.2f} Gb/s {(reached - t_leave) / US:.1f} us after the other "
+        f"flow left (bound {bound / US:.1f} us)"
+    )
     assert reached - t_leave <= bound + window
 
 
@@ -165,8 +182,7 @@ def test_dcqcn_paper_survivor_within_additive_bound():
     """Paper variant: every timer event (T) halves the gap to the target, and once t_cnt > F the
     target grows by at least R_AI per event (byte-counter events only add more), so line rate
     is within (F + (line - R0) / R_AI + log2 of the gap) events of the other flow leaving."""
-    world = prepare_scenario(_join_leave("dcqcn", {"variant": "paper"}, big=1_000_000_000,
-                                         interval_ns=10**9)).world
+    world = prepare_scenario(_join_leave("dcqcn", {"variant": "paper"}, big=1_000_000_000, interval_ns=10**9)).world
     t = 0
     while world.flow[1]["finish_ps"] < 0:
         t += 10 * US
@@ -182,15 +198,19 @@ def test_dcqcn_paper_survivor_within_additive_bound():
         assert t < bound, "not back to line rate within the derived bound"
         t += 100 * US
         world = advance_to(world, t)
-    print(f"dcqcn-paper: back to 99 % of line {(t - t_leave) / 1e9:.1f} ms after the other flow left "
-          f"(bound {(bound - t_leave) / 1e9:.0f} ms)")
+    print(
+        f"dcqcn-paper: back to 99 % of line {(t - t_leave) / 1e9:.1f} ms after the other flow left "
+        f"(bound {(bound - t_leave) / 1e9:.0f} ms)"
+    )
 
 
 def _incast(algorithm):
-    return scenario(topology={"kind": "single_switch", "hosts": 9},
-                    network={"switch": {"buffer_bytes": 4 * 1024 * 1024}, "cc": {"algorithm": algorithm}},
-                    workload={"patterns": [{"kind": "incast", "dst": 0, "bytes": 4_000_000}]},
-                    output={"traces": ["queue"], "trace_interval_ns": 2000})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 9},
+        network={"switch": {"buffer_bytes": 4 * 1024 * 1024}, "cc": {"algorithm": algorithm}},
+        workload={"patterns": [{"kind": "incast", "dst": 0, "bytes": 4_000_000}]},
+        output={"traces": ["queue"], "trace_interval_ns": 2000},
+    )
 
 
 def test_incast_queue_and_pauses_against_pfc_alone():
@@ -220,8 +240,11 @@ def test_incast_queue_and_pauses_against_pfc_alone():
 
 @pytest.mark.parametrize("algorithm, params", ALGORITHMS, ids=IDS)
 def test_deterministic_whatever_the_slice_and_traces(algorithm, params):
-    sc = _shared_bottleneck(algorithm, params, [{"src": 1, "dst": 0, "bytes": 3_000_000},
-                                                {"src": 2, "dst": 0, "bytes": 2_000_000, "start_ns": 20_000}])
+    sc = _shared_bottleneck(
+        algorithm,
+        params,
+        [{"src": 1, "dst": 0, "bytes": 3_000_000}, {"src": 2, "dst": 0, "bytes": 2_000_000, "start_ns": 20_000}],
+    )
     whole = simulate(sc)
     sliced = simulate(sc, slice_events=997)
     untraced = simulate(sc.model_copy(update={"output": sc.output.model_copy(update={"traces": []})}))
@@ -237,13 +260,17 @@ def test_deterministic_whatever_the_slice_and_traces(algorithm, params):
 # update, and updates come at most once per base RTT T. At the HPCC ns-3 profile's R_AI
 # (40 Mb/s at 100 Gb/s) that is a time constant of about 600 T, 2.5 ms on one switch.
 
+
 def _latecomer(params):
     """Three flows share host 0's link; a fourth joins at 300 us at line rate (HPCC's start)."""
     flows = [{"src": s, "dst": 0, "bytes": 16_000_000} for s in (1, 2, 3)]
     flows.append({"src": 4, "dst": 0, "bytes": 8_000_000, "start_ns": 300_000})
-    return scenario(topology={"kind": "single_switch", "hosts": 5},
-                    network={"cc": {"algorithm": "hpcc", "params": params}}, workload={"flows": flows},
-                    output={"traces": ["rate"], "trace_interval_ns": 2000})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 5},
+        network={"cc": {"algorithm": "hpcc", "params": params}},
+        workload={"flows": flows},
+        output={"traces": ["rate"], "trace_interval_ns": 2000},
+    )
 
 
 @pytest.mark.parametrize("rai_scale", [1, 100])
@@ -263,8 +290,10 @@ def test_hpcc_keeps_a_latecomers_larger_share_until_additive_increase_evens_it(r
     late, gap_late = shares(t_late)
     # the fastest the additive term can close a gap: one (1 - n R_AI / (eta B)) per base RTT
     floor = (1 - n * rai / (0.95 * LINE)) ** ((t_late - t_early) / T)
-    print(f"R_AI {rai / 1e6:.0f} Mb/s: latecomer / others {early[3] / early[:3].mean():.2f} at 350 us, "
-          f"{late[3] / late[:3].mean():.2f} at 1350 us; gap kept {gap_late / gap_early:.3f}, floor {floor:.3g}")
+    print(
+        f"R_AI {rai / 1e6:.0f} Mb/s: latecomer / others {early[3] / early[:3].mean():.2f} at 350 us, "
+        f"{late[3] / late[:3].mean():.2f} at 1350 us; gap kept {gap_late / gap_early:.3f}, floor {floor:.3g}"
+    )
     if rai_scale == 1:
         assert sum(late) * _wire_factor(world) == pytest.approx(0.95 * LINE, rel=0.02)  # efficient all along
         assert early[3] >= 2 * early[:3].mean(), "the latecomer starts at line rate and keeps its lead"
@@ -299,20 +328,25 @@ def _overlapping_all_reduces(params, n=8, gap_ns=32_000, sizes=(4_718_592, 2_097
     for i in range(n):
         if i:
             compute.append({"name": f"gap{i}", "duration_ns": gap_ns, "after": [f"gap{i - 1}"] if i > 1 else []})
-        collectives.append({"name": f"ar{i}", "kind": "all_reduce", "bytes": sizes[i % len(sizes)],
-                            "after": [f"gap{i}"] if i else []})
+        collectives.append(
+            {"name": f"ar{i}", "kind": "all_reduce", "bytes": sizes[i % len(sizes)], "after": [f"gap{i}"] if i else []}
+        )
     algorithm = "hpcc" if params is not None else "none"
-    return scenario(topology={"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}},
-                    network={"cc": {"algorithm": algorithm, "params": params or {}}},
-                    workload={"compute": compute, "collectives": collectives})
+    return scenario(
+        topology={"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}},
+        network={"cc": {"algorithm": algorithm, "params": params or {}}},
+        workload={"compute": compute, "collectives": collectives},
+    )
 
 
 def test_hpcc_slows_overlapping_ring_all_reduces_through_uneven_shares():
     """The ablation's 1.3-1.5x: ring steps wait for their slowest flow, and under HPCC the flows
     of one step hold uneven shares. Measured: PFC alone 1.0, HPCC 1.33, HPCC with 100 x R_AI 1.06."""
-    runs = {"none": simulate(_overlapping_all_reduces(None)),
-            "hpcc": simulate(_overlapping_all_reduces({})),
-            "hpcc_fast_ai": simulate(_overlapping_all_reduces({"rate_ai_mbps": 4000.0}))}
+    runs = {
+        "none": simulate(_overlapping_all_reduces(None)),
+        "hpcc": simulate(_overlapping_all_reduces({})),
+        "hpcc_fast_ai": simulate(_overlapping_all_reduces({"rate_ai_mbps": 4000.0})),
+    }
     end = {k: r.summary["sim_time_ns"] for k, r in runs.items()}
     explained = (1124 + 128) / (1082 + 86) / 0.95  # eta and 42 B of INT per data packet and ACK
     spread = {}

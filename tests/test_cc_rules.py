@@ -1,4 +1,5 @@
 """Congestion-control update rules against hand-computed cases (docs/model.md §1.5, §2.3, §3, §10)."""
+
 import numpy as np
 import pytest
 
@@ -87,10 +88,15 @@ def test_dcqcn_cnps_follow_marks():
 
 
 def _incast(algorithm, params, ecn=True, size=2_000_000, **extra):
-    return scenario(topology={"kind": "single_switch", "hosts": 9},
-                    network={"cc": {"algorithm": algorithm, "params": params},
-                             "switch": {"buffer_bytes": 4 * 1024 * 1024, "ecn": {"enabled": ecn}}},
-                    workload={"flows": [{"src": s, "dst": 0, "bytes": size} for s in range(1, 9)]}, **extra)
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 9},
+        network={
+            "cc": {"algorithm": algorithm, "params": params},
+            "switch": {"buffer_bytes": 4 * 1024 * 1024, "ecn": {"enabled": ecn}},
+        },
+        workload={"flows": [{"src": s, "dst": 0, "bytes": size} for s in range(1, 9)]},
+        **extra,
+    )
 
 
 def test_hpcc_window_update_matches_hand_computed_int():
@@ -132,23 +138,31 @@ def test_hpcc_window_update_matches_hand_computed_int():
 def test_hpcc_lone_flow_settles_at_eta_b_plus_rai():
     """docs/model.md §10.5: maxStage = 0, R_AI = 40 Mb/s at 100G: R = 0.95 * 100G + 40M = 95.04 Gb/s,
     with the queue near zero."""
-    res = simulate(one_flow("hpcc", size=20_000_000, output={"traces": ["rate", "queue"],
-                                                             "trace_interval_ns": 10_000}))
+    res = simulate(one_flow("hpcc", size=20_000_000, output={"traces": ["rate", "queue"], "trace_interval_ns": 10_000}))
     t = res.outcome.trace
     rates = t[(t[:, 1] == K.TR_RATE)][:, 3]
-    settled = rates[len(rates) // 2:]
+    settled = rates[len(rates) // 2 :]
     assert np.all(np.abs(settled / 95.04e9 - 1) < 1e-3), (settled.min(), settled.max())
     queue = t[t[:, 1] == K.TR_QUEUE][:, 3]
-    assert queue[len(queue) // 2:].max() <= 2 * 1124, "at most a packet or two queued"
+    assert queue[len(queue) // 2 :].max() <= 2 * 1124, "at most a packet or two queued"
 
 
 def test_timely_gradient_rule_hand_computed():
     """HPCC-model TIMELY defaults (alpha 0.875, beta 0.8, T_low 50 us, T_high 500 us, minRTT 20 us,
     delta 100 Mb/s, HAI 500 Mb/s after 5 increases), from R_c = 50 Gb/s, last RTT 60 us."""
     p = np.zeros(cc_timely.N_PARAMS)
-    p[[cc_timely.P_ALPHA, cc_timely.P_BETA, cc_timely.P_T_LOW_PS, cc_timely.P_T_HIGH_PS, cc_timely.P_MIN_RTT_PS,
-       cc_timely.P_RAI, cc_timely.P_RHAI, cc_timely.P_HAI_N]] = [0.875, 0.8, 50 * US, 500 * US, 20 * US,
-                                                                   100e6, 500e6, 5]
+    p[
+        [
+            cc_timely.P_ALPHA,
+            cc_timely.P_BETA,
+            cc_timely.P_T_LOW_PS,
+            cc_timely.P_T_HIGH_PS,
+            cc_timely.P_MIN_RTT_PS,
+            cc_timely.P_RAI,
+            cc_timely.P_RHAI,
+            cc_timely.P_HAI_N,
+        ]
+    ] = [0.875, 0.8, 50 * US, 500 * US, 20 * US, 100e6, 500e6, 5]
     # rtt 70 us: diff = 0.875 * 10 us = 8.75 us, gradient 0.4375 -> R * (1 - 0.8 * 0.4375) = 0.65 R
     rate, stage, diff = cc_timely.next_rate(p, 50e9, 0, 0.0, 60 * US, 70 * US)
     assert (rate, stage, diff) == (pytest.approx(32.5e9), 0, pytest.approx(8.75 * US))
@@ -178,6 +192,7 @@ def test_timely_lone_flow_stays_at_line_rate():
     """With RTT far below T_low the rule only adds delta, capped at line rate. TIMELY acts all
     the while: its per-RTT updates count increases in a row (stage), and the same flow with
     T_high below its RTT is cut."""
+
     def rates(params):
         res = simulate(one_flow("timely", params, size=5_000_000, output={"traces": ["rate"]}))
         assert res.summary["pfc_pauses_sent"] == 0
@@ -193,13 +208,21 @@ def test_timely_lone_flow_stays_at_line_rate():
     assert cut.min() < 0.9 * LINE
 
 
-@pytest.mark.parametrize("override, needle", [
-    ("network.cc.params.nope=1", "network.cc.params.nope: unknown parameter 'nope' for algorithm 'dcqcn' "
-                                 "(allowed: variant, g,"),
-    ("network.cc.params.g=2", "network.cc.params.g: 2 is not allowed (range 0 to 1)"),
-    ("network.cc.params.variant=ib", "network.cc.params.variant: 'ib' is not allowed (allowed: cx, paper)"),
-    ("network.cc.params.rate_ai_mbps=fast", "network.cc.params.rate_ai_mbps: 'fast' is not allowed (a number in Mb/s)"),
-])
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        (
+            "network.cc.params.nope=1",
+            "network.cc.params.nope: unknown parameter 'nope' for algorithm 'dcqcn' (allowed: variant, g,",
+        ),
+        ("network.cc.params.g=2", "network.cc.params.g: 2 is not allowed (range 0 to 1)"),
+        ("network.cc.params.variant=ib", "network.cc.params.variant: 'ib' is not allowed (allowed: cx, paper)"),
+        (
+            "network.cc.params.rate_ai_mbps=fast",
+            "network.cc.params.rate_ai_mbps: 'fast' is not allowed (a number in Mb/s)",
+        ),
+    ],
+)
 def test_bad_cc_params_name_the_key(tmp_path, override, needle):
     path = tmp_path / "s.yaml"
     path.write_text("network: {cc: {algorithm: dcqcn}}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1000}]}\n")
@@ -208,12 +231,19 @@ def test_bad_cc_params_name_the_key(tmp_path, override, needle):
     assert needle in str(err.value)
 
 
-@pytest.mark.parametrize("overrides, needle", [
-    (["network.cc.params.t_high_us=1"],
-     "network.cc.params.t_high_us: 1 is not allowed: t_low_us (50) must not exceed t_high_us (1); set both"),
-    (["network.cc.params.t_low_us=600", "network.cc.params.t_high_us=500"],
-     "network.cc.params.t_high_us: 500 is not allowed: t_low_us (600) must not exceed t_high_us (500)"),
-])
+@pytest.mark.parametrize(
+    "overrides, needle",
+    [
+        (
+            ["network.cc.params.t_high_us=1"],
+            "network.cc.params.t_high_us: 1 is not allowed: t_low_us (50) must not exceed t_high_us (1); set both",
+        ),
+        (
+            ["network.cc.params.t_low_us=600", "network.cc.params.t_high_us=500"],
+            "network.cc.params.t_high_us: 500 is not allowed: t_low_us (600) must not exceed t_high_us (500)",
+        ),
+    ],
+)
 def test_timely_thresholds_that_cross_are_refused(tmp_path, overrides, needle):
     """Below T_low TIMELY adds delta before it looks at T_high, so a T_high under T_low (the
     default T_low included) could never cut: refused, naming both."""
@@ -226,9 +256,13 @@ def test_timely_thresholds_that_cross_are_refused(tmp_path, overrides, needle):
 
 
 def test_defaults_follow_the_nic_rate_and_are_reported():
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 2, "link": {"rate_gbps": 200}},
-                            network={"cc": {"algorithm": "dcqcn", "params": {"g": 0.5}}},
-                            workload={"flows": [{"src": 1, "dst": 0, "bytes": 100_000}]}))
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 2, "link": {"rate_gbps": 200}},
+            network={"cc": {"algorithm": "dcqcn", "params": {"g": 0.5}}},
+            workload={"flows": [{"src": 1, "dst": 0, "bytes": 100_000}]},
+        )
+    )
     params = res.summary["cc_params"]
     assert params["g"] == 0.5
     assert params["rate_ai_mbps"] == 40.0  # 5 Mb/s per 25 Gb/s at 200 Gb/s
@@ -259,8 +293,14 @@ def test_every_citation_of_the_model_names_a_section_it_has():
     sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", model, flags=re.M))
     sections |= set(re.findall(r"^\| (\d+\.\d+) \|", model, flags=re.M))  # §10's numbered rows
     cited = {}
-    files = [*root.glob("roce_emu/**/*.py"), *root.glob("tests/*.py"), *root.glob("benchmarks/*"),
-             *root.glob("scenarios/*.yaml"), root / "README.md", *root.glob("docs/*.md")]
+    files = [
+        *root.glob("roce_emu/**/*.py"),
+        *root.glob("tests/*.py"),
+        *root.glob("benchmarks/*"),
+        *root.glob("scenarios/*.yaml"),
+        root / "README.md",
+        *root.glob("docs/*.md"),
+    ]
     for path in files:
         for cite in re.findall(r"docs/model\.md[`,]? ((?:§[\d.]+(?:-[\d.]+)?(?:, )?)+)", path.read_text()):
             for number in re.findall(r"[\d.]+", cite):

@@ -1,4 +1,5 @@
 """The command line: help for every command, runs that write tidy files, bad input as one line."""
+
 import json
 import os
 import subprocess
@@ -13,13 +14,34 @@ SCEN = ROOT / "scenarios"
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "roce_emu", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, stdin=subprocess.DEVNULL, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "roce_emu", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
 
 
-@pytest.mark.parametrize("cmd", [[], ["run"], ["topo"], ["validate"], ["sweep"], ["plot"], ["cc"], ["examples"],
-                                 ["import"], ["import", "astra-sim"], ["import", "ns3"], ["design"],
-                                 ["cache"]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        [],
+        ["run"],
+        ["topo"],
+        ["validate"],
+        ["sweep"],
+        ["plot"],
+        ["cc"],
+        ["examples"],
+        ["import"],
+        ["import", "astra-sim"],
+        ["import", "ns3"],
+        ["design"],
+        ["cache"],
+    ],
+)
 def test_help_teaches_with_an_example(cmd):
     """Every help text ends with examples, at least one of that very command, and each example's
     scenario and --set overrides pass the input checks (so the examples stay true as the format
@@ -29,8 +51,9 @@ def test_help_teaches_with_an_example(cmd):
     p = cli(*cmd, "--help")
     assert p.returncode == 0
     assert p.stdout.startswith("Usage: ")
-    examples = [line.split() for line in p.stdout.split("Example", 1)[1].splitlines()
-                if line.strip().startswith("roce-emu ")]
+    examples = [
+        line.split() for line in p.stdout.split("Example", 1)[1].splitlines() if line.strip().startswith("roce-emu ")
+    ]
     assert examples, p.stdout
     assert not cmd or any(ex[1] == cmd[0] for ex in examples), examples
     for ex in examples:
@@ -48,13 +71,32 @@ def test_run_writes_tidy_results(tmp_path):
     p = cli("run", SCEN / "incast.yaml", "--out", out, "--set", "workload.flows.0.bytes=5e5")
     assert p.returncode == 0, p.stderr
     flows = pd.read_csv(out / "flows.csv")
-    assert list(flows.columns[:10]) == ["flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns",
-                                        "ideal_fct_ns", "slowdown", "retransmits"]
+    assert list(flows.columns[:10]) == [
+        "flow_id",
+        "src",
+        "dst",
+        "bytes",
+        "start_ns",
+        "finish_ns",
+        "fct_ns",
+        "ideal_fct_ns",
+        "slowdown",
+        "retransmits",
+    ]
     assert flows.loc[0, "bytes"] == 500_000
     assert (flows["fct_ns"] >= flows["ideal_fct_ns"]).all()
     summary = json.loads((out / "summary.json").read_text())
-    for key in ("events", "wall_s", "events_per_s", "data_packets_sent", "data_packets_dropped",
-                "pfc_pauses_sent", "ecn_marks", "max_switch_buffer_bytes", "status"):
+    for key in (
+        "events",
+        "wall_s",
+        "events_per_s",
+        "data_packets_sent",
+        "data_packets_dropped",
+        "pfc_pauses_sent",
+        "ecn_marks",
+        "max_switch_buffer_bytes",
+        "status",
+    ):
         assert key in summary
     assert summary["status"] == "finished"
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".")], "temporary directory left behind"
@@ -89,12 +131,12 @@ def test_topo_draws_a_multi_dim_fabric_with_its_dimension_switches(tmp_path):
 def test_topo_links_lists_the_names_faults_use():
     import csv
     import io
+
     p = cli("topo", SCEN / "fat_tree_permutation.yaml", "--links")
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert len(rows) == 48
-    assert {"node_a": "agg0.1", "node_b": "core2", "tier": "agg_core", "rate_gbps": "100",
-            "delay_ns": "1000"} in rows
+    assert {"node_a": "agg0.1", "node_b": "core2", "tier": "agg_core", "rate_gbps": "100", "delay_ns": "1000"} in rows
 
 
 GOOD = (SCEN / "incast.yaml").read_text()
@@ -113,8 +155,11 @@ BAD_CASES = {
     "pmax above one": (GOOD, ["--set", "network.switch.ecn.pmax=1.5"], "pmax"),
     "malformed yaml": ("name: [unclosed\n", [], "invalid YAML"),
     "not a mapping": ("- 1\n- 2\n", [], "mapping"),
-    "buffer too small for headroom": (GOOD.replace("buffer_bytes: 4194304", "buffer_bytes: 10000"), [],
-                                      "network.switch.buffer_bytes"),
+    "buffer too small for headroom": (
+        GOOD.replace("buffer_bytes: 4194304", "buffer_bytes: 10000"),
+        [],
+        "network.switch.buffer_bytes",
+    ),
     "set index out of range": (GOOD, ["--set", "workload.flows.99.bytes=1"], "workload.flows.99"),
     "set without equals": (GOOD, ["--set", "topology.k"], "KEY=VALUE"),
     "flow to itself": (GOOD.replace("src: 1, dst: 0", "src: 0, dst: 0"), [], "workload.flows.0.dst"),
@@ -141,21 +186,23 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, case):
 def test_bad_files(tmp_path):
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"name: \xff\xfe\n")
-    for path, needle in ((tmp_path / "missing.yaml", "no such file"), (tmp_path, "directory"),
-                         (binary, "UTF-8")):
+    for path, needle in ((tmp_path / "missing.yaml", "no such file"), (tmp_path, "directory"), (binary, "UTF-8")):
         p = cli("run", path, "--out", tmp_path / "out")
         assert p.returncode == 2 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["cc", "bogus"], "'bogus' is not one of"),
-    (["sweep", "scenarios/incast.yaml", "--jobs", "0"], "'--jobs'"),
-    (["run"], "Missing argument 'SCENARIO'"),
-    (["run", "scenarios/incast.yaml", "--slice-events", "0"], "'--slice-events'"),
-    (["plot", "no/such/dir"], "'DIRECTORY'"),
-    (["nosuch"], "No such command 'nosuch'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["cc", "bogus"], "'bogus' is not one of"),
+        (["sweep", "scenarios/incast.yaml", "--jobs", "0"], "'--jobs'"),
+        (["run"], "Missing argument 'SCENARIO'"),
+        (["run", "scenarios/incast.yaml", "--slice-events", "0"], "'--slice-events'"),
+        (["plot", "no/such/dir"], "'DIRECTORY'"),
+        (["nosuch"], "No such command 'nosuch'"),
+    ],
+)
 def test_bad_options_are_one_line_exit_2(args, needle):
     p = cli(*args)
     lines = [line for line in p.stderr.splitlines() if line.strip()]
@@ -170,8 +217,14 @@ def test_cache_clear_removes_only_what_roce_emu_wrote(tmp_path):
         (tmp_path / version / "core_x").mkdir(parents=True)
         (tmp_path / version / "core_x" / "loop.advance-47.py311.nbi").write_text("")
     env = {**os.environ, "ROCE_EMU_CACHE_DIR": str(tmp_path)}
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "cache", "clear"], capture_output=True, text=True,
-                       env=env, stdin=subprocess.DEVNULL, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "cache", "clear"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
     assert p.returncode == 0 and "removed 2 cached engine versions" in p.stdout
     assert sorted(x.name for x in tmp_path.iterdir()) == ["notes.txt", "other"]
 
@@ -204,8 +257,10 @@ def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(nam
     ecn = doc["network"]["switch"]["ecn"]
     assert all(isinstance(ecn[k], (int, float)) for k in ("kmin_bytes", "kmax_bytes", "pmax"))
     (tmp_path / "normalized.yaml").write_text(p.stdout)
-    a, b = cli("run", SCEN / f"{name}.yaml", "--out", tmp_path / "a"), \
-        cli("run", tmp_path / "normalized.yaml", "--out", tmp_path / "b")
+    a, b = (
+        cli("run", SCEN / f"{name}.yaml", "--out", tmp_path / "a"),
+        cli("run", tmp_path / "normalized.yaml", "--out", tmp_path / "b"),
+    )
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert doc["network"]["cc"]["params"] == summary["cc_params"] != {}
@@ -228,8 +283,9 @@ def test_an_existing_run_directory_is_never_replaced_silently(tmp_path):
     lines = [line for line in again.stderr.splitlines() if line.strip()]
     assert again.returncode == 2 and len(lines) == 1 and "--overwrite" in lines[0] and str(out) in lines[0]
     assert (out / "summary.json").read_bytes() == before
-    replaced = cli("run", SCEN / "single_flow.yaml", "--out", out, "--set", "workload.flows.0.bytes=5000",
-                   "--overwrite")
+    replaced = cli(
+        "run", SCEN / "single_flow.yaml", "--out", out, "--set", "workload.flows.0.bytes=5000", "--overwrite"
+    )
     assert replaced.returncode == 0, replaced.stderr
     assert pd.read_csv(out / "flows.csv")["bytes"].tolist() == [5000]
 
@@ -255,8 +311,12 @@ def test_a_wheel_carries_every_module_the_scenarios_and_the_license(tmp_path):
     """A plain `pip install` (not -e) must have every subpackage and the examples."""
     import zipfile
 
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     (wheel,) = tmp_path.glob("roce_emu-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -270,20 +330,32 @@ def test_validate_and_the_configuration_do_not_load_the_engine(tmp_path):
     """`roce-emu validate` runs every input check (here a switch buffer too small for its PFC
     headroom, which only the fabric's port records reveal) without importing Numba; so does
     reading the configuration alone."""
-    probe = ("import sys, runpy\n"
-             "import roce_emu.config\n"
-             "assert 'numba' not in sys.modules, 'roce_emu.config loaded numba'\n"
-             "sys.argv = ['roce-emu', *sys.argv[1:]]\n"
-             "try:\n"
-             "    runpy.run_module('roce_emu', run_name='__main__')\n"
-             "finally:\n"
-             "    print('numba' in sys.modules, file=sys.stderr)\n")
-    ok = subprocess.run([sys.executable, "-c", probe, "validate", SCEN / "fat_tree_permutation.yaml"],
-                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    probe = (
+        "import sys, runpy\n"
+        "import roce_emu.config\n"
+        "assert 'numba' not in sys.modules, 'roce_emu.config loaded numba'\n"
+        "sys.argv = ['roce-emu', *sys.argv[1:]]\n"
+        "try:\n"
+        "    runpy.run_module('roce_emu', run_name='__main__')\n"
+        "finally:\n"
+        "    print('numba' in sys.modules, file=sys.stderr)\n"
+    )
+    ok = subprocess.run(
+        [sys.executable, "-c", probe, "validate", SCEN / "fat_tree_permutation.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert ok.returncode == 0 and "ok (16 flows" in ok.stdout, ok.stderr
     assert ok.stderr.strip().splitlines()[-1] == "False"
-    bad = subprocess.run([sys.executable, "-c", probe, "validate", SCEN / "incast.yaml", "--set",
-                          "network.switch.buffer_bytes=100000"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-c", probe, "validate", SCEN / "incast.yaml", "--set", "network.switch.buffer_bytes=100000"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     lines = bad.stderr.strip().splitlines()
     assert bad.returncode == 2 and lines[-1] == "False", bad.stderr
     assert "network.switch.buffer_bytes" in lines[0] and "headroom" in lines[0] and "Traceback" not in bad.stderr

@@ -6,6 +6,7 @@ link) minus its serialisation on the bottleneck, and tau is the bottleneck's tim
 payload byte: the data frame's wire bytes, plus the ACK frame's when the same link also
 carries the ACKs of the data coming the other way (a NIC that both sends and receives).
 """
+
 import numpy as np
 import pytest
 
@@ -30,25 +31,32 @@ def switch_alpha_ps():
 
 
 def run_collective(n_hosts, **collective):
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": n_hosts},
-                            workload={"collectives": [{"name": "c", **collective}]}))
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": n_hosts},
+            workload={"collectives": [{"name": "c", **collective}]},
+        )
+    )
     assert res.outcome.status == "finished"
     return res, res.summary["iteration_ns"][0] * 1000  # ps
 
 
-@pytest.mark.parametrize("kind, algorithm, p, nbytes, steps, payload_per_step", [
-    # ring: 2(p-1) steps of N/p
-    ("all_reduce", "ring", 8, 8_000_000, 14, lambda n, p: [n / p] * 14),
-    # recursive halving then doubling: N/2, N/4, N/8, then N/8, N/4, N/2
-    ("all_reduce", "halving_doubling", 8, 8_000_000, 6, lambda n, p: [n / 2, n / 4, n / 8, n / 8, n / 4, n / 2]),
-    # direct: a reduce-scatter and an all-gather phase, each (p-1) N/p through every NIC
-    ("all_reduce", "direct", 8, 8_000_000, 2, lambda n, p: [(p - 1) * n / p] * 2),
-    ("reduce_scatter", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
-    ("all_gather", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
-    ("all_to_all", "direct", 8, 8_000_000, 1, lambda n, p: [(p - 1) * n / p]),
-    # pairwise exchange: p - 1 steps of N/p
-    ("all_to_all", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
-])
+@pytest.mark.parametrize(
+    "kind, algorithm, p, nbytes, steps, payload_per_step",
+    [
+        # ring: 2(p-1) steps of N/p
+        ("all_reduce", "ring", 8, 8_000_000, 14, lambda n, p: [n / p] * 14),
+        # recursive halving then doubling: N/2, N/4, N/8, then N/8, N/4, N/2
+        ("all_reduce", "halving_doubling", 8, 8_000_000, 6, lambda n, p: [n / 2, n / 4, n / 8, n / 8, n / 4, n / 2]),
+        # direct: a reduce-scatter and an all-gather phase, each (p-1) N/p through every NIC
+        ("all_reduce", "direct", 8, 8_000_000, 2, lambda n, p: [(p - 1) * n / p] * 2),
+        ("reduce_scatter", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
+        ("all_gather", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
+        ("all_to_all", "direct", 8, 8_000_000, 1, lambda n, p: [(p - 1) * n / p]),
+        # pairwise exchange: p - 1 steps of N/p
+        ("all_to_all", "ring", 8, 8_000_000, 7, lambda n, p: [n / p] * 7),
+    ],
+)
 def test_collective_time_matches_alpha_beta(kind, algorithm, p, nbytes, steps, payload_per_step):
     res, measured = run_collective(p, kind=kind, algorithm=algorithm, bytes=nbytes)
     predicted = sum(switch_alpha_ps() + s * tau_ps() for s in payload_per_step(nbytes, p))
@@ -61,8 +69,10 @@ def test_collective_time_matches_alpha_beta(kind, algorithm, p, nbytes, steps, p
 def test_busbw_approaches_link_goodput():
     """NCCL's bus bandwidth of a ring all-reduce (collectives.csv): close to the goodput a link
     leaves after its data and the ACKs of the reverse direction (100 Gb/s * 1000 / 1168)."""
-    sc = scenario(topology={"kind": "single_switch", "hosts": 8},
-                  workload={"collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 16_000_000}]})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 8},
+        workload={"collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 16_000_000}]},
+    )
     prepared = prepare_scenario(sc)
     res = run(prepared, write=False, progress=False)
     row = collective_rows(res.outcome.world, prepared.workload)[0]
@@ -73,12 +83,16 @@ def test_busbw_approaches_link_goodput():
 
 
 def _multi_dim(dims, collective):
-    return scenario(topology={"kind": "multi_dim", "dims": dims},
-                    workload={"collectives": [{"name": "ar", "kind": "all_reduce", **collective}]})
+    return scenario(
+        topology={"kind": "multi_dim", "dims": dims},
+        workload={"collectives": [{"name": "ar", "kind": "all_reduce", **collective}]},
+    )
 
 
-DIMS_2D = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500},
-           {"size": 4, "kind": "switch", "rate_gbps": 50, "delay_ns": 1000}]
+DIMS_2D = [
+    {"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500},
+    {"size": 4, "kind": "switch", "rate_gbps": 50, "delay_ns": 1000},
+]
 
 
 def _dim_step(dim, payload):
@@ -129,8 +143,10 @@ def test_bidirectional_hierarchical_runs_both_halves_at_once():
     time (the ideal is about half)."""
     dims = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500}] * 2
     n = 8_000_000
-    one, two = (simulate(_multi_dim(dims, {"algorithm": a, "bytes": n, "chunks": 4}))
-                for a in ("hierarchical", "hierarchical_bidir"))
+    one, two = (
+        simulate(_multi_dim(dims, {"algorithm": a, "bytes": n, "chunks": 4}))
+        for a in ("hierarchical", "hierarchical_bidir")
+    )
     rows = [collective_rows(r.outcome.world, r.prepared.workload)[0] for r in (one, two)]
     moved = [[float(row[f"dim{k}_bytes"]) for k in (0, 1)] for row in rows]
     assert sum(moved[0]) == pytest.approx(sum(moved[1]), rel=1e-4)
@@ -144,11 +160,19 @@ def test_bidirectional_hierarchical_runs_both_halves_at_once():
 def test_compute_only_iteration_is_its_critical_path():
     """fwd 100 us on every host, then bwd 50 us; host 0 also runs opt (30 us) after fwd; all in
     two iterations: each iteration is 150 us, all of it compute on the busiest host."""
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
-                            workload={"iterations": 2, "compute": [
-                                {"name": "fwd", "duration_ns": 100_000},
-                                {"name": "bwd", "duration_ns": 50_000, "after": ["fwd"]},
-                                {"name": "opt", "host": 0, "duration_ns": 30_000, "after": ["fwd"]}]}))
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 4},
+            workload={
+                "iterations": 2,
+                "compute": [
+                    {"name": "fwd", "duration_ns": 100_000},
+                    {"name": "bwd", "duration_ns": 50_000, "after": ["fwd"]},
+                    {"name": "opt", "host": 0, "duration_ns": 30_000, "after": ["fwd"]},
+                ],
+            },
+        )
+    )
     s = res.summary
     assert s["iteration_ns"] == [150_000.0, 150_000.0]
     assert s["mean_compute_ns"] == 150_000.0
@@ -159,9 +183,15 @@ def test_compute_only_iteration_is_its_critical_path():
 
 def test_fully_overlapped_communication_is_not_exposed():
     """An all-reduce launched beside 2 ms of compute on every host finishes inside it."""
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
-                            workload={"compute": [{"name": "bwd", "duration_ns": 2_000_000}],
-                                      "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 4_000_000}]}))
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 4},
+            workload={
+                "compute": [{"name": "bwd", "duration_ns": 2_000_000}],
+                "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 4_000_000}],
+            },
+        )
+    )
     s = res.summary
     assert s["iteration_ns"] == [2_000_000.0]
     assert s["mean_exposed_communication_ns"] == 0.0
@@ -171,18 +201,26 @@ def test_fully_overlapped_communication_is_not_exposed():
 def test_exposed_communication_after_compute():
     """The same all-reduce after the compute: the iteration is compute + all-reduce, and the
     all-reduce's time is all exposed."""
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
-                            workload={"compute": [{"name": "bwd", "duration_ns": 200_000}],
-                                      "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 4_000_000,
-                                                       "after": ["bwd"]}]}))
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 4},
+            workload={
+                "compute": [{"name": "bwd", "duration_ns": 200_000}],
+                "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 4_000_000, "after": ["bwd"]}],
+            },
+        )
+    )
     s = res.summary
     comm = s["iteration_ns"][0] - 200_000
     assert s["mean_exposed_communication_ns"] == pytest.approx(comm, rel=1e-3)
     assert s["mean_compute_ns"] == 200_000.0
 
 
-@pytest.mark.parametrize("topology", [{"kind": "fat_tree", "k": 4}, {"kind": "torus", "dims": [4, 4]},
-                                      {"kind": "mesh", "dims": [4, 4]}], ids=["fat_tree", "torus", "mesh"])
+@pytest.mark.parametrize(
+    "topology",
+    [{"kind": "fat_tree", "k": 4}, {"kind": "torus", "dims": [4, 4]}, {"kind": "mesh", "dims": [4, 4]}],
+    ids=["fat_tree", "torus", "mesh"],
+)
 def test_all_to_all_time_is_the_busiest_link(topology):
     """Direct all-to-all of 16 MB per rank over 16 hosts: every flow starts at once, so the
     time is the most loaded link's bytes (data frames, plus the ACK frames coming back) over
@@ -191,8 +229,14 @@ def test_all_to_all_time_is_the_busiest_link(topology):
     wrap-around: dimension-order routes crowd the middle links)."""
     from roce_emu.results.tables import flow_paths
 
-    res = simulate(scenario(topology=topology, workload={"collectives": [
-        {"name": "a2a", "kind": "all_to_all", "algorithm": "direct", "bytes": 16_000_000}]}))
+    res = simulate(
+        scenario(
+            topology=topology,
+            workload={
+                "collectives": [{"name": "a2a", "kind": "all_to_all", "algorithm": "direct", "bytes": 16_000_000}]
+            },
+        )
+    )
     w = res.outcome.world
     wire_bytes = np.zeros(len(w.port))
     for f in range(len(w.flow)):
@@ -207,23 +251,47 @@ def test_all_to_all_time_is_the_busiest_link(topology):
 
 
 BAD = [
-    ({"collectives": [{"kind": "all_reduce", "algorithm": "halving_doubling", "bytes": 6000}]},
-     {"kind": "single_switch", "hosts": 6}, "workload.collectives.0.hosts: halving_doubling needs a power-of-two"),
-    ({"collectives": [{"kind": "all_gather", "algorithm": "halving_doubling", "bytes": 8000}]},
-     {"kind": "single_switch", "hosts": 4}, "workload.collectives.0.algorithm: 'halving_doubling' is not allowed "
-                                            "for all_gather (allowed: ring, direct, in_network)"),
-    ({"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 8000}]},
-     {"kind": "fat_tree", "k": 4}, "hierarchical needs a multi_dim, torus or mesh"),
-    ({"collectives": [{"kind": "all_reduce", "bytes": 3}]}, {"kind": "single_switch", "hosts": 4},
-     "workload.collectives.0.bytes: 3 is not allowed: needs at least one byte per rank and chunk (4 x 1)"),
-    ({"collectives": [{"kind": "all_reduce", "bytes": 8000, "after": ["nope"]}]},
-     {"kind": "single_switch", "hosts": 4}, "workload.collectives.0.after.0: 'nope' is not allowed"),
-    ({"compute": [{"name": "a", "duration_ns": 1, "after": ["b"]}, {"name": "b", "duration_ns": 1, "after": ["a"]}]},
-     {"kind": "single_switch", "hosts": 4}, "waits for itself through a -> b -> a"),
-    ({"compute": [{"name": "a", "duration_ns": 1}, {"name": "a", "duration_ns": 2}]},
-     {"kind": "single_switch", "hosts": 4}, "workload.compute.1.name: 'a' is not allowed: the name is already used"),
-    ({"compute": [{"name": "a", "duration_ns": 1, "hosts": [7]}]}, {"kind": "single_switch", "hosts": 4},
-     "workload.compute.0.hosts.0: 7 is not allowed"),
+    (
+        {"collectives": [{"kind": "all_reduce", "algorithm": "halving_doubling", "bytes": 6000}]},
+        {"kind": "single_switch", "hosts": 6},
+        "workload.collectives.0.hosts: halving_doubling needs a power-of-two",
+    ),
+    (
+        {"collectives": [{"kind": "all_gather", "algorithm": "halving_doubling", "bytes": 8000}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.collectives.0.algorithm: 'halving_doubling' is not allowed "
+        "for all_gather (allowed: ring, direct, in_network)",
+    ),
+    (
+        {"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 8000}]},
+        {"kind": "fat_tree", "k": 4},
+        "hierarchical needs a multi_dim, torus or mesh",
+    ),
+    (
+        {"collectives": [{"kind": "all_reduce", "bytes": 3}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.collectives.0.bytes: 3 is not allowed: needs at least one byte per rank and chunk (4 x 1)",
+    ),
+    (
+        {"collectives": [{"kind": "all_reduce", "bytes": 8000, "after": ["nope"]}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.collectives.0.after.0: 'nope' is not allowed",
+    ),
+    (
+        {"compute": [{"name": "a", "duration_ns": 1, "after": ["b"]}, {"name": "b", "duration_ns": 1, "after": ["a"]}]},
+        {"kind": "single_switch", "hosts": 4},
+        "waits for itself through a -> b -> a",
+    ),
+    (
+        {"compute": [{"name": "a", "duration_ns": 1}, {"name": "a", "duration_ns": 2}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.compute.1.name: 'a' is not allowed: the name is already used",
+    ),
+    (
+        {"compute": [{"name": "a", "duration_ns": 1, "hosts": [7]}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.compute.0.hosts.0: 7 is not allowed",
+    ),
 ]
 
 
@@ -263,8 +331,9 @@ def test_cycle_check_agrees_with_networkx_on_random_graphs():
     assert 30 < cyclic < 270  # both kinds were drawn
 
 
-@pytest.mark.parametrize("hosts, kind, chunks", [(2, "all_reduce", 1), (5, "all_reduce", 3), (4, "reduce_scatter", 2),
-                                                 (3, "all_gather", 1)])
+@pytest.mark.parametrize(
+    "hosts, kind, chunks", [(2, "all_reduce", 1), (5, "all_reduce", 3), (4, "reduce_scatter", 2), (3, "all_gather", 1)]
+)
 def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
     """Flow (chunk c, step s, rank i) waits exactly for flow (c, s - 1, i - 1), which brought it
     the segment it forwards, and for (c - 1, s, i), which held its place in the pipeline; it
@@ -274,8 +343,10 @@ def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
     from roce_emu.workload import build_workload
 
     nbytes = 1_000_003
-    sc = scenario(topology={"kind": "single_switch", "hosts": hosts},
-                  workload={"collectives": [{"kind": kind, "bytes": nbytes, "chunks": chunks}]})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": hosts},
+        workload={"collectives": [{"kind": kind, "bytes": nbytes, "chunks": chunks}]},
+    )
     w = build_workload(sc, build_fabric(sc.topology), "test")
     (c,) = w.collectives
     t = w.tasks
@@ -284,7 +355,7 @@ def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
     ids = np.array(c.flows).reshape(chunks, steps, p)
     preds = {}
     for k in range(len(t)):
-        for s in t.succ[t.succ_off[k]:t.succ_off[k + 1]]:
+        for s in t.succ[t.succ_off[k] : t.succ_off[k + 1]]:
             preds.setdefault(int(s), set()).add(k)
     for ch, size in enumerate(split(nbytes, chunks)):
         seg = split(size, p)

@@ -1,4 +1,5 @@
 """A cyclic pause dependency is reported as a deadlock; results never depend on slicing."""
+
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,11 @@ def test_ring_deadlock_is_reported_not_hung():
 
 def test_line_of_routers_under_the_same_load_does_not_deadlock():
     # without the wrap-around link there is no cyclic buffer dependency: PFC fires, no deadlock
-    line = scenario(topology={"kind": "mesh", "dims": [1, 8]},
-                    network={"switch": {"buffer_bytes": 400000}},
-                    workload={"flows": [{"src": i, "dst": i + 3, "bytes": 2_000_000} for i in range(5)]})
+    line = scenario(
+        topology={"kind": "mesh", "dims": [1, 8]},
+        network={"switch": {"buffer_bytes": 400000}},
+        workload={"flows": [{"src": i, "dst": i + 3, "bytes": 2_000_000} for i in range(5)]},
+    )
     res = simulate(line)
     assert res.outcome.status == "finished"
     assert res.summary["pfc_pauses_sent"] > 0
@@ -68,5 +71,9 @@ def _shrink(w):
     cap = 256
     w.meta[K.M_FREE] = cap
     trace_rows = 3 * rows_per_sample(w) if len(w.trace) else 0
-    return w._replace(pkt=w.pkt[:cap].copy(), pkt_free=np.arange(cap - 1, -1, -1, dtype=np.int32),
-                      int_rec=w.int_rec[:cap].copy(), trace=np.zeros((trace_rows, K.TR_COLS), np.int64))
+    return w._replace(
+        pkt=w.pkt[:cap].copy(),
+        pkt_free=np.arange(cap - 1, -1, -1, dtype=np.int32),
+        int_rec=w.int_rec[:cap].copy(),
+        trace=np.zeros((trace_rows, K.TR_COLS), np.int64),
+    )

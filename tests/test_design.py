@@ -1,5 +1,6 @@
 """Bandwidth design (roce_emu/design.py, `roce-emu design`): the optimum's balance and
 optimality conditions, the budget, a packet-level check against the equal split, bad input."""
+
 import subprocess
 import sys
 
@@ -12,13 +13,21 @@ from roce_emu import design as libra
 from roce_emu.errors import ScenarioError
 from roce_emu.run.inputs import check_inputs
 
-DIMS = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500},
-        {"size": 4, "kind": "switch", "rate_gbps": 100, "delay_ns": 1000}]
+DIMS = [
+    {"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500},
+    {"size": 4, "kind": "switch", "rate_gbps": 100, "delay_ns": 1000},
+]
 
 
 def two_dim(nbytes=8_000_000, dims=DIMS, **collective):
-    return scenario(topology={"kind": "multi_dim", "dims": dims}, workload={"collectives": [
-        {"name": "ar", "kind": "all_reduce", "algorithm": "hierarchical", "bytes": nbytes, **collective}]})
+    return scenario(
+        topology={"kind": "multi_dim", "dims": dims},
+        workload={
+            "collectives": [
+                {"name": "ar", "kind": "all_reduce", "algorithm": "hierarchical", "bytes": nbytes, **collective}
+            ]
+        },
+    )
 
 
 def design_of(sc, budget=400.0, overlap="max", **kw):
@@ -46,7 +55,7 @@ def test_sum_overlap_meets_the_optimality_condition_and_beats_other_splits():
     """Lagrange: a_d / (w_d B_d^2) is the same for every dimension; no other split of the same
     budget does better on the model."""
     best, a = design_of(two_dim(), overlap="sum")
-    kkt = a / (best.weights * best.rates_gbps ** 2)
+    kkt = a / (best.weights * best.rates_gbps**2)
     assert kkt[0] == pytest.approx(kkt[1])
     for share in np.linspace(0.05, 0.95, 19):  # the budget split other ways
         rates = np.array([share * 400 / 2, (1 - share) * 400])
@@ -77,25 +86,41 @@ def test_packet_level_the_design_beats_the_equal_split():
 def test_command_writes_the_designed_scenario(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(two_dim().model_dump(mode="json")))
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "design", path, "--budget-gbps", "400", "-o",
-                        tmp_path / "d.yaml"], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "design", path, "--budget-gbps", "400", "-o", tmp_path / "d.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     assert "designed" in p.stdout and "equal split" in p.stdout
     doc = yaml.safe_load((tmp_path / "d.yaml").read_text())
     rates = [d["rate_gbps"] for d in doc["topology"]["dims"]]
     assert 2 * rates[0] + rates[1] == pytest.approx(400)
-    bad = subprocess.run([sys.executable, "-m", "roce_emu", "design", path, "--cost", "1,x", "--cost-budget", "5"],
-                         capture_output=True, text=True, timeout=600)
+    bad = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "design", path, "--cost", "1,x", "--cost-budget", "5"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cost" in bad.stderr
 
 
 def test_bad_design_input():
     with pytest.raises(ScenarioError, match="allowed: multi_dim"):
-        design_of(scenario(topology={"kind": "single_switch", "hosts": 4},
-                           workload={"collectives": [{"kind": "all_reduce", "bytes": 1000}]}))
+        design_of(
+            scenario(
+                topology={"kind": "single_switch", "hosts": 4},
+                workload={"collectives": [{"kind": "all_reduce", "bytes": 1000}]},
+            )
+        )
     with pytest.raises(ScenarioError, match="models hierarchical all-reduces"):
-        design_of(scenario(topology={"kind": "multi_dim", "dims": DIMS},
-                           workload={"collectives": [{"kind": "all_reduce", "bytes": 1000}]}))
+        design_of(
+            scenario(
+                topology={"kind": "multi_dim", "dims": DIMS},
+                workload={"collectives": [{"kind": "all_reduce", "bytes": 1000}]},
+            )
+        )
     with pytest.raises(ScenarioError, match="not a positive per-NPU bandwidth"):
         design_of(two_dim(), budget=0)
     with pytest.raises(ScenarioError, match="1 costs for 2 dimensions"):

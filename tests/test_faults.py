@@ -3,6 +3,7 @@
 Expected figures are derived from the engine's rules (store-and-forward, per-packet ACKs,
 go-back-N on a NACK) and the fault's timing, not read off a run.
 """
+
 import math
 import os
 
@@ -44,9 +45,13 @@ def node_names(prepared, ports):
 
 # ---- a failed link: reroute after convergence, recovery by go-back-N -------------------------------
 def leaf_spine(faults, convergence_ns=20_000, size=2_000_000, **extra):
-    return scenario(topology={"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
-                    network={"routing": {"convergence_ns": convergence_ns}},
-                    workload={"flows": [{"src": 0, "dst": 1, "bytes": size}]}, faults=faults, **extra)
+    return scenario(
+        topology={"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
+        network={"routing": {"convergence_ns": convergence_ns}},
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": size}]},
+        faults=faults,
+        **extra,
+    )
 
 
 def used_spine(sc):
@@ -113,13 +118,30 @@ def test_a_flapping_link_comes_back_into_use():
 def test_torus_detours_around_a_cut_dimension_order_path():
     """DOR sends h0 -> h2 along dimension 1 through r0_1; with r0_0-r0_1 down, the shorter way
     left is the wrap-around through r0_3; back to DOR once the link is repaired."""
-    sc = scenario(topology={"kind": "torus", "dims": [4, 4]}, network={"routing": {"convergence_ns": 10_000}},
-                  workload={"flows": [{"src": 0, "dst": 2, "bytes": 1_000_000}]},
-                  faults=[{"kind": "link_down", "link": ["r0_0", "r0_1"], "at_ns": 20_000, "until_ns": 60_000}])
+    sc = scenario(
+        topology={"kind": "torus", "dims": [4, 4]},
+        network={"routing": {"convergence_ns": 10_000}},
+        workload={"flows": [{"src": 0, "dst": 2, "bytes": 1_000_000}]},
+        faults=[{"kind": "link_down", "link": ["r0_0", "r0_1"], "at_ns": 20_000, "until_ns": 60_000}],
+    )
     prepared = prepare_scenario(sc)
     w = prepared.world
-    paths = [node_names(prepared, flow_path(w.route_off[e], w.route_ports, w.port["node"], w.port["peer_port"],
-                                            16, 0, 2, int(w.flow[0]["ecmp_hash"]))) for e in range(len(w.route_off))]
+    paths = [
+        node_names(
+            prepared,
+            flow_path(
+                w.route_off[e],
+                w.route_ports,
+                w.port["node"],
+                w.port["peer_port"],
+                16,
+                0,
+                2,
+                int(w.flow[0]["ecmp_hash"]),
+            ),
+        )
+        for e in range(len(w.route_off))
+    ]
     assert paths == [["h0", "r0_0", "r0_1", "r0_2"], ["h0", "r0_0", "r0_3", "r0_2"]]
     assert list(w.link_plan["action"]) == [K.LA_DOWN, K.LA_ROUTES, K.LA_UP, K.LA_ROUTES]
     result = simulate(sc)
@@ -127,14 +149,20 @@ def test_torus_detours_around_a_cut_dimension_order_path():
     assert result.rows[0]["retransmits"] > 0 and result.summary["route_updates"] == 2
 
 
-@pytest.mark.parametrize("topology", [FatTree(k=4), Torus(dims=[4, 4]), Mesh(dims=[4, 4])],
-                         ids=["fat_tree", "torus", "mesh"])
+@pytest.mark.parametrize(
+    "topology", [FatTree(k=4), Torus(dims=[4, 4]), Mesh(dims=[4, 4])], ids=["fat_tree", "torus", "mesh"]
+)
 def test_routes_avoid_dead_links_and_reach_every_host(topology):
     """With two switch-to-switch links dead (the fabric stays connected), every host pair's route,
     for several flow hashes, reaches its host without crossing a dead port and without a loop."""
     fabric = build_fabric(topology)
-    inner = [p for p in range(len(fabric.port_node)) if p % 2 == 0
-             and fabric.port_node[p] >= fabric.n_hosts and fabric.port_node[fabric.port_peer[p]] >= fabric.n_hosts]
+    inner = [
+        p
+        for p in range(len(fabric.port_node))
+        if p % 2 == 0
+        and fabric.port_node[p] >= fabric.n_hosts
+        and fabric.port_node[fabric.port_peer[p]] >= fabric.n_hosts
+    ]
     rng = np.random.default_rng(3)
     chosen = rng.choice(inner, 2, replace=False)
     dead = frozenset(int(q) for p in chosen for q in (p, fabric.port_peer[p]))
@@ -153,10 +181,13 @@ def test_routes_avoid_dead_links_and_reach_every_host(topology):
 
 # ---- lossy ports: go-back-N goodput ----------------------------------------------------------------
 def lossy(loss, size=100_000_000, seed=1, **fault):
-    return scenario(topology={"kind": "single_switch", "hosts": 2}, seed=seed,
-                    network={"nic": {"rto_ns": 20_000, "nack_interval_ns": 5_000}},
-                    workload={"flows": [{"src": 0, "dst": 1, "bytes": size}]},
-                    faults=[{"kind": "lossy_port", "port": ["sw0", "h1"], "loss": loss, **fault}])
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 2},
+        seed=seed,
+        network={"nic": {"rto_ns": 20_000, "nack_interval_ns": 5_000}},
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": size}]},
+        faults=[{"kind": "lossy_port", "port": ["sw0", "h1"], "loss": loss, **fault}],
+    )
 
 
 def go_back_ns(world):
@@ -204,10 +235,12 @@ def test_random_loss_gives_the_go_back_n_goodput(loss):
 def test_pfc_frames_are_never_lost():
     """A port losing everything still passes PFC pauses: an incast through it stays lossless in
     its buffer accounting and the run ends without a wedged pause."""
-    sc = scenario(topology={"kind": "single_switch", "hosts": 5},
-                  network={"switch": {"buffer_bytes": 400_000}, "nic": {"rto_ns": 50_000}},
-                  workload={"patterns": [{"kind": "incast", "dst": 0, "bytes": 300_000}]},
-                  faults=[{"kind": "lossy_port", "port": ["sw0", "h0"], "loss": 0.3, "until_ns": 200_000}])
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 5},
+        network={"switch": {"buffer_bytes": 400_000}, "nic": {"rto_ns": 50_000}},
+        workload={"patterns": [{"kind": "incast", "dst": 0, "bytes": 300_000}]},
+        faults=[{"kind": "lossy_port", "port": ["sw0", "h0"], "loss": 0.3, "until_ns": 200_000}],
+    )
     result = simulate(sc)
     assert result.outcome.status == "finished"
     assert result.summary["pfc_pauses_sent"] > 0
@@ -219,15 +252,26 @@ def test_a_slow_link_gives_the_ideal_fct_at_its_rate():
     """The receiver's link at 25 Gb/s from the start: the FCT is the closed-form ideal with that
     hop (and the ACKs' first hop) at 25 Gb/s, to the picosecond; flows.csv's ideal stays the
     healthy fabric's, so the slowdown shows the fault."""
-    sc = scenario(topology={"kind": "single_switch", "hosts": 2},
-                  workload={"flows": [{"src": 0, "dst": 1, "bytes": 1_000_000}]},
-                  faults=[{"kind": "slow_link", "link": ["sw0", "h1"], "rate_gbps": 25}])
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 2},
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": 1_000_000}]},
+        faults=[{"kind": "slow_link", "link": ["sw0", "h1"], "rate_gbps": 25}],
+    )
     result = simulate(sc)
     cfg = result.outcome.world.cfg
     rates = np.array([100e9, 25e9], np.int64)
     props = np.array([1_000_000, 1_000_000], np.int64)
-    ideal = ideal_fct_ps(1_000_000, cfg[K.CFG_MTU], cfg[K.CFG_DATA_HDR], cfg[K.CFG_ACK_BYTES], cfg[K.CFG_IFG],
-                         rates, props, rates[::-1].copy(), props)
+    ideal = ideal_fct_ps(
+        1_000_000,
+        cfg[K.CFG_MTU],
+        cfg[K.CFG_DATA_HDR],
+        cfg[K.CFG_ACK_BYTES],
+        cfg[K.CFG_IFG],
+        rates,
+        props,
+        rates[::-1].copy(),
+        props,
+    )
     assert float(result.rows[0]["fct_ns"]) * 1000 == ideal
     assert float(result.rows[0]["slowdown"]) == pytest.approx(ideal / (float(result.rows[0]["ideal_fct_ns"]) * 1000))
     assert float(result.rows[0]["slowdown"]) > 3.5  # a quarter of the rate, less the fixed latency
@@ -239,8 +283,9 @@ def test_a_slow_link_recovers_its_rate():
     flows = {"flows": [{"src": 0, "dst": 1, "bytes": 4_000_000}]}
     base = dict(topology={"kind": "single_switch", "hosts": 2}, workload=flows)
     slow = simulate(scenario(**base, faults=[{"kind": "slow_link", "link": ["sw0", "h1"], "rate_gbps": 25}]))
-    part = simulate(scenario(**base, faults=[{"kind": "slow_link", "link": ["sw0", "h1"], "rate_gbps": 25,
-                                              "until_ns": 200_000}]))
+    part = simulate(
+        scenario(**base, faults=[{"kind": "slow_link", "link": ["sw0", "h1"], "rate_gbps": 25, "until_ns": 200_000}])
+    )
     fct = float(part.rows[0]["fct_ns"])
     assert float(part.rows[0]["ideal_fct_ns"]) < fct < float(slow.rows[0]["fct_ns"])
     assert (part.outcome.world.port["rate_bps"] == 100e9).all()
@@ -250,10 +295,12 @@ def test_a_slow_link_recovers_its_rate():
 def test_host_link_down_and_up_recovers_by_timeout():
     """h1's only link is down from 50 to 250 us: no route avoids it, the sender's data is lost, and
     the retransmission timer brings the flow back after the repair."""
-    sc = scenario(topology={"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
-                  network={"nic": {"rto_ns": 100_000}},
-                  workload={"flows": [{"src": 0, "dst": 1, "bytes": 2_000_000}]},
-                  faults=[{"kind": "link_down", "link": ["h1", "leaf1"], "at_ns": 50_000, "until_ns": 250_000}])
+    sc = scenario(
+        topology={"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
+        network={"nic": {"rto_ns": 100_000}},
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": 2_000_000}]},
+        faults=[{"kind": "link_down", "link": ["h1", "leaf1"], "at_ns": 50_000, "until_ns": 250_000}],
+    )
     result = simulate(sc)
     row = result.rows[0]
     assert result.outcome.status == "finished"
@@ -273,12 +320,16 @@ def test_a_host_cut_off_for_good_is_reported_as_a_stall():
 
 # ---- determinism ------------------------------------------------------------------------------------
 def test_faults_are_deterministic_however_sliced():
-    sc = scenario(topology={"kind": "fat_tree", "k": 4}, network={"cc": {"algorithm": "hpcc"},
-                                                                  "routing": {"convergence_ns": 5_000}},
-                  workload={"patterns": [{"kind": "all_to_all", "bytes": 40_000}]},
-                  faults=[{"kind": "link_down", "link": ["edge0.0", "agg0.0"], "at_ns": 10_000, "until_ns": 40_000},
-                          {"kind": "lossy_port", "port": ["agg1.1", "core2"], "loss": 0.05},
-                          {"kind": "slow_link", "link": ["h3", "edge0.1"], "rate_gbps": 40, "at_ns": 5_000}])
+    sc = scenario(
+        topology={"kind": "fat_tree", "k": 4},
+        network={"cc": {"algorithm": "hpcc"}, "routing": {"convergence_ns": 5_000}},
+        workload={"patterns": [{"kind": "all_to_all", "bytes": 40_000}]},
+        faults=[
+            {"kind": "link_down", "link": ["edge0.0", "agg0.0"], "at_ns": 10_000, "until_ns": 40_000},
+            {"kind": "lossy_port", "port": ["agg1.1", "core2"], "loss": 0.05},
+            {"kind": "slow_link", "link": ["h3", "edge0.1"], "rate_gbps": 40, "at_ns": 5_000},
+        ],
+    )
     whole = simulate(sc)
     sliced = simulate(sc, slice_events=997)
     assert whole.outcome.status == "finished"
@@ -289,22 +340,41 @@ def test_faults_are_deterministic_however_sliced():
 
 
 # ---- bad input -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("faults, key, needle", [
-    ([{"kind": "link_down", "link": ["leaf0", "spine9"]}], "faults.0.link.1", "no node of this leaf_spine"),
-    ([{"kind": "link_down", "link": ["leaf0", "leaf1"]}], "faults.0.link", "no link joins leaf0 and leaf1"),
-    ([{"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 10, "until_ns": 100},
-      {"kind": "link_down", "link": ["spine0", "leaf0"], "at_ns": 50}], "faults.1", "overlaps faults.0"),
-    ([{"kind": "slow_link", "link": ["leaf0", "spine0"]}], "faults.0.rate_gbps", "required by kind 'slow_link'"),
-    ([{"kind": "link_down", "link": ["leaf0", "spine0"], "loss": 0.1}], "faults.0.loss", "not used by kind"),
-    ([{"kind": "lossy_port", "port": ["leaf0", "spine0"], "loss": 1.5}], "faults.0.loss", "1.5 is not allowed"),
-    ([{"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 10, "until_ns": 5}], "faults.0.until_ns",
-     "must be after at_ns"),
-    ([{"kind": "melt", "link": ["leaf0", "spine0"]}], "faults.0.kind", "link_down"),
-])
+@pytest.mark.parametrize(
+    "faults, key, needle",
+    [
+        ([{"kind": "link_down", "link": ["leaf0", "spine9"]}], "faults.0.link.1", "no node of this leaf_spine"),
+        ([{"kind": "link_down", "link": ["leaf0", "leaf1"]}], "faults.0.link", "no link joins leaf0 and leaf1"),
+        (
+            [
+                {"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 10, "until_ns": 100},
+                {"kind": "link_down", "link": ["spine0", "leaf0"], "at_ns": 50},
+            ],
+            "faults.1",
+            "overlaps faults.0",
+        ),
+        ([{"kind": "slow_link", "link": ["leaf0", "spine0"]}], "faults.0.rate_gbps", "required by kind 'slow_link'"),
+        ([{"kind": "link_down", "link": ["leaf0", "spine0"], "loss": 0.1}], "faults.0.loss", "not used by kind"),
+        ([{"kind": "lossy_port", "port": ["leaf0", "spine0"], "loss": 1.5}], "faults.0.loss", "1.5 is not allowed"),
+        (
+            [{"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 10, "until_ns": 5}],
+            "faults.0.until_ns",
+            "must be after at_ns",
+        ),
+        ([{"kind": "melt", "link": ["leaf0", "spine0"]}], "faults.0.kind", "link_down"),
+    ],
+)
 def test_bad_faults_are_one_line_naming_the_key(tmp_path, faults, key, needle):
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({"topology": {"kind": "leaf_spine"}, "faults": faults,
-                                    "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 1000}]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "topology": {"kind": "leaf_spine"},
+                "faults": faults,
+                "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 1000}]},
+            }
+        )
+    )
     with pytest.raises(ScenarioError) as err:
         prepare(path)
     text = str(err.value)
@@ -314,16 +384,24 @@ def test_bad_faults_are_one_line_naming_the_key(tmp_path, faults, key, needle):
 
 # ---- random fault schedules keep every invariant ---------------------------------------------------
 FABRIC = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2}
-LINKS = [["h0", "leaf0"], ["h3", "leaf1"], ["leaf0", "spine0"], ["leaf0", "spine1"], ["leaf1", "spine0"],
-         ["leaf1", "spine1"]]
-FAULT = st.fixed_dictionaries({
-    "kind": st.sampled_from(["link_down", "slow_link", "lossy_port"]),
-    "nodes": st.sampled_from(LINKS).flatmap(lambda pair: st.sampled_from([pair, pair[::-1]])),
-    "at_ns": st.integers(0, 60_000),
-    "length_ns": st.integers(1, 80_000),
-    "rate_gbps": st.sampled_from([1, 10, 40]),
-    "loss": st.sampled_from([0.01, 0.2, 1.0]),
-})
+LINKS = [
+    ["h0", "leaf0"],
+    ["h3", "leaf1"],
+    ["leaf0", "spine0"],
+    ["leaf0", "spine1"],
+    ["leaf1", "spine0"],
+    ["leaf1", "spine1"],
+]
+FAULT = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["link_down", "slow_link", "lossy_port"]),
+        "nodes": st.sampled_from(LINKS).flatmap(lambda pair: st.sampled_from([pair, pair[::-1]])),
+        "at_ns": st.integers(0, 60_000),
+        "length_ns": st.integers(1, 80_000),
+        "rate_gbps": st.sampled_from([1, 10, 40]),
+        "loss": st.sampled_from([0.01, 0.2, 1.0]),
+    }
+)
 
 
 def _fault_doc(f):
@@ -335,18 +413,29 @@ def _fault_doc(f):
 
 
 @pytest.mark.extensive
-@settings(max_examples=int(os.environ.get("FAULT_EXAMPLES", 400)), deadline=None, database=None,
-          suppress_health_check=list(HealthCheck), print_blob=True)
-@given(faults=st.lists(FAULT, max_size=4), cc=st.sampled_from(["none", "dcqcn", "hpcc", "dctcp"]),
-       convergence_ns=st.sampled_from([0, 3_000, 30_000]))
+@settings(
+    max_examples=int(os.environ.get("FAULT_EXAMPLES", 400)),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
+)
+@given(
+    faults=st.lists(FAULT, max_size=4),
+    cc=st.sampled_from(["none", "dcqcn", "hpcc", "dctcp"]),
+    convergence_ns=st.sampled_from([0, 3_000, 30_000]),
+)
 def test_random_fault_schedules_end_with_every_flow_done(faults, cc, convergence_ns):
     """Whatever faults come and go (overlapping ones are refused), every invariant holds at every
     slice (--check), packets are conserved, and once every fault has ended every flow finishes:
     no pause, route or timer is left wedged."""
     docs = [_fault_doc(f) for f in faults]
-    sc_doc = dict(topology=FABRIC, network={"cc": {"algorithm": cc}, "routing": {"convergence_ns": convergence_ns},
-                                            "nic": {"rto_ns": 50_000}},
-                  workload={"patterns": [{"kind": "all_to_all", "bytes": 300_000}]}, faults=docs)
+    sc_doc = dict(
+        topology=FABRIC,
+        network={"cc": {"algorithm": cc}, "routing": {"convergence_ns": convergence_ns}, "nic": {"rto_ns": 50_000}},
+        workload={"patterns": [{"kind": "all_to_all", "bytes": 300_000}]},
+        faults=docs,
+    )
     try:
         prepared = prepare_scenario(scenario(**sc_doc))
     except ScenarioError as err:

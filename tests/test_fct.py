@@ -1,4 +1,5 @@
 """Exact single-flow FCT against the closed form, to the picosecond."""
+
 import pytest
 
 from conftest import scenario, simulate
@@ -23,8 +24,12 @@ def closed_form_fct_ps(size, links, rate_bps, prop_ps, mtu=1000, hdr=62, ack=66,
 
 @pytest.mark.parametrize("size", [1000, 1_000_000, 1_234_567])
 def test_single_switch_fct_exact(size):
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 2},
-                            workload={"flows": [{"src": 0, "dst": 1, "bytes": size, "start_ns": 3}]}))
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 2},
+            workload={"flows": [{"src": 0, "dst": 1, "bytes": size, "start_ns": 3}]},
+        )
+    )
     row = res.rows[0]
     expected = closed_form_fct_ps(size, 2, 100 * 10**9, 1_000_000)
     assert int(round(float(row["fct_ns"]) * 1000)) == expected
@@ -34,9 +39,18 @@ def test_single_switch_fct_exact(size):
 
 def test_three_switch_path_fct_exact():
     # leaf-spine, hosts on different leaves: host-leaf-spine-leaf-host, 4 links, 3 switches
-    res = simulate(scenario(topology={"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
-                                      "link": {"rate_gbps": 100, "delay_ns": 800}},
-                            workload={"flows": [{"src": 0, "dst": 3, "bytes": 777_777}]}))
+    res = simulate(
+        scenario(
+            topology={
+                "kind": "leaf_spine",
+                "leaves": 2,
+                "spines": 2,
+                "hosts_per_leaf": 2,
+                "link": {"rate_gbps": 100, "delay_ns": 800},
+            },
+            workload={"flows": [{"src": 0, "dst": 3, "bytes": 777_777}]},
+        )
+    )
     row = res.rows[0]
     assert row["hops"] == 4
     expected = closed_form_fct_ps(777_777, 4, 100 * 10**9, 800_000)
@@ -45,9 +59,16 @@ def test_three_switch_path_fct_exact():
 
 def test_mixed_rates_match_ideal():
     # fat-tree with 400G fabric tiers: the engine equals the ideal closed form exactly
-    res = simulate(scenario(topology={"kind": "fat_tree", "k": 4, "tiers": {"edge_agg": {"rate_gbps": 400},
-                                                                            "agg_core": {"rate_gbps": 400}}},
-                            workload={"flows": [{"src": 0, "dst": 15, "bytes": 333_333}]}))
+    res = simulate(
+        scenario(
+            topology={
+                "kind": "fat_tree",
+                "k": 4,
+                "tiers": {"edge_agg": {"rate_gbps": 400}, "agg_core": {"rate_gbps": 400}},
+            },
+            workload={"flows": [{"src": 0, "dst": 15, "bytes": 333_333}]},
+        )
+    )
     row = res.rows[0]
     assert row["hops"] == 6
     assert row["fct_ns"] == row["ideal_fct_ns"]

@@ -1,4 +1,5 @@
 """Every standard figure: written as non-empty PDF and PNG, axes labelled with units."""
+
 import re
 import subprocess
 import sys
@@ -47,9 +48,12 @@ def training_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "r"
-    sc = scenario(topology={"kind": "single_switch", "hosts": 5}, network={"cc": {"algorithm": "dcqcn"}},
-                  workload={"flows": [{"src": s, "dst": 0, "bytes": 100_000 * s} for s in range(1, 5)]},
-                  output={"traces": ["rate", "queue"], "trace_interval_ns": 2000})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 5},
+        network={"cc": {"algorithm": "dcqcn"}},
+        workload={"flows": [{"src": s, "dst": 0, "bytes": 100_000 * s} for s in range(1, 5)]},
+        output={"traces": ["rate", "queue"], "trace_interval_ns": 2000},
+    )
     run(prepare_scenario(sc), out, progress=False)
     return out
 
@@ -69,8 +73,11 @@ def _check(fig):
             assert ax.get_legend() is not None or fig.legends
 
 
-EXPECTED = {"sweep": set(SWEEP_FIGURES), "run": {"fct_slowdown", "queues", "rates"},
-            "training": {"rank_timeline", "collective_times"}}
+EXPECTED = {
+    "sweep": set(SWEEP_FIGURES),
+    "run": {"fct_slowdown", "queues", "rates"},
+    "training": {"rank_timeline", "collective_times"},
+}
 
 
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
@@ -94,17 +101,32 @@ def test_pdf_bytes_repeat(run_dir, tmp_path):
 
 
 def test_plot_command_and_scripts(sweep_dir, run_dir, tmp_path):
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "plot", str(sweep_dir), "--out", str(tmp_path / "cli")],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "plot", str(sweep_dir), "--out", str(tmp_path / "cli")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
-    assert {f.name for f in (tmp_path / "cli").iterdir()} >= {"policy_time.pdf", "policy_time.png",
-                                                             "comm_breakdown.pdf", "pauses_marks.png"}
-    p = subprocess.run([sys.executable, "plots/time_series.py", str(run_dir), "--out", str(tmp_path / "ts")],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert {f.name for f in (tmp_path / "cli").iterdir()} >= {
+        "policy_time.pdf",
+        "policy_time.png",
+        "comm_breakdown.pdf",
+        "pauses_marks.png",
+    }
+    p = subprocess.run(
+        [sys.executable, "plots/time_series.py", str(run_dir), "--out", str(tmp_path / "ts")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "ts" / "queues.png").stat().st_size > 1000
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "plot", str(tmp_path)], capture_output=True, text=True,
-                       cwd=ROOT, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "plot", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert p.returncode == 2 and "neither a run directory" in p.stderr
 
 
@@ -147,18 +169,22 @@ def test_the_rank_timeline_tiles_every_iteration(training_dir):
         assert per.loc[it].to_numpy() == pytest.approx(length, abs=1e-3)
     means = timeline.groupby(["iteration", "host", "state"])["duration_ns"].sum().unstack(fill_value=0)
     assert means["compute"].mean() == pytest.approx(summary["mean_compute_ns"], rel=1e-9)
-    assert means["exposed_communication"].mean() == pytest.approx(summary["mean_exposed_communication_ns"],
-                                                                   rel=1e-9)
+    assert means["exposed_communication"].mean() == pytest.approx(summary["mean_exposed_communication_ns"], rel=1e-9)
 
 
 def test_torus_drawings_show_their_wrap_around_links(tmp_path):
     from roce_emu.fabric.summary import draw, wrap_links
     from roce_emu.fabric.topology import build_fabric
 
-    for topology, expected in (({"kind": "torus", "dims": [4, 4]}, 8), ({"kind": "torus", "dims": [8]}, 1),
-                               ({"kind": "mesh", "dims": [4, 4]}, 0), ({"kind": "torus", "dims": [2, 4]}, 2)):
-        fabric = build_fabric(scenario(topology=topology, workload={"flows": [{"src": 0, "dst": 1, "bytes": 1}]}
-                                       ).topology)
+    for topology, expected in (
+        ({"kind": "torus", "dims": [4, 4]}, 8),
+        ({"kind": "torus", "dims": [8]}, 1),
+        ({"kind": "mesh", "dims": [4, 4]}, 0),
+        ({"kind": "torus", "dims": [2, 4]}, 2),
+    ):
+        fabric = build_fabric(
+            scenario(topology=topology, workload={"flows": [{"src": 0, "dst": 1, "bytes": 1}]}).topology
+        )
         wrap = wrap_links(fabric)
         assert len(wrap) == expected, (topology, wrap)
         for u, v in wrap:

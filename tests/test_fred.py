@@ -1,5 +1,6 @@
 """Wafer-scale fabrics, FRED's (topology.kind: fred) and the 2-D mesh it replaces: shapes and
 single flows against their closed forms, to the picosecond."""
+
 import pytest
 
 from conftest import scenario, simulate
@@ -10,9 +11,10 @@ DATA, ACK = 1082, 86  # data and ACK frames on the wire (bytes)
 
 
 def fred(**topology):
-    return scenario(topology={"kind": "fred", "link": {"delay_ns": 100}, **topology},
-                    workload={"flows": [{"src": 0, "dst": 1, "bytes": 1_000_000},
-                                        {"src": 2, "dst": 5, "bytes": 1_000_000}]})
+    return scenario(
+        topology={"kind": "fred", "link": {"delay_ns": 100}, **topology},
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": 1_000_000}, {"src": 2, "dst": 5, "bytes": 1_000_000}]},
+    )
 
 
 @pytest.mark.quick
@@ -34,8 +36,16 @@ def test_single_flows_match_their_closed_forms():
     res = simulate(fred())
     fast, slow, prop = 24_000 * 10**9, 3_000 * 10**9, 100_000  # b/s, b/s, ps
     inside = 1001 * ser_ps(DATA, fast) + 2 * prop + 2 * ser_ps(ACK, fast) + 2 * prop
-    across = (ser_ps(DATA, fast) + 1000 * ser_ps(DATA, slow) + ser_ps(DATA, slow) + ser_ps(DATA, fast) + 4 * prop
-              + 2 * ser_ps(ACK, fast) + 2 * ser_ps(ACK, slow) + 4 * prop)
+    across = (
+        ser_ps(DATA, fast)
+        + 1000 * ser_ps(DATA, slow)
+        + ser_ps(DATA, slow)
+        + ser_ps(DATA, fast)
+        + 4 * prop
+        + 2 * ser_ps(ACK, fast)
+        + 2 * ser_ps(ACK, slow)
+        + 4 * prop
+    )
     fct = res.flow_table["fct_ps"]
     assert fct[0] == inside and fct[1] == across
 
@@ -45,8 +55,12 @@ def test_mesh_single_flow_matches_its_closed_form():
     r4_3 goes down the first column and along the last row (dimension order), 7 mesh links
     between two host links. 1000 packets of 1 MB pipeline at the mesh rate: the first crosses
     every link, the other 999 follow one mesh serialisation apart; then the last ACK's 9 hops."""
-    topology = {"kind": "mesh", "dims": [5, 4], "link": {"rate_gbps": 60, "delay_ns": 100},
-                "tiers": {"host": {"rate_gbps": 240}}}
+    topology = {
+        "kind": "mesh",
+        "dims": [5, 4],
+        "link": {"rate_gbps": 60, "delay_ns": 100},
+        "tiers": {"host": {"rate_gbps": 240}},
+    }
     res = simulate(scenario(topology=topology, workload={"flows": [{"src": 0, "dst": 19, "bytes": 1_000_000}]}))
     fast, slow, prop = 240 * 10**9, 60 * 10**9, 100_000
     data = 2 * ser_ps(DATA, fast) + (999 + 7) * ser_ps(DATA, slow) + 9 * prop

@@ -5,6 +5,7 @@ Documents are mutations of small valid scenarios: any known or unknown key set t
 type (huge, negative, NaN, wrong type, nested), keys deleted, and raw bytes (malformed YAML,
 non-UTF-8). Runs are capped (sim.max_events, sim.max_wall_s) so a huge input ends on its own.
 """
+
 import copy
 import os
 
@@ -21,46 +22,137 @@ from roce_emu.results.tables import flows_now
 pytestmark = pytest.mark.extensive
 
 BASES = [
-    {"name": "a", "topology": {"kind": "single_switch", "hosts": 3},
-     "workload": {"flows": [{"src": 1, "dst": 0, "bytes": 20000}, {"src": 2, "dst": 0, "bytes": 30000}]}},
-    {"name": "b", "topology": {"kind": "fat_tree", "k": 2},
-     "network": {"cc": {"algorithm": "dcqcn"}}, "workload": {"patterns": [{"kind": "all_to_all", "bytes": 5000}]}},
-    {"name": "c", "topology": {"kind": "torus", "dims": [2, 2]},
-     "workload": {"collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 40000, "chunks": 2}],
-                  "compute": [{"name": "fwd", "duration_ns": 1000}]}},
-    {"name": "d", "topology": {"kind": "multi_dim", "dims": [{"size": 2}, {"size": 2, "kind": "switch"}]},
-     "network": {"cc": {"algorithm": "hpcc"}},
-     "workload": {"training": {"layers": [{"name": "l0", "forward_ns": 100, "backward_ns": 200,
-                                           "weight_grad_bytes": 8000}], "tp": 2}}},
-    {"name": "e", "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
-     "network": {"routing": {"convergence_ns": 2000}, "nic": {"rto_ns": 20000}},
-     "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 200000}]},
-     "faults": [{"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 3000, "until_ns": 9000},
-                {"kind": "lossy_port", "port": ["leaf1", "h1"], "loss": 0.05}]},
+    {
+        "name": "a",
+        "topology": {"kind": "single_switch", "hosts": 3},
+        "workload": {"flows": [{"src": 1, "dst": 0, "bytes": 20000}, {"src": 2, "dst": 0, "bytes": 30000}]},
+    },
+    {
+        "name": "b",
+        "topology": {"kind": "fat_tree", "k": 2},
+        "network": {"cc": {"algorithm": "dcqcn"}},
+        "workload": {"patterns": [{"kind": "all_to_all", "bytes": 5000}]},
+    },
+    {
+        "name": "c",
+        "topology": {"kind": "torus", "dims": [2, 2]},
+        "workload": {
+            "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 40000, "chunks": 2}],
+            "compute": [{"name": "fwd", "duration_ns": 1000}],
+        },
+    },
+    {
+        "name": "d",
+        "topology": {"kind": "multi_dim", "dims": [{"size": 2}, {"size": 2, "kind": "switch"}]},
+        "network": {"cc": {"algorithm": "hpcc"}},
+        "workload": {
+            "training": {
+                "layers": [{"name": "l0", "forward_ns": 100, "backward_ns": 200, "weight_grad_bytes": 8000}],
+                "tp": 2,
+            }
+        },
+    },
+    {
+        "name": "e",
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1},
+        "network": {"routing": {"convergence_ns": 2000}, "nic": {"rto_ns": 20000}},
+        "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 200000}]},
+        "faults": [
+            {"kind": "link_down", "link": ["leaf0", "spine0"], "at_ns": 3000, "until_ns": 9000},
+            {"kind": "lossy_port", "port": ["leaf1", "h1"], "loss": 0.05},
+        ],
+    },
 ]
 KEYS = [
-    "name", "seed", "topology.kind", "topology.hosts", "topology.k", "topology.dims", "topology.link.rate_gbps",
-    "topology.link.delay_ns", "topology.tiers", "network.mtu_bytes", "network.switch.buffer_bytes",
-    "network.switch.pfc.enabled", "network.switch.pfc.headroom_bytes", "network.switch.ecn.kmin_bytes",
-    "network.switch.ecn.pmax", "network.cc.algorithm", "network.cc.params", "network.cc.params.g",
-    "network.nic.rto_ns", "network.wire.ack_bytes", "workload.flows", "workload.flows.0.bytes",
-    "workload.flows.0.src", "workload.flows.0.start_ns", "workload.patterns", "workload.collectives",
-    "workload.collectives.0.algorithm", "workload.collectives.0.bytes", "workload.compute.0.after",
-    "workload.iterations", "workload.training.tp", "sim.max_time_ns", "sim.stall_timeout_ns",
-    "output.traces", "output.trace_interval_ns", "bogus", "topology.bogus", "network.cc.params.bogus",
-    "faults", "faults.0.kind", "faults.0.link", "faults.0.link.1", "faults.0.at_ns", "faults.0.until_ns",
-    "faults.1.loss", "faults.1.port", "faults.1.rate_gbps", "network.routing.convergence_ns",
+    "name",
+    "seed",
+    "topology.kind",
+    "topology.hosts",
+    "topology.k",
+    "topology.dims",
+    "topology.link.rate_gbps",
+    "topology.link.delay_ns",
+    "topology.tiers",
+    "network.mtu_bytes",
+    "network.switch.buffer_bytes",
+    "network.switch.pfc.enabled",
+    "network.switch.pfc.headroom_bytes",
+    "network.switch.ecn.kmin_bytes",
+    "network.switch.ecn.pmax",
+    "network.cc.algorithm",
+    "network.cc.params",
+    "network.cc.params.g",
+    "network.nic.rto_ns",
+    "network.wire.ack_bytes",
+    "workload.flows",
+    "workload.flows.0.bytes",
+    "workload.flows.0.src",
+    "workload.flows.0.start_ns",
+    "workload.patterns",
+    "workload.collectives",
+    "workload.collectives.0.algorithm",
+    "workload.collectives.0.bytes",
+    "workload.compute.0.after",
+    "workload.iterations",
+    "workload.training.tp",
+    "sim.max_time_ns",
+    "sim.stall_timeout_ns",
+    "output.traces",
+    "output.trace_interval_ns",
+    "bogus",
+    "topology.bogus",
+    "network.cc.params.bogus",
+    "faults",
+    "faults.0.kind",
+    "faults.0.link",
+    "faults.0.link.1",
+    "faults.0.at_ns",
+    "faults.0.until_ns",
+    "faults.1.loss",
+    "faults.1.port",
+    "faults.1.rate_gbps",
+    "network.routing.convergence_ns",
 ]
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**20, 10**20), st.sampled_from([0, 1, 2, 3, 64, 1000, 2**50, 2**63]),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
-    st.sampled_from(["none", "dcqcn", "hpcc", "timely", "dctcp", "ring", "direct", "hierarchical",
-                     "halving_doubling", "fat_tree", "torus", "mesh", "multi_dim", "all", "rate", "queue",
-                     "link_down", "slow_link", "lossy_port", "leaf0", "spine1", "h0", "sw0"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.sampled_from([0, 1, 2, 3, 64, 1000, 2**50, 2**63]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(
+        [
+            "none",
+            "dcqcn",
+            "hpcc",
+            "timely",
+            "dctcp",
+            "ring",
+            "direct",
+            "hierarchical",
+            "halving_doubling",
+            "fat_tree",
+            "torus",
+            "mesh",
+            "multi_dim",
+            "all",
+            "rate",
+            "queue",
+            "link_down",
+            "slow_link",
+            "lossy_port",
+            "leaf0",
+            "spine1",
+            "h0",
+            "sw0",
+        ]
+    ),
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                        st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-                      max_leaves=6)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=6,
+)
 MUTATION = st.tuples(st.sampled_from(KEYS), st.one_of(VALUES, st.just("__delete__")))
 CAP = {"max_events": 200_000, "max_wall_s": 5.0}
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", 1500))  # per test; raise it locally to search longer
@@ -124,8 +216,9 @@ def _capped(doc):
     return doc, [f"sim.max_events={CAP['max_events']}", f"sim.max_wall_s={CAP['max_wall_s']}"]
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-          print_blob=True)
+@settings(
+    max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=True
+)
 @given(base=st.sampled_from(range(len(BASES))), mutations=st.lists(MUTATION, min_size=1, max_size=3))
 @example(base=0, mutations=[("network.switch.buffer_bytes", 2**63)])  # once overflowed int64 with a traceback
 @example(base=2, mutations=[("network.nic.rto_ns", True)])  # flows done, queue pairs still open at the limit
@@ -145,13 +238,27 @@ def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations
     _check_outcome(path, caps)
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-          print_blob=True)
-@given(data=st.one_of(st.binary(max_size=200),
-                      st.text(max_size=200).map(lambda s: s.encode("utf-8", "surrogatepass")
-                                                if not any(0xD800 <= ord(c) <= 0xDFFF for c in s) else b"\xff"),
-                      st.sampled_from([b"name: [unclosed\n", b"topology: {kind: fat_tree, k: 3}\n", b"\xff\xfe\x00",
-                                       b"- 1\n- 2\n", b"", b"workload: {flows: [{src: 0, dst: 1, bytes: 1e999}]}"])))
+@settings(
+    max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None, print_blob=True
+)
+@given(
+    data=st.one_of(
+        st.binary(max_size=200),
+        st.text(max_size=200).map(
+            lambda s: s.encode("utf-8", "surrogatepass") if not any(0xD800 <= ord(c) <= 0xDFFF for c in s) else b"\xff"
+        ),
+        st.sampled_from(
+            [
+                b"name: [unclosed\n",
+                b"topology: {kind: fat_tree, k: 3}\n",
+                b"\xff\xfe\x00",
+                b"- 1\n- 2\n",
+                b"",
+                b"workload: {flows: [{src: 0, dst: 1, bytes: 1e999}]}",
+            ]
+        ),
+    )
+)
 def test_raw_bytes_fail_cleanly(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("raw") / "scenario.yaml"
     path.write_bytes(data)
@@ -169,6 +276,13 @@ def test_a_directory_or_a_missing_file_is_one_line(tmp_path):
 def test_huge_sizes_end_on_their_own(tmp_path):
     """The largest flow and a near-unlimited simulated time: the event cap ends the run."""
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({"topology": {"kind": "single_switch", "hosts": 2}, "sim": {"max_time_ns": 1e15},
-                                    "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 2**50}]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "topology": {"kind": "single_switch", "hosts": 2},
+                "sim": {"max_time_ns": 1e15},
+                "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 2**50}]},
+            }
+        )
+    )
     assert _check_outcome(path, ["sim.max_events=100000"]) == "incomplete"

@@ -1,6 +1,7 @@
 """Chakra execution traces as the workload: the field's sample traces load and run, a trace
 gives the same times as the same workload written natively, sends meet their receives,
 groups follow involved_dim, and bad traces are one line naming the file and the message."""
+
 import gzip
 import os
 from pathlib import Path
@@ -18,8 +19,9 @@ from roce_emu.run.inputs import check_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("ROCE_EMU_SHARED_DATA", ROOT.parent / "shared" / "data"))
-needs_shared = pytest.mark.skipif(not (SHARED / "chakra").is_dir(),
-                                  reason="../shared/data/chakra is not beside this checkout")
+needs_shared = pytest.mark.skipif(
+    not (SHARED / "chakra").is_dir(), reason="../shared/data/chakra is not beside this checkout"
+)
 
 
 def varint(n: int) -> bytes:
@@ -51,24 +53,29 @@ def node(id, type, deps=(), ctrl=(), us=0, **attrs):
 def write_traces(folder: Path, ranks: list[list], gz=False) -> str:
     """One file per rank in Chakra's layout (varint length, GlobalMetadata, Nodes); the prefix."""
     for r, nodes in enumerate(ranks):
-        data = b"".join(varint(len(m)) + m for m in [GlobalMetadata(version="0.0.4").SerializeToString()]
-                        + [n.SerializeToString() for n in nodes])
+        data = b"".join(
+            varint(len(m)) + m
+            for m in [GlobalMetadata(version="0.0.4").SerializeToString()] + [n.SerializeToString() for n in nodes]
+        )
         path = folder / f"t.{r}.et{'.gz' if gz else ''}"
         path.write_bytes(gzip.compress(data) if gz else data)
     return str(folder / "t")
 
 
 def chakra_scenario(prefix, topology=None, **chakra):
-    return scenario(topology=topology or {"kind": "single_switch", "hosts": 4},
-                    workload={"chakra": {"prefix": prefix, **chakra}})
+    return scenario(
+        topology=topology or {"kind": "single_switch", "hosts": 4}, workload={"chakra": {"prefix": prefix, **chakra}}
+    )
 
 
 def per_rank_program(rank):
     """Compute 10 us, all-reduce 1 MB, compute 5 us, all-gather 256 KB (rank-independent)."""
-    return [node(1, "COMP_NODE", us=10),
-            node(2, "COMM_COLL_NODE", [1], comm_type="ALL_REDUCE", comm_size=1_000_000),
-            node(3, "COMP_NODE", [2], us=5),
-            node(4, "COMM_COLL_NODE", [3], comm_type="ALL_GATHER", comm_size=262_144)]
+    return [
+        node(1, "COMP_NODE", us=10),
+        node(2, "COMM_COLL_NODE", [1], comm_type="ALL_REDUCE", comm_size=1_000_000),
+        node(3, "COMP_NODE", [2], us=5),
+        node(4, "COMM_COLL_NODE", [3], comm_type="ALL_GATHER", comm_size=262_144),
+    ]
 
 
 @pytest.mark.quick
@@ -100,8 +107,10 @@ def test_mlp_trace_runs_on_its_dgx_fabric(tmp_path):
     the all-gathers."""
     sc = tmp_path / "mlp.yaml"
     mlp = SHARED / "chakra" / "mlp_model_parallel" / "MLP_ModelParallel"
-    sc.write_text(f"topology: {{kind: astra_sim, file: {SHARED / 'astra-sim' / 'DGX_H100-32.yml'}}}\n"
-                  f"workload: {{chakra: {{prefix: {mlp}}}}}\n")
+    sc.write_text(
+        f"topology: {{kind: astra_sim, file: {SHARED / 'astra-sim' / 'DGX_H100-32.yml'}}}\n"
+        f"workload: {{chakra: {{prefix: {mlp}}}}}\n"
+    )
     res = simulate(load_scenario(sc))
     rows = collective_rows(res.outcome.world, res.prepared.workload)
     assert len(rows) == 11 and {r["ranks"] for r in rows} == {32}
@@ -120,15 +129,27 @@ def test_mlp_trace_runs_on_its_dgx_fabric(tmp_path):
 def test_trace_gives_the_times_of_the_same_workload_written_natively(tmp_path, gz):
     prefix = write_traces(tmp_path, [per_rank_program(r) for r in range(4)], gz=gz)
     imported = simulate(chakra_scenario(prefix))
-    native = simulate(scenario(topology={"kind": "single_switch", "hosts": 4}, workload={
-        "compute": [{"name": "c1", "duration_ns": 10_000}, {"name": "c3", "duration_ns": 5_000, "after": ["ar"]}],
-        "collectives": [{"name": "ar", "kind": "all_reduce", "bytes": 1_000_000, "after": ["c1"]},
-                        {"name": "ag", "kind": "all_gather", "bytes": 262_144, "after": ["c3"]}]}))
+    native = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 4},
+            workload={
+                "compute": [
+                    {"name": "c1", "duration_ns": 10_000},
+                    {"name": "c3", "duration_ns": 5_000, "after": ["ar"]},
+                ],
+                "collectives": [
+                    {"name": "ar", "kind": "all_reduce", "bytes": 1_000_000, "after": ["c1"]},
+                    {"name": "ag", "kind": "all_gather", "bytes": 262_144, "after": ["c3"]},
+                ],
+            },
+        )
+    )
     assert imported.summary["iteration_ns"] == native.summary["iteration_ns"]
     a = collective_rows(imported.outcome.world, imported.prepared.workload)
     b = collective_rows(native.outcome.world, native.prepared.workload)
-    assert [(r["kind"], r["start_ns"], r["finish_ns"]) for r in a] == [(r["kind"], r["start_ns"], r["finish_ns"])
-                                                                       for r in b]
+    assert [(r["kind"], r["start_ns"], r["finish_ns"]) for r in a] == [
+        (r["kind"], r["start_ns"], r["finish_ns"]) for r in b
+    ]
 
 
 def test_send_meets_its_receive_by_tag(tmp_path):
@@ -136,9 +157,13 @@ def test_send_meets_its_receive_by_tag(tmp_path):
     data is in. The receive is done when the last of 1000 packets (1082 B on the wire, 86.56 ns
     at 100 Gb/s) has crossed the switch: 1001 serialisations and two 1 us links after the send
     starts. So the iteration ends at 20 + 86.646 56 + 2 + 3 us."""
-    prefix = write_traces(tmp_path, [
-        [node(1, "COMP_NODE", us=20), node(2, "COMM_SEND_NODE", [1], comm_dst=1, comm_size=1_000_000, comm_tag=7)],
-        [node(5, "COMM_RECV_NODE", comm_src=0, comm_size=1_000_000, comm_tag=7), node(6, "COMP_NODE", [5], us=3)]])
+    prefix = write_traces(
+        tmp_path,
+        [
+            [node(1, "COMP_NODE", us=20), node(2, "COMM_SEND_NODE", [1], comm_dst=1, comm_size=1_000_000, comm_tag=7)],
+            [node(5, "COMM_RECV_NODE", comm_src=0, comm_size=1_000_000, comm_tag=7), node(6, "COMP_NODE", [5], us=3)],
+        ],
+    )
     res = simulate(chakra_scenario(prefix, topology={"kind": "single_switch", "hosts": 2}))
     assert res.summary["flows"] == 1
     assert res.summary["iteration_ns"][0] == pytest.approx(20_000 + 1001 * 86.56 + 2_000 + 3_000, abs=1e-3)
@@ -147,12 +172,19 @@ def test_send_meets_its_receive_by_tag(tmp_path):
 def test_involved_dim_picks_the_group(tmp_path):
     """On a 2 x 2 multi_dim fabric, an all-reduce over dimension 0 only runs in two groups of
     two ranks (those sharing their dimension-1 coordinate); over both dimensions, in one."""
-    ranks = [[node(1, "COMM_COLL_NODE", comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[True, False]),
-              node(2, "COMM_COLL_NODE", [1], comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[True, True])]
-             for _ in range(4)]
+    ranks = [
+        [
+            node(1, "COMM_COLL_NODE", comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[True, False]),
+            node(2, "COMM_COLL_NODE", [1], comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[True, True]),
+        ]
+        for _ in range(4)
+    ]
     prefix = write_traces(tmp_path, ranks)
-    res = simulate(chakra_scenario(prefix, topology={"kind": "multi_dim", "dims": [
-        {"size": 2, "kind": "ring"}, {"size": 2, "kind": "switch"}]}))
+    res = simulate(
+        chakra_scenario(
+            prefix, topology={"kind": "multi_dim", "dims": [{"size": 2, "kind": "ring"}, {"size": 2, "kind": "switch"}]}
+        )
+    )
     rows = collective_rows(res.outcome.world, res.prepared.workload)
     assert sorted((r["ranks"], r["group"]) for r in rows) == [(2, 0), (2, 2), (4, 0)]
     with pytest.raises(ScenarioError, match="involved_dim"):
@@ -160,8 +192,9 @@ def test_involved_dim_picks_the_group(tmp_path):
 
 
 def test_process_groups_are_named_in_the_notes(tmp_path):
-    prefix = write_traces(tmp_path, [[node(1, "COMM_COLL_NODE", comm_type="ALL_REDUCE", comm_size=1000,
-                                           pg_name="7")] for _ in range(2)])
+    prefix = write_traces(
+        tmp_path, [[node(1, "COMM_COLL_NODE", comm_type="ALL_REDUCE", comm_size=1000, pg_name="7")] for _ in range(2)]
+    )
     res = simulate(chakra_scenario(prefix, topology={"kind": "single_switch", "hosts": 2}))
     assert any("process group (pg_name)" in n and n.startswith("2 ") for n in res.summary["workload_notes"])
 
@@ -182,14 +215,17 @@ def test_control_dependency_cycle_is_broken_and_counted(tmp_path):
     assert res.summary["workload_notes"] == ["1 control dependencies that closed a cycle: dropped"]
 
 
-@pytest.mark.parametrize("case, where, message", [
-    ("truncated", "message 4", "needs"),  # the metadata, then 4 nodes: the last one cut short
-    ("not_a_node", "message 1", "not a Chakra Node"),
-    ("data_cycle", "node 1", "data dependencies form a cycle"),
-    ("unmatched", "", "never comes on rank 1"),
-    ("different", "node 2", "ALL_GATHER of 5000 B here but ALL_REDUCE"),
-    ("no_send", "node 5", "waits for a send from rank 0"),
-])
+@pytest.mark.parametrize(
+    "case, where, message",
+    [
+        ("truncated", "message 4", "needs"),  # the metadata, then 4 nodes: the last one cut short
+        ("not_a_node", "message 1", "not a Chakra Node"),
+        ("data_cycle", "node 1", "data dependencies form a cycle"),
+        ("unmatched", "", "never comes on rank 1"),
+        ("different", "node 2", "ALL_GATHER of 5000 B here but ALL_REDUCE"),
+        ("no_send", "node 5", "waits for a send from rank 0"),
+    ],
+)
 def test_bad_trace_is_one_line_naming_file_and_message(tmp_path, case, where, message):
     if case in ("truncated", "not_a_node"):
         prefix = write_traces(tmp_path, [per_rank_program(r) for r in range(2)])
@@ -199,7 +235,7 @@ def test_bad_trace_is_one_line_naming_file_and_message(tmp_path, case, where, me
             path.write_bytes(data[:-3])
         else:
             meta_len = data[0]
-            path.write_bytes(data[:1 + meta_len] + varint(3) + b"\xff\xff\xff")
+            path.write_bytes(data[: 1 + meta_len] + varint(3) + b"\xff\xff\xff")
     elif case == "data_cycle":
         prefix = write_traces(tmp_path, [[node(1, "COMP_NODE", [2]), node(2, "COMP_NODE", [1])]] * 2)
     elif case == "unmatched":
@@ -208,8 +244,9 @@ def test_bad_trace_is_one_line_naming_file_and_message(tmp_path, case, where, me
         other = [node(1, "COMP_NODE", us=10), node(2, "COMM_COLL_NODE", [1], comm_type="ALL_GATHER", comm_size=5000)]
         prefix = write_traces(tmp_path, [per_rank_program(0), other])
     else:
-        prefix = write_traces(tmp_path, [[node(1, "COMP_NODE", us=1)],
-                                         [node(5, "COMM_RECV_NODE", comm_src=0, comm_size=10, comm_tag=1)]])
+        prefix = write_traces(
+            tmp_path, [[node(1, "COMP_NODE", us=1)], [node(5, "COMM_RECV_NODE", comm_src=0, comm_size=10, comm_tag=1)]]
+        )
     with pytest.raises(ScenarioError) as err:
         check_inputs(chakra_scenario(prefix, topology={"kind": "single_switch", "hosts": 2}))
     assert err.value.source.startswith(prefix) and err.value.key == where and message in err.value.message

@@ -1,6 +1,7 @@
 """In-network collectives (algorithm: in_network): traffic, timing against the alpha-beta
 model derived in docs/in_network.md, trees over two levels, bounded reduction state, PFC,
 determinism and bad input."""
+
 import numpy as np
 import pytest
 
@@ -18,8 +19,13 @@ D = 8_000_000
 
 
 def all_reduce(topology, algorithm="in_network", nbytes=D, chunks=1, kind="all_reduce", network=None, **extra):
-    sections = dict(topology=topology, workload={"collectives": [{"name": "c", "kind": kind, "algorithm": algorithm,
-                                                                  "bytes": nbytes, "chunks": chunks}]}, **extra)
+    sections = dict(
+        topology=topology,
+        workload={
+            "collectives": [{"name": "c", "kind": kind, "algorithm": algorithm, "bytes": nbytes, "chunks": chunks}]
+        },
+        **extra,
+    )
     if network:
         sections["network"] = network
     return scenario(**sections)
@@ -82,8 +88,14 @@ def test_reduce_scatter_and_all_gather_move_their_parts(kind, up, down):
 
 
 def fred(uplink=3000.0):
-    return {"kind": "fred", "npus": 20, "group_size": 4, "npu_rate_gbps": 800.0, "uplink_rate_gbps": uplink,
-            "link": {"delay_ns": 100}}
+    return {
+        "kind": "fred",
+        "npus": 20,
+        "group_size": 4,
+        "npu_rate_gbps": 800.0,
+        "uplink_rate_gbps": uplink,
+        "link": {"delay_ns": 100},
+    }
 
 
 def test_two_levels_send_one_partial_result_per_l1_switch():
@@ -101,7 +113,7 @@ def test_two_levels_send_one_partial_result_per_l1_switch():
     assert up.sum() == down.sum() == 5 * chunks
     assert set(t["bytes"][up]) == {D // chunks, D // chunks + 1} or set(t["bytes"][up]) == {D // chunks}
     for npu in range(20):  # every NPU's flows end at a unit of its own L1 switch
-        mine = (t["src"] == npu)
+        mine = t["src"] == npu
         assert all(d.startswith(f"l1.{npu // 4}.unit.h{npu}") for d in names[t["dst"][mine]])
 
 
@@ -111,7 +123,7 @@ def test_chunks_spread_over_the_spines():
     res = simulate(all_reduce(topo, chunks=4, nbytes=400_000))
     names = np.array(prepare_scenario(all_reduce(topo, chunks=4, nbytes=400_000)).fabric.names)
     dst = names[res.flow_table["dst"]]
-    assert (np.char.startswith(dst, "spine0.unit.") ).sum() == (np.char.startswith(dst, "spine1.unit.")).sum() == 4
+    assert (np.char.startswith(dst, "spine0.unit.")).sum() == (np.char.startswith(dst, "spine1.unit.")).sum() == 4
 
 
 def test_full_reduction_slots_hold_the_senders():
@@ -128,10 +140,16 @@ def test_full_reduction_slots_hold_the_senders():
 def test_pfc_applies_and_runs_are_deterministic_however_sliced():
     """An incast onto host 0 beside an in-network all-reduce with a small switch buffer: PFC
     pauses the reduction's traffic too, and the run gives the same result sliced or not."""
-    sc = scenario(topology=single(), network={"switch": {"buffer_bytes": 600_000}},
-                  workload={"flows": [{"src": h, "dst": 0, "bytes": 2_000_000} for h in range(1, 8)],
-                            "collectives": [{"name": "c", "kind": "all_reduce", "algorithm": "in_network",
-                                             "bytes": 2_000_000, "chunks": 8}]})
+    sc = scenario(
+        topology=single(),
+        network={"switch": {"buffer_bytes": 600_000}},
+        workload={
+            "flows": [{"src": h, "dst": 0, "bytes": 2_000_000} for h in range(1, 8)],
+            "collectives": [
+                {"name": "c", "kind": "all_reduce", "algorithm": "in_network", "bytes": 2_000_000, "chunks": 8}
+            ],
+        },
+    )
     a = simulate(sc)
     b = simulate(sc, slice_events=5_000)
     assert a.outcome.status == "finished" and a.summary["pfc_pauses_sent"] > 0
@@ -149,11 +167,24 @@ def test_a_reduction_that_cannot_complete_is_reported():
 
 
 @pytest.mark.quick
-@pytest.mark.parametrize("topology", [{"kind": "torus", "dims": [2, 2]}, {"kind": "mesh", "dims": [2, 2]},
-                                      {"kind": "multi_dim", "dims": [{"kind": "ring", "size": 4}]}])
+@pytest.mark.parametrize(
+    "topology",
+    [
+        {"kind": "torus", "dims": [2, 2]},
+        {"kind": "mesh", "dims": [2, 2]},
+        {"kind": "multi_dim", "dims": [{"kind": "ring", "size": 4}]},
+    ],
+)
 def test_fabrics_without_a_tree_of_switches_refuse_in_network(topology):
-    sc = Scenario.model_validate({"name": "t", "topology": topology, "workload": {"collectives": [
-        {"name": "c", "kind": "all_reduce", "algorithm": "in_network", "bytes": 1000}]}})
+    sc = Scenario.model_validate(
+        {
+            "name": "t",
+            "topology": topology,
+            "workload": {
+                "collectives": [{"name": "c", "kind": "all_reduce", "algorithm": "in_network", "bytes": 1000}]
+            },
+        }
+    )
     with pytest.raises(ScenarioError) as e:
         check_inputs(sc, "s.yaml")
     line = str(e.value)
@@ -164,8 +195,10 @@ def test_fast_forward_exact_is_identical_and_trains_stay_close():
     """Units are endpoints like hosts: exact jumps give the same flows to the picosecond, packet
     trains stay within the scale issue's 1 % on the iteration."""
     topo = fred(375.0)
-    off, exact, on = (simulate(all_reduce(topo, chunks=4, nbytes=2_000_000, sim={"fast_forward": ff}))
-                      for ff in ("off", "exact", "on"))
+    off, exact, on = (
+        simulate(all_reduce(topo, chunks=4, nbytes=2_000_000, sim={"fast_forward": ff}))
+        for ff in ("off", "exact", "on")
+    )
     assert np.array_equal(off.flow_table["fct_ps"], exact.flow_table["fct_ps"])
     assert exact.summary["events"] < off.summary["events"]
     assert iteration_ps(on) == pytest.approx(iteration_ps(off), rel=0.01)
@@ -174,10 +207,22 @@ def test_fast_forward_exact_is_identical_and_trains_stay_close():
 def test_training_gradients_reduce_in_the_network():
     """dp_algorithm: in_network all-reduces the gradient buckets through the switch, sooner than
     the ring on the same iteration."""
+
     def training(algorithm):
-        return scenario(topology=single(), workload={"training": {
-            "layers": [{"name": f"l{i}", "forward_ns": 20_000, "backward_ns": 40_000, "weight_grad_bytes": 2_000_000}
-                       for i in range(3)], "dp_algorithm": algorithm, "bucket_bytes": 0}})
+        return scenario(
+            topology=single(),
+            workload={
+                "training": {
+                    "layers": [
+                        {"name": f"l{i}", "forward_ns": 20_000, "backward_ns": 40_000, "weight_grad_bytes": 2_000_000}
+                        for i in range(3)
+                    ],
+                    "dp_algorithm": algorithm,
+                    "bucket_bytes": 0,
+                }
+            },
+        )
+
     inn, ring = simulate(training("in_network")), simulate(training("ring"))
     assert inn.summary["iterations"] == 1
     assert iteration_ps(inn) < iteration_ps(ring)
@@ -194,9 +239,14 @@ def test_the_rank_timeline_holds_the_ranks_only():
 def test_units_sit_only_on_the_ports_the_trees_use():
     """Four of eight hosts on one switch: four units, on the ports towards those hosts, numbered
     after the hosts; without in_network collectives, none."""
-    sc = scenario(topology=single(), workload={"collectives": [{"name": "c", "kind": "all_reduce",
-                                                                "algorithm": "in_network", "bytes": 4000,
-                                                                "hosts": [0, 2, 4, 6]}]})
+    sc = scenario(
+        topology=single(),
+        workload={
+            "collectives": [
+                {"name": "c", "kind": "all_reduce", "algorithm": "in_network", "bytes": 4000, "hosts": [0, 2, 4, 6]}
+            ]
+        },
+    )
     fabric = prepare_scenario(sc).fabric
     assert fabric.n_units == 4 and fabric.names[8:12] == [f"sw0.unit.h{h}" for h in (0, 2, 4, 6)]
     assert fabric.names[12] == "sw0"
@@ -207,8 +257,11 @@ def test_custom_fabrics_reduce_too():
     """A custom graph (node 0 and 1 switches in a line, two hosts on each): the tree reduces at
     one switch and takes the other's partial result, one per chunk; each NPU still moves D each
     way. Units get file ids past the file's nodes (for the ns-3 outputs)."""
-    topo = {"kind": "custom", "switches": [0, 1],
-            "links": [[0, 1, 100, 1000], [0, 2, 100, 1000], [0, 3, 100, 1000], [1, 4, 100, 1000], [1, 5, 100, 1000]]}
+    topo = {
+        "kind": "custom",
+        "switches": [0, 1],
+        "links": [[0, 1, 100, 1000], [0, 2, 100, 1000], [0, 3, 100, 1000], [1, 4, 100, 1000], [1, 5, 100, 1000]],
+    }
     sc = all_reduce(topo, nbytes=400_000, chunks=2)
     fabric = prepare_scenario(sc).fabric
     assert fabric.n_units == 6 and len(fabric.node_ids) == fabric.n_nodes

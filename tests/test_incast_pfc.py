@@ -1,4 +1,5 @@
 """N-to-1 incast: line-rate drain time, lossless with PFC, drops and recovery without it."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """Interrupted runs leave no partial results: SIGINT and SIGTERM on a real process; run limits."""
+
 import signal
 import subprocess
 import sys
@@ -20,10 +21,25 @@ def test_signal_during_a_run_writes_nothing(tmp_path, sig, code, word):
     # a run of several seconds: the all-to-all with 20 MB per pair
     # the child starts with the default SIGINT action even when the suite itself ignores SIGINT
     # (a shell without job control starts background jobs so, and children inherit it)
-    proc = subprocess.Popen([sys.executable, "-m", "roce_emu", "run", "scenarios/fat_tree_all_to_all.yaml",
-                             "--set", "workload.patterns.0.bytes=20000000", "--out", str(out), "--no-progress"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "roce_emu",
+            "run",
+            "scenarios/fat_tree_all_to_all.yaml",
+            "--set",
+            "workload.patterns.0.bytes=20000000",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(4.0)  # past start-up (loading the compiled engine), into the simulation
     assert proc.poll() is None, "the run ended before the signal"
     proc.send_signal(sig)
@@ -36,9 +52,11 @@ def test_signal_during_a_run_writes_nothing(tmp_path, sig, code, word):
 
 
 def test_event_limit_stops_deterministically():
-    sc = scenario(topology={"kind": "single_switch", "hosts": 3},
-                  workload={"flows": [{"src": 1, "dst": 0, "bytes": 10**7}, {"src": 2, "dst": 0, "bytes": 10**7}]},
-                  sim={"max_events": 30_000})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 3},
+        workload={"flows": [{"src": 1, "dst": 0, "bytes": 10**7}, {"src": 2, "dst": 0, "bytes": 10**7}]},
+        sim={"max_events": 30_000},
+    )
     a, b = simulate(sc), simulate(sc, slice_events=777)
     for res in (a, b):
         assert res.outcome.status == "incomplete"
@@ -50,9 +68,11 @@ def test_event_limit_stops_deterministically():
 def test_wall_clock_limit_stops_a_runaway():
     """The largest flow the schema allows (2^50 B) would run for days; the wall-clock limit ends
     it after the first slice past 0.2 s, with status incomplete and the reason."""
-    sc = scenario(topology={"kind": "single_switch", "hosts": 2},
-                  workload={"flows": [{"src": 1, "dst": 0, "bytes": 2**50}]},
-                  sim={"max_wall_s": 0.2, "max_time_ns": 1e15, "slice_events": 100_000})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 2},
+        workload={"flows": [{"src": 1, "dst": 0, "bytes": 2**50}]},
+        sim={"max_wall_s": 0.2, "max_time_ns": 1e15, "slice_events": 100_000},
+    )
     began = time.perf_counter()
     res = simulate(sc)
     assert time.perf_counter() - began < 30
@@ -78,10 +98,14 @@ def test_sizes_agree_with_the_built_fabrics():
     from roce_emu.config.schema import Scenario
     from roce_emu.fabric.topology import build_fabric, fabric_size
 
-    for topo in ({"kind": "fat_tree", "k": 4, "oversubscription": 2}, {"kind": "torus", "dims": [3, 4]},
-                 {"kind": "mesh", "dims": [2, 3], "hosts_per_node": 2}, {"kind": "leaf_spine"},
-                 {"kind": "single_switch", "hosts": 5},
-                 {"kind": "multi_dim", "dims": [{"size": 3}, {"size": 2, "kind": "switch"}]}):
+    for topo in (
+        {"kind": "fat_tree", "k": 4, "oversubscription": 2},
+        {"kind": "torus", "dims": [3, 4]},
+        {"kind": "mesh", "dims": [2, 3], "hosts_per_node": 2},
+        {"kind": "leaf_spine"},
+        {"kind": "single_switch", "hosts": 5},
+        {"kind": "multi_dim", "dims": [{"size": 3}, {"size": 2, "kind": "switch"}]},
+    ):
         t = Scenario.model_validate({"topology": topo}).topology
         fabric = build_fabric(t)
         assert fabric_size(t) == (fabric.n_hosts, fabric.n_nodes), topo

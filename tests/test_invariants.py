@@ -1,4 +1,5 @@
 """Engine invariants: a broken one stops the run with the time, the event and the entity."""
+
 import re
 
 import numpy as np
@@ -11,8 +12,10 @@ from roce_emu.run.invariants import InvariantError, check_world
 
 pytestmark = pytest.mark.quick
 
-INCAST = scenario(topology={"kind": "single_switch", "hosts": 5},
-                  workload={"flows": [{"src": s, "dst": 0, "bytes": 300_000} for s in range(1, 5)]})
+INCAST = scenario(
+    topology={"kind": "single_switch", "hosts": 5},
+    workload={"flows": [{"src": s, "dst": 0, "bytes": 300_000} for s in range(1, 5)]},
+)
 
 
 def test_clean_runs_pass_the_expensive_checks():

@@ -1,6 +1,7 @@
 """I/O controllers on wafer fabrics (topology io_controllers, io_rate_gbps) and the
 weight_streaming pattern: where they attach, which NPUs each one feeds, and what the summary
 reports against closed forms."""
+
 import numpy as np
 import pytest
 
@@ -17,9 +18,13 @@ def streaming(topology, nbytes=1_000_000):
 
 
 def attached(fabric):
-    return {fabric.names[u] if fabric.names[u].startswith("io") else fabric.names[v]:
-            fabric.names[v] if fabric.names[u].startswith("io") else fabric.names[u]
-            for u, v, d in fabric.graph.edges(data=True) if d["tier"] == "io"}
+    return {
+        fabric.names[u] if fabric.names[u].startswith("io") else fabric.names[v]: fabric.names[v]
+        if fabric.names[u].startswith("io")
+        else fabric.names[u]
+        for u, v, d in fabric.graph.edges(data=True)
+        if d["tier"] == "io"
+    }
 
 
 @pytest.mark.quick
@@ -39,8 +44,9 @@ def test_one_controller_feeding_a_row_saturates_its_link():
     """A 1 x 4 mesh at 100 Gb/s, one controller at 10 Gb/s on r0_0 streaming to the four NPUs at
     once: its link is the bottleneck, so it achieves the link's payload rate, and the first mesh
     link carries the streams of three NPUs out of four."""
-    res = simulate(streaming({"kind": "mesh", "dims": [1, 4], "link": {"rate_gbps": 100}, "io_controllers": 1,
-                              "io_rate_gbps": 10}))
+    res = simulate(
+        streaming({"kind": "mesh", "dims": [1, 4], "link": {"rate_gbps": 100}, "io_controllers": 1, "io_rate_gbps": 10})
+    )
     s = res.summary
     assert s["io_achieved_gbps_mean"] == pytest.approx(10 * MTU / DATA, rel=0.01)
     assert s["io_hottest_link"] == "r0_0->r0_1"
@@ -50,8 +56,9 @@ def test_one_controller_feeding_a_row_saturates_its_link():
 def test_fred_controllers_feed_their_own_groups():
     """One controller per L1 switch: each group's NPUs are nearest to their own switch's
     controller, so no stream crosses the L2 switch (the uplinks carry nothing)."""
-    sc = streaming({"kind": "fred", "npu_rate_gbps": 800, "uplink_rate_gbps": 100, "io_controllers": 5,
-                    "io_rate_gbps": 40})
+    sc = streaming(
+        {"kind": "fred", "npu_rate_gbps": 800, "uplink_rate_gbps": 100, "io_controllers": 5, "io_rate_gbps": 40}
+    )
     res = simulate(sc)
     t = res.flow_table
     assert np.array_equal(t["src"] - 20, np.arange(20) // 4)  # io i -> the 4 NPUs of group i

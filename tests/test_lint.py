@@ -1,5 +1,6 @@
 """The code base passes its linter and formatter (ruff) and its type check (mypy), configured in
 pyproject.toml, so CI runs them with the tests."""
+
 import subprocess
 import sys
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Lean outputs: per-flow rows of collective traffic only when asked for, and Parquet tables."""
+
 import json
 from pathlib import Path
 
@@ -17,10 +18,14 @@ SCENARIOS = Path(__file__).parent.parent / "scenarios"
 
 def _mixed(**output):
     """Two explicit flows beside a ring all-reduce over 4 hosts (2 x 3 steps x 4 flows = 24)."""
-    return scenario(topology={"kind": "single_switch", "hosts": 4},
-                    workload={"flows": [{"src": 0, "dst": 1, "bytes": 50_000}, {"src": 2, "dst": 3, "bytes": 70_000}],
-                              "collectives": [{"kind": "all_reduce", "bytes": 400_000}]},
-                    output=output)
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={
+            "flows": [{"src": 0, "dst": 1, "bytes": 50_000}, {"src": 2, "dst": 3, "bytes": 70_000}],
+            "collectives": [{"kind": "all_reduce", "bytes": 400_000}],
+        },
+        output=output,
+    )
 
 
 def _write(tmp_path, name, **output):
@@ -52,9 +57,15 @@ def test_collective_flows_are_left_out_of_flows_and_tasks_by_default(tmp_path):
 def test_parquet_tables_read_back_with_numeric_columns(tmp_path):
     _, csv_out = _write(tmp_path, "csv", collective_flows=True)
     _, pq_out = _write(tmp_path, "pq", collective_flows=True, format="parquet")
-    assert {p.name for p in pq_out.iterdir()} == {"flows.parquet", "tasks.parquet", "collectives.parquet",
-                                                  "timeline.parquet", "fct_by_size.parquet", "summary.json",
-                                                  "scenario.yaml"}
+    assert {p.name for p in pq_out.iterdir()} == {
+        "flows.parquet",
+        "tasks.parquet",
+        "collectives.parquet",
+        "timeline.parquet",
+        "fct_by_size.parquet",
+        "summary.json",
+        "scenario.yaml",
+    }
     for table in ("flows", "tasks", "collectives", "timeline"):
         a = pd.read_csv(csv_out / f"{table}.csv")
         b = pd.read_parquet(pq_out / f"{table}.parquet")
@@ -72,16 +83,20 @@ def test_an_unknown_format_is_one_line_naming_the_key(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text("output: {format: xlsx}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1000}]}\n")
     from roce_emu.config import load_scenario
+
     with pytest.raises(ScenarioError) as err:
         load_scenario(path)
     assert "output.format" in str(err.value) and "\n" not in str(err.value)
 
 
 # ---- provenance: every run directory says where its numbers came from, and reruns ------------
-@pytest.mark.parametrize("name, overrides", [
-    ("training_dlrm.yaml", ["workload.iterations=1", "network.cc.algorithm=hpcc"]),
-    ("link_failure.yaml", ["sim.fast_forward=exact"]),
-])
+@pytest.mark.parametrize(
+    "name, overrides",
+    [
+        ("training_dlrm.yaml", ["workload.iterations=1", "network.cc.algorithm=hpcc"]),
+        ("link_failure.yaml", ["sim.fast_forward=exact"]),
+    ],
+)
 def test_the_resolved_scenario_reruns_byte_for_byte(tmp_path, name, overrides):
     first = run_scenario(SCENARIOS / name, overrides, out=tmp_path / "first")
     prov = first.summary["provenance"]
@@ -103,8 +118,9 @@ def test_the_resolved_scenario_reruns_byte_for_byte(tmp_path, name, overrides):
         if f != "summary.json":
             assert (tmp_path / "first" / f).read_bytes() == (tmp_path / "again" / f).read_bytes(), f
     volatile = {"wall_s", "engine_load_s", "events_per_s", "provenance"}
-    assert {k: v for k, v in first.summary.items() if k not in volatile} == \
-        {k: v for k, v in again.summary.items() if k not in volatile}
+    assert {k: v for k, v in first.summary.items() if k not in volatile} == {
+        k: v for k, v in again.summary.items() if k not in volatile
+    }
     assert again.summary["provenance"]["scenario_file"] == str(resolved)
 
 
@@ -119,8 +135,9 @@ def test_results_as_dataframes_in_memory_and_read_back(tmp_path, fmt):
     collectives = frames["collectives"]
     for column in ("start_ns", "finish_ns", "time_ns", "busbw_gbps", "bytes"):
         assert pd.api.types.is_numeric_dtype(collectives[column]), column
-    assert collectives["time_ns"].iloc[0] == pytest.approx(collectives["finish_ns"].iloc[0]
-                                                           - collectives["start_ns"].iloc[0])
+    assert collectives["time_ns"].iloc[0] == pytest.approx(
+        collectives["finish_ns"].iloc[0] - collectives["start_ns"].iloc[0]
+    )
     flows = frames["flows"]
     assert pd.api.types.is_numeric_dtype(flows["fct_ns"]) and (flows["fct_ns"] >= flows["ideal_fct_ns"]).all()
     back = read_run(out)

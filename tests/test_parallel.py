@@ -1,5 +1,6 @@
 """Parallelisation search (roce_emu/parallel.py, `roce-emu design --parallel`): the memory
 model by hand, the fit filter, the ranking against packet level, bad input."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,10 @@ SMALL = {"name": "transformer", "layers": 2, "hidden": 256, "sequence": 128, "ba
 
 
 def tiny(schedule="1f1b", model=TINY, **training):
-    return scenario(topology={"kind": "single_switch", "hosts": 8},
-                    workload={"training": {"model": model, "schedule": schedule, **training}})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 8},
+        workload={"training": {"model": model, "schedule": schedule, **training}},
+    )
 
 
 def links_of(sc):
@@ -43,8 +46,14 @@ def test_memory_of_a_split_by_hand():
 
 
 def design(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "roce_emu", "design", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, stdin=subprocess.DEVNULL, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "roce_emu", "design", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        timeout=600,
+    )
 
 
 def write(tmp_path, sc) -> Path:
@@ -66,8 +75,17 @@ def test_splits_that_do_not_fit_are_never_listed(tmp_path):
     limit_gib = 1 / 1024
     every = comet.search(sc, check_inputs(sc).fabric, "t.yaml")
     assert any(not s.fits(limit_gib) for s in every) and any(s.fits(limit_gib) for s in every)
-    p = design(write(tmp_path, sc), "--parallel", "--device-memory-gb", limit_gib, "--top", 100, "-o",
-               tmp_path / "best.yaml", cwd=tmp_path)
+    p = design(
+        write(tmp_path, sc),
+        "--parallel",
+        "--device-memory-gb",
+        limit_gib,
+        "--top",
+        100,
+        "-o",
+        tmp_path / "best.yaml",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     shown = listed(p.stdout)
     by_key = {(s.tp, s.pp, s.dp, s.micro_batches): s for s in every}
@@ -83,8 +101,9 @@ def test_the_ranking_holds_at_packet_level(tmp_path):
     cannot order splits closer than its own error; a model whose messages are large enough for
     bandwidth to matter more than latency)."""
     sc = tiny(model=SMALL)
-    p = design(write(tmp_path, sc), "--parallel", "--verify", "--verify-top", 3, "-o", tmp_path / "b.yaml",
-               cwd=tmp_path)
+    p = design(
+        write(tmp_path, sc), "--parallel", "--verify", "--verify-top", 3, "-o", tmp_path / "b.yaml", cwd=tmp_path
+    )
     assert p.returncode == 0, p.stderr
     runs = [line for line in p.stdout.splitlines() if line.startswith("packet level")]
     assert len(runs) == 3
@@ -96,10 +115,13 @@ def test_the_ranking_holds_at_packet_level(tmp_path):
 
 
 @pytest.mark.quick
-@pytest.mark.parametrize("args, needle", [
-    (("--device-memory-gb", "1e-9"), "--device-memory-gb: 1e-09 GiB: no split fits; the leanest"),
-    (("--device-memory-gb", "-1"), "--device-memory-gb"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("--device-memory-gb", "1e-9"), "--device-memory-gb: 1e-09 GiB: no split fits; the leanest"),
+        (("--device-memory-gb", "-1"), "--device-memory-gb"),
+    ],
+)
 def test_bad_input_is_one_line(tmp_path, args, needle):
     p = design(write(tmp_path, tiny()), "--parallel", *args, cwd=tmp_path)
     assert p.returncode == 2 and needle in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
@@ -108,7 +130,9 @@ def test_bad_input_is_one_line(tmp_path, args, needle):
 
 @pytest.mark.quick
 def test_a_workload_without_a_model_is_refused(tmp_path):
-    sc = scenario(topology={"kind": "single_switch", "hosts": 4}, workload={"training": {"layers": [
-        {"name": "a", "forward_ns": 1000.0}]}})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={"training": {"layers": [{"name": "a", "forward_ns": 1000.0}]}},
+    )
     p = design(write(tmp_path, sc), "--parallel", cwd=tmp_path)
     assert p.returncode == 2 and "workload.training.model" in p.stderr

@@ -1,4 +1,5 @@
 """Network profiles (config/profiles.py) and where switches queue ACKs (network.switch.ack_queue)."""
+
 import pytest
 
 from conftest import scenario, simulate
@@ -7,9 +8,11 @@ from roce_emu.run.inputs import check_inputs
 
 
 def one_flow(profile="roce_v2", cc="none", nbytes=1_000_000, **network):
-    return scenario(topology={"kind": "single_switch", "hosts": 2},
-                    network={"profile": profile, "cc": {"algorithm": cc}, **network},
-                    workload={"flows": [{"src": 0, "dst": 1, "bytes": nbytes}]})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": 2},
+        network={"profile": profile, "cc": {"algorithm": cc}, **network},
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": nbytes}]},
+    )
 
 
 @pytest.mark.quick
@@ -24,8 +27,11 @@ def test_hpcc_ns3_profile_fills_in_what_the_scenario_leaves_out():
     kept = one_flow("hpcc_ns3", wire={"ack_bytes": 70}, switch={"ack_queue": "control"}).network
     assert kept.wire.ack_bytes == 70 and kept.switch.ack_queue == "control"
     default = one_flow().network
-    assert (default.wire.data_header_bytes, default.wire.preamble_ifg_bytes, default.switch.ack_queue) == \
-        (62, 20, "control")
+    assert (default.wire.data_header_bytes, default.wire.preamble_ifg_bytes, default.switch.ack_queue) == (
+        62,
+        20,
+        "control",
+    )
 
 
 @pytest.mark.quick
@@ -53,12 +59,20 @@ def test_acks_queued_with_data_wait_behind_it():
     queue they pass the incast's data; queued with data they wait behind it, so host 0 hears
     of its last packet later, but by no more than the incast's whole queue can hold: 10 MB in
     1082 B frames at 100 Gb/s, 865.6 us."""
-    flows = [{"src": 1, "dst": 0, "bytes": 5_000_000}, {"src": 2, "dst": 0, "bytes": 5_000_000},
-             {"src": 0, "dst": 3, "bytes": 5_000_000}]
+    flows = [
+        {"src": 1, "dst": 0, "bytes": 5_000_000},
+        {"src": 2, "dst": 0, "bytes": 5_000_000},
+        {"src": 0, "dst": 3, "bytes": 5_000_000},
+    ]
 
     def run(queue):
-        return simulate(scenario(topology={"kind": "single_switch", "hosts": 4},
-                                 network={"switch": {"ack_queue": queue}}, workload={"flows": flows}))
+        return simulate(
+            scenario(
+                topology={"kind": "single_switch", "hosts": 4},
+                network={"switch": {"ack_queue": queue}},
+                workload={"flows": flows},
+            )
+        )
 
     control, data = run("control"), run("data")
     assert data.summary["control_packets_dropped"] == control.summary["control_packets_dropped"] == 0

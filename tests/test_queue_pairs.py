@@ -2,6 +2,7 @@
 
 Which slot a flow gets, and whether slots are reused at all, must change no result; the
 slots must follow the flows in flight, not the flows of the workload."""
+
 import numpy as np
 import pytest
 
@@ -14,17 +15,29 @@ pytestmark = pytest.mark.quick
 
 
 FAT_TREE = {"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}}
-LEAF_SPINE = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4,
-              "link": {"rate_gbps": 200, "delay_ns": 1000}}
+LEAF_SPINE = {
+    "kind": "leaf_spine",
+    "leaves": 2,
+    "spines": 2,
+    "hosts_per_leaf": 4,
+    "link": {"rate_gbps": 200, "delay_ns": 1000},
+}
 
 
 def _ring(cc: str, faults=(), fast_forward="off", topology=FAT_TREE, nbytes=1_000_000):
     """Two ring all-reduces one after the other (on the k=4 fat-tree: 960 flows, 16 per step)."""
-    return scenario(topology=topology, network={"cc": {"algorithm": cc}}, sim={"fast_forward": fast_forward},
-                    faults=list(faults),
-                    workload={"collectives": [{"name": "a", "kind": "all_reduce", "bytes": nbytes},
-                                              {"name": "b", "kind": "all_reduce", "bytes": nbytes // 2,
-                                               "after": ["a"]}]})
+    return scenario(
+        topology=topology,
+        network={"cc": {"algorithm": cc}},
+        sim={"fast_forward": fast_forward},
+        faults=list(faults),
+        workload={
+            "collectives": [
+                {"name": "a", "kind": "all_reduce", "bytes": nbytes},
+                {"name": "b", "kind": "all_reduce", "bytes": nbytes // 2, "after": ["a"]},
+            ]
+        },
+    )
 
 
 LOSSY = [{"kind": "lossy_port", "port": ["agg0.0", "core0"], "loss": 0.02}]
@@ -42,8 +55,9 @@ def _run(sc, first_slots, monkeypatch, check=False):
 
 #: counters of the network and the workload (not the exact fast-forward's own bookkeeping,
 #: whose checkpoints follow the slot numbers, nor the events it therefore processed)
-MODEL_COUNTERS = [i for i in range(K.C_SIZE) if i not in (K.C_EVENTS, K.C_FF_JUMPS, K.C_FF_EVENTS, K.C_FF_PS,
-                                                          K.C_FF_CHECKPOINTS)]
+MODEL_COUNTERS = [
+    i for i in range(K.C_SIZE) if i not in (K.C_EVENTS, K.C_FF_JUMPS, K.C_FF_EVENTS, K.C_FF_PS, K.C_FF_CHECKPOINTS)
+]
 
 
 def _same(a, b):
@@ -76,8 +90,9 @@ def test_slot_reuse_changes_no_result(cc, faults, monkeypatch):
 def test_exact_fast_forward_across_slot_reuse(monkeypatch):
     """The exact fast-forward keeps its per-flow records by slot: with slots reused it still
     gives the exact engine's results."""
-    reused = _run(_ring("none", fast_forward="exact", topology=LEAF_SPINE, nbytes=16_000_000),
-                  lambda flows, hosts: 1, monkeypatch)
+    reused = _run(
+        _ring("none", fast_forward="exact", topology=LEAF_SPINE, nbytes=16_000_000), lambda flows, hosts: 1, monkeypatch
+    )
     exact = _run(_ring("none", topology=LEAF_SPINE, nbytes=16_000_000), lambda flows, hosts: flows, monkeypatch)
     _same(reused, exact)
     assert reused.summary["fast_forward_jumps"] > 0

@@ -1,4 +1,5 @@
 """Sweeps: points and results.csv, resuming after a kill, dask, bad grids."""
+
 import json
 import os
 import signal
@@ -42,7 +43,11 @@ def test_two_by_two_sweep_gives_four_points_and_tidy_results(small, tmp_path):
     for column in ("status", "last_finish_ns", "pfc_pauses_sent", "ecn_marks", "events"):
         assert column in df.columns
     assert sorted(zip(df["network.cc.algorithm"], df["workload.flows.0.bytes"])) == [
-        ("dcqcn", 100000), ("dcqcn", 300000), ("none", 100000), ("none", 300000)]
+        ("dcqcn", 100000),
+        ("dcqcn", 300000),
+        ("none", 100000),
+        ("none", 300000),
+    ]
     assert (df["status"] == "finished").all()
     assert len(list((out / "points").iterdir())) == 4
     record = json.loads((out / "sweep.json").read_text())  # what the sweep is, and what ran it
@@ -71,16 +76,24 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(small, tmp_path):
     assert "network.switch.buffer_bytes" in df.loc[df["status"] == "error", "reason"].iloc[0]
 
 
-@pytest.mark.parametrize("grid, needle", [
-    (["network.cc.algoritm=none,dcqcn"], "network.cc.algoritm"),
-    (["network.cc.algorithm=none,warp"], "network.cc.algorithm"),
-    (["topology.hosts=3,"], "topology.hosts"),
-    (["topology.hosts"], "KEY=v1,v2"),
-])
+@pytest.mark.parametrize(
+    "grid, needle",
+    [
+        (["network.cc.algoritm=none,dcqcn"], "network.cc.algoritm"),
+        (["network.cc.algorithm=none,warp"], "network.cc.algorithm"),
+        (["topology.hosts=3,"], "topology.hosts"),
+        (["topology.hosts"], "KEY=v1,v2"),
+    ],
+)
 def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
     args = [a for g in grid for a in ("--grid", g)]
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "sweep", small, *args, "--out", tmp_path / "s"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "sweep", small, *args, "--out", tmp_path / "s"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
@@ -89,9 +102,25 @@ def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
 
 def test_an_unreachable_dask_scheduler_is_one_line_and_writes_nothing(small, tmp_path):
     """Nothing listens on loopback port 1: one line naming --scheduler, exit 2, no sweep folder."""
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "sweep", small, "--grid", "network.cc.algorithm=none,dcqcn",
-                        "--scheduler", "tcp://127.0.0.1:1", "--out", tmp_path / "s"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "roce_emu",
+            "sweep",
+            small,
+            "--grid",
+            "network.cc.algorithm=none,dcqcn",
+            "--scheduler",
+            "tcp://127.0.0.1:1",
+            "--out",
+            tmp_path / "s",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1 and "--scheduler" in lines[0] and "127.0.0.1:1" in lines[0], p.stderr
@@ -104,10 +133,20 @@ def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
     the whole process group as soon as the first point is done."""
     out = tmp_path / "s"
     grid = ["network.cc.algorithm=none,dcqcn", "workload.flows.0.bytes=150000000,200000000"]
-    cmd = [sys.executable, "-m", "roce_emu", "sweep", str(small), *[a for g in grid for a in ("--grid", g)],
-           "--jobs", "1", "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "roce_emu",
+        "sweep",
+        str(small),
+        *[a for g in grid for a in ("--grid", g)],
+        "--jobs",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 240
     while time.time() < deadline:
         done = [d for d in (out / "points").glob("*") if (d / "point.json").is_file()] if out.exists() else []
@@ -133,10 +172,12 @@ def test_killed_sweep_resumes_without_redoing_finished_points(small, tmp_path):
 def test_dask_local_cluster_gives_the_same_results(small, tmp_path):
     distributed = pytest.importorskip("distributed")
     local = run_sweep(SweepSpec(small, parse_grid(GRID)), tmp_path / "local", jobs=2, progress=False)[2]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
-        remote = run_sweep(SweepSpec(small, parse_grid(GRID)), tmp_path / "dask", scheduler=cluster.scheduler_address,
-                           progress=False)[2]
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        remote = run_sweep(
+            SweepSpec(small, parse_grid(GRID)), tmp_path / "dask", scheduler=cluster.scheduler_address, progress=False
+        )[2]
     a, b = pd.read_csv(local), pd.read_csv(remote)
     timing = [c for c in a.columns if c in ("wall_s", "engine_load_s", "events_per_s")]
     pd.testing.assert_frame_equal(a.drop(columns=timing), b.drop(columns=timing))
@@ -146,8 +187,10 @@ def test_sweep_file_with_fixed_overrides(small, tmp_path):
     from roce_emu.sweep import load_sweep_file
 
     sweep = tmp_path / "sweep.yaml"
-    sweep.write_text("scenario: small.yaml\nset: [workload.flows.1.bytes=50000]\n"
-                     "grid:\n  topology: [{kind: single_switch, hosts: 3}, {kind: single_switch, hosts: 4}]\n")
+    sweep.write_text(
+        "scenario: small.yaml\nset: [workload.flows.1.bytes=50000]\n"
+        "grid:\n  topology: [{kind: single_switch, hosts: 3}, {kind: single_switch, hosts: 4}]\n"
+    )
     ran, total, csv_path = run_sweep(load_sweep_file(sweep), tmp_path / "s", progress=False)
     df = pd.read_csv(csv_path)
     assert (ran, total) == (2, 2) and list(df["hosts"]) == [3, 4]
@@ -163,8 +206,10 @@ def test_a_swept_topology_keeps_its_columns_and_its_own_bars(tmp_path):
 
     path = tmp_path / "ft.yaml"
     path.write_text("name: ft\nworkload: {flows: [{src: 0, dst: 1, bytes: 50000}, {src: 2, dst: 1, bytes: 50000}]}\n")
-    grid = {"network.cc.algorithm": ["none", "dcqcn"],
-            "topology": [{"kind": "fat_tree", "k": 4}, {"kind": "fat_tree", "k": 6}]}
+    grid = {
+        "network.cc.algorithm": ["none", "dcqcn"],
+        "topology": [{"kind": "fat_tree", "k": 4}, {"kind": "fat_tree", "k": 6}],
+    }
     run_sweep(SweepSpec(path, grid), tmp_path / "sw", progress=False)
     df = pd.read_csv(tmp_path / "sw" / "results.csv")
     assert list(df.columns[1:4]) == ["network.cc.algorithm", "topology.kind", "topology.k"]

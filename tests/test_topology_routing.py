@@ -1,4 +1,5 @@
 """Fabric construction and routing tables: counts, ECMP fan-out, dimension-order paths."""
+
 import numpy as np
 import pytest
 

@@ -1,5 +1,6 @@
 """Training iterations: built-in model sizes, overlap of gradient all-reduces with the backward
 pass, tensor-parallel collectives and pipeline sends on the critical path."""
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -46,11 +47,18 @@ def test_dlrm_and_transformer_sizes():
 def _two_layers(grad_bytes, hosts=4, **training):
     """Per-layer all-reduces (bucket_bytes 0), as these overlap tests need."""
     training.setdefault("bucket_bytes", 0)
-    return scenario(topology={"kind": "single_switch", "hosts": hosts},
-                    workload={"training": {"layers": [
-                        {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
-                        {"name": "l1", "forward_ns": 100 * US, "backward_ns": 400 * US,
-                         "weight_grad_bytes": grad_bytes}], **training}})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": hosts},
+        workload={
+            "training": {
+                "layers": [
+                    {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
+                    {"name": "l1", "forward_ns": 100 * US, "backward_ns": 400 * US, "weight_grad_bytes": grad_bytes},
+                ],
+                **training,
+            }
+        },
+    )
 
 
 def test_gradient_all_reduce_hidden_behind_backward():
@@ -76,11 +84,25 @@ def test_tensor_parallel_and_pipeline_on_the_critical_path():
     """tp = 2, pp = 2, dp = 1 on 4 hosts, compute only plus one 500 KB tensor-parallel all-reduce
     in l1's forward and 1 MB of activations between the stages each way: the iteration is the
     chain fwd l0, send, fwd l1, all-reduce, bwd l1, send, bwd l0."""
-    sc = scenario(topology={"kind": "single_switch", "hosts": 4},
-                  workload={"training": {"tp": 2, "pp": 2, "pipeline_bytes": 1_000_000, "layers": [
-                      {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
-                      {"name": "l1", "forward_ns": 100 * US, "backward_ns": 400 * US,
-                       "forward_comm": {"kind": "all_reduce", "bytes": 500_000}}]}})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={
+            "training": {
+                "tp": 2,
+                "pp": 2,
+                "pipeline_bytes": 1_000_000,
+                "layers": [
+                    {"name": "l0", "forward_ns": 100 * US, "backward_ns": 200 * US},
+                    {
+                        "name": "l1",
+                        "forward_ns": 100 * US,
+                        "backward_ns": 400 * US,
+                        "forward_comm": {"kind": "all_reduce", "bytes": 500_000},
+                    },
+                ],
+            }
+        },
+    )
     s = simulate(sc).summary
     alpha = 2 * US + ser_ps(1082, 100 * 10**9) / 1000
     send = alpha + 1_000_000 * 1082 * 8 / 100e9 * 1e9 / 1000  # one flow, its ACKs on the other link
@@ -98,8 +120,9 @@ def test_training_workloads_are_deterministic():
 def test_resnet50_gradients_go_in_ddp_buckets():
     """Default 25 MiB buckets (PyTorch DDP's bucket_cap_mb): backward-ordered, contiguous, each
     closed once it holds 25 MiB, the rest in the last; together every gradient byte once."""
-    sc = scenario(topology={"kind": "single_switch", "hosts": 2},
-                  workload={"training": {"model": {"name": "resnet50"}}})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 2}, workload={"training": {"model": {"name": "resnet50"}}}
+    )
     p = prepare_scenario(sc)
     sizes = [c.nbytes for c in p.workload.collectives]
     layers = [layer for layer in resnet50(Model(name="resnet50")) if layer.weight_grad_bytes][::-1]
@@ -127,11 +150,26 @@ def test_a_bucket_starts_when_its_last_layer_backward_ends():
     """Three layers of 1 MB gradients, 1.5 MB buckets: l2 and l1 share a bucket sent when bwd.l1
     ends (l2's gradients wait for it); l0 goes alone when bwd.l0 ends. bucket_bytes 0 sends
     each layer's alone."""
+
     def three(bucket_bytes):
-        return scenario(topology={"kind": "single_switch", "hosts": 4},
-                        workload={"training": {"bucket_bytes": bucket_bytes, "layers": [
-                            {"name": f"l{i}", "forward_ns": 100 * US, "backward_ns": 200 * US,
-                             "weight_grad_bytes": 1_000_000} for i in range(3)]}})
+        return scenario(
+            topology={"kind": "single_switch", "hosts": 4},
+            workload={
+                "training": {
+                    "bucket_bytes": bucket_bytes,
+                    "layers": [
+                        {
+                            "name": f"l{i}",
+                            "forward_ns": 100 * US,
+                            "backward_ns": 200 * US,
+                            "weight_grad_bytes": 1_000_000,
+                        }
+                        for i in range(3)
+                    ],
+                }
+            },
+        )
+
     def run_three(bucket_bytes):
         prepared = prepare_scenario(three(bucket_bytes))
         world = run(prepared, write=False, progress=False).outcome.world
@@ -168,10 +206,13 @@ def test_a_host_whose_tasks_take_no_time_is_idle_for_the_whole_iteration():
     all of it idle."""
     from roce_emu.results.iteration import rank_timeline
 
-    sc = scenario(topology={"kind": "single_switch", "hosts": 4},
-                  workload={"compute": [{"name": "nothing", "hosts": [3], "duration_ns": 0}],
-                            "collectives": [{"name": "ar", "kind": "all_reduce", "hosts": [0, 1, 2],
-                                             "bytes": 300_000}]})
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={
+            "compute": [{"name": "nothing", "hosts": [3], "duration_ns": 0}],
+            "collectives": [{"name": "ar", "kind": "all_reduce", "hosts": [0, 1, 2], "bytes": 300_000}],
+        },
+    )
     result = simulate(sc)
     timeline = rank_timeline(result.outcome.world, result.prepared.workload)
     host3 = [(state, s, e) for _, h, state, s, e, _ in timeline if h == 3]
@@ -182,9 +223,10 @@ def test_a_host_whose_tasks_take_no_time_is_idle_for_the_whole_iteration():
 def _pipeline(m, schedule, pp=4, f_ns=100_000.0, b_ns=200_000.0, **extra):
     """pp stages of one layer each on pp hosts, compute only: f and b per rank's whole batch."""
     layers = [{"name": f"l{i}", "forward_ns": f_ns, "backward_ns": b_ns} for i in range(pp)]
-    return scenario(topology={"kind": "single_switch", "hosts": pp},
-                    workload={"training": {"layers": layers, "pp": pp, "micro_batches": m, "schedule": schedule,
-                                           **extra}})
+    return scenario(
+        topology={"kind": "single_switch", "hosts": pp},
+        workload={"training": {"layers": layers, "pp": pp, "micro_batches": m, "schedule": schedule, **extra}},
+    )
 
 
 @pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
@@ -224,11 +266,32 @@ def test_1f1b_holds_at_most_pp_micro_batches_where_gpipe_holds_all():
 def test_micro_batches_cut_the_collectives_and_sends():
     """With m micro-batches each tensor-parallel all-reduce and pipeline send carries 1/m of the
     bytes, m times; the gradient all-reduce stays whole, once, after the last backward."""
-    layers = [{"name": f"l{i}", "forward_ns": 10_000.0, "backward_ns": 20_000.0, "weight_grad_bytes": 400_000,
-               "forward_comm": {"kind": "all_reduce", "bytes": 800_000}} for i in range(2)]
-    res = simulate(scenario(topology={"kind": "single_switch", "hosts": 8}, workload={"training": {
-        "layers": layers, "tp": 2, "pp": 2, "dp": 2, "micro_batches": 4, "pipeline_bytes": 400_000,
-        "bucket_bytes": 0}}))
+    layers = [
+        {
+            "name": f"l{i}",
+            "forward_ns": 10_000.0,
+            "backward_ns": 20_000.0,
+            "weight_grad_bytes": 400_000,
+            "forward_comm": {"kind": "all_reduce", "bytes": 800_000},
+        }
+        for i in range(2)
+    ]
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 8},
+            workload={
+                "training": {
+                    "layers": layers,
+                    "tp": 2,
+                    "pp": 2,
+                    "dp": 2,
+                    "micro_batches": 4,
+                    "pipeline_bytes": 400_000,
+                    "bucket_bytes": 0,
+                }
+            },
+        )
+    )
     coll = collective_rows(res.outcome.world, res.prepared.workload)
     tp = [c for c in coll if c["name"].startswith("fwd_comm.")]
     dp = [c for c in coll if c["name"].startswith("grad_ar.")]

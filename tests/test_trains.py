@@ -5,6 +5,7 @@ timing is the exact engine's to the picosecond), to the bounds docs/fast_forward
 for the shipped scenarios, and to the promise that they never form where they are not
 modelled (windowed congestion control, faults), in which case the run is exact.
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -46,11 +47,14 @@ def test_a_lone_flow_keeps_its_exact_timing(cc):
     assert on.summary["packets_in_trains"] > 0.9 * off.summary["data_packets_sent"]
 
 
-@pytest.mark.parametrize("name,overrides", [
-    ("cc_hpcc.yaml", ()),  # windows: clocked by single ACKs
-    ("cc_dctcp.yaml", ()),
-    ("link_failure.yaml", ("workload.collectives.0.bytes=4000000",)),  # faults: losses and detours
-])
+@pytest.mark.parametrize(
+    "name,overrides",
+    [
+        ("cc_hpcc.yaml", ()),  # windows: clocked by single ACKs
+        ("cc_dctcp.yaml", ()),
+        ("link_failure.yaml", ("workload.collectives.0.bytes=4000000",)),  # faults: losses and detours
+    ],
+)
 def test_no_trains_where_they_are_not_modelled_and_the_run_is_exact(name, overrides):
     off, on, _ = _pair(name, overrides)
     assert on.summary["trains_sent"] == 0 and on.summary["fast_forward_exact"] is True
@@ -63,11 +67,13 @@ def _finishes(tmp_path, flows, mode):
     two-leaf, 32-host leaf-spine at 200 Gb/s with 1 us links."""
     path = tmp_path / f"flows_{mode}.yaml"
     text = ", ".join(f"{{src: {s}, dst: {d}, bytes: {b}, start_ns: {t}}}" for s, d, b, t in flows)
-    path.write_text("topology: {kind: leaf_spine, leaves: 2, hosts_per_leaf: 16, spines: 4, "
-                    "link: {rate_gbps: 200, delay_ns: 1000}}\nworkload: {flows: [%s]}\n" % text)
+    path.write_text(
+        "topology: {kind: leaf_spine, leaves: 2, hosts_per_leaf: 16, spines: 4, "
+        "link: {rate_gbps: 200, delay_ns: 1000}}\nworkload: {flows: [%s]}\n" % text
+    )
     res = run(prepare(path, [f"sim.fast_forward={mode}"]), write=False, progress=False)
     assert_conservation(res.outcome.world)
-    return res.outcome.world.task["finish_ps"][:len(flows)], res.summary
+    return res.outcome.world.task["finish_ps"][: len(flows)], res.summary
 
 
 def test_flows_coupled_by_acks_stay_within_one_percent(tmp_path):
@@ -81,14 +87,26 @@ def test_flows_coupled_by_acks_stay_within_one_percent(tmp_path):
     assert err.max() < 0.01, err.max()
 
 
-@pytest.mark.parametrize("flows,bound", [
-    # a second queue pair joins mid-train: the train is cut, then both take equal turns
-    ([(0, 1, 262_144, 0), (0, 1, 262_144, 5000)], 0.001),
-    # three, and a short one finishing among long ones
-    ([(0, 1, 262_144, 0), (0, 1, 262_144, 5000), (0, 1, 262_144, 8000)], 0.001),
-    ([(0, 1, 262_144, 0), (0, 1, 87_381, 5000), (1, 2, 262_144, 3000), (1, 2, 131_072, 6000),
-      (2, 0, 262_144, 0)], 0.015),
-], ids=["two", "three", "short_among_long"])
+@pytest.mark.parametrize(
+    "flows,bound",
+    [
+        # a second queue pair joins mid-train: the train is cut, then both take equal turns
+        ([(0, 1, 262_144, 0), (0, 1, 262_144, 5000)], 0.001),
+        # three, and a short one finishing among long ones
+        ([(0, 1, 262_144, 0), (0, 1, 262_144, 5000), (0, 1, 262_144, 8000)], 0.001),
+        (
+            [
+                (0, 1, 262_144, 0),
+                (0, 1, 87_381, 5000),
+                (1, 2, 262_144, 3000),
+                (1, 2, 131_072, 6000),
+                (2, 0, 262_144, 0),
+            ],
+            0.015,
+        ),
+    ],
+    ids=["two", "three", "short_among_long"],
+)
 def test_queue_pairs_sharing_a_nic_keep_their_share(tmp_path, flows, bound):
     """Queue pairs of one path share their NIC by turns of equal trains; without that rule the
     first one gained a train's lead (11 % of its FCT in the first case). A round that a
@@ -125,8 +143,10 @@ def test_training_iterations_within_the_stated_tolerance(name, overrides):
 
 def test_trains_are_deterministic_however_the_run_is_sliced():
     overrides = ("workload.iterations=1", "topology.k=2")
-    (whole, _), (sliced, _) = (_run("training_dlrm.yaml", overrides, "on"),
-                               _run("training_dlrm.yaml", overrides, "on", slice_events=997))
+    (whole, _), (sliced, _) = (
+        _run("training_dlrm.yaml", overrides, "on"),
+        _run("training_dlrm.yaml", overrides, "on", slice_events=997),
+    )
     assert whole.summary["trains_sent"] > 0
     assert whole.rows == sliced.rows
     assert np.array_equal(whole.outcome.world.task["finish_ps"], sliced.outcome.world.task["finish_ps"])

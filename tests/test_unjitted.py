@@ -2,6 +2,7 @@
 
 The quick tier runs that way too (README: testing); this test keeps the path from breaking by
 running two of its modules unjitted and reading the engine's line coverage."""
+
 import json
 import os
 import subprocess
@@ -17,10 +18,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_engine_runs_unjitted_and_coverage_sees_it(tmp_path):
     report = tmp_path / "coverage.json"
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_fct.py",
-                        "tests/test_invariants.py", "--cov=roce_emu.core", f"--cov-report=json:{report}"],
-                       cwd=ROOT, env=dict(os.environ, NUMBA_DISABLE_JIT="1", COVERAGE_FILE=str(tmp_path / ".coverage")),
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_fct.py",
+            "tests/test_invariants.py",
+            "--cov=roce_emu.core",
+            f"--cov-report=json:{report}",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, NUMBA_DISABLE_JIT="1", COVERAGE_FILE=str(tmp_path / ".coverage")),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stdout[-3000:]
     totals = json.loads(report.read_text())["totals"]
     assert totals["percent_covered"] >= 50, totals  # measured 55 % (loop, NIC, ports, MMU, heap, queue pairs)

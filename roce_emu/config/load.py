@@ -1,4 +1,5 @@
 """Read a scenario file, apply ``--set`` overrides, validate; every failure is one ScenarioError line."""
+
 import difflib
 import re
 import typing
@@ -55,13 +56,19 @@ def yaml_problem(err: yaml.YAMLError, text: str) -> str:
     if mark is None:
         return problem
     if opened is not None and context in _OPENED_HERE:
-        return (f"line {opened.line + 1}, column {opened.column + 1}: {_OPENED_HERE[context]} "
-                f"({problem} on line {mark.line + 1})")
+        return (
+            f"line {opened.line + 1}, column {opened.column + 1}: {_OPENED_HERE[context]} "
+            f"({problem} on line {mark.line + 1})"
+        )
     if problem == "mapping values are not allowed here":  # 'a: b: c', or the line before lacks ':'
         lines = text.splitlines()
         before = [i for i in range(mark.line - 1, -1, -1) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
-        if before and ":" not in lines[before[0]] and not lines[before[0]].lstrip().startswith("-") \
-                and lines[before[0]].startswith(" " * (len(lines[mark.line]) - len(lines[mark.line].lstrip()))):
+        if (
+            before
+            and ":" not in lines[before[0]]
+            and not lines[before[0]].lstrip().startswith("-")
+            and lines[before[0]].startswith(" " * (len(lines[mark.line]) - len(lines[mark.line].lstrip())))
+        ):
             i = before[0]
             column = len(lines[i]) - len(lines[i].lstrip()) + 1
             return f"line {i + 1}, column {column}: a key without ':' ('{lines[i].strip()}')"
@@ -173,8 +180,14 @@ def _unwrap(annotation: Any, tag: Any) -> Any:
             if len(args) == 1:
                 annotation = args[0]
                 continue
-            members = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)
-                       and "kind" in a.model_fields and a.model_fields["kind"].default == tag]
+            members = [
+                a
+                for a in args
+                if isinstance(a, type)
+                and issubclass(a, BaseModel)
+                and "kind" in a.model_fields
+                and a.model_fields["kind"].default == tag
+            ]
             return members[0] if members else None
         else:
             return annotation
@@ -193,23 +206,28 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
         return ScenarioError(source, key, f"unknown key '{loc[-1]}'{_did_you_mean(loc[-1], allowed)}{hint}")
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", first["ctx"]["expected"])
-        return ScenarioError(source, key, f"{value!r} is not allowed{_did_you_mean(value, choices)} "
-                                          f"(allowed: {', '.join(choices)})")
+        return ScenarioError(
+            source, key, f"{value!r} is not allowed{_did_you_mean(value, choices)} (allowed: {', '.join(choices)})"
+        )
     if kind in ("float_parsing", "int_parsing", "float_type", "int_type", "int_from_float") and loc:
         unit = _unit_of(str(loc[-1]))
         if unit and kind != "int_from_float":
             what = "a whole number" if kind.startswith("int") else "a number"
             return ScenarioError(source, key, f"{value!r} is not {what} ({unit}){_unit_slip(value, unit)}")
     if kind == "union_tag_invalid":
-        return ScenarioError(source, key + ".kind", f"'{first['ctx']['tag']}' is not a topology kind "
-                                                    f"(allowed: {', '.join((*TOPOLOGY_KINDS, *FILE_TOPOLOGY_KINDS))})")
+        return ScenarioError(
+            source,
+            key + ".kind",
+            f"'{first['ctx']['tag']}' is not a topology kind "
+            f"(allowed: {', '.join((*TOPOLOGY_KINDS, *FILE_TOPOLOGY_KINDS))})",
+        )
     if kind == "missing":
         return ScenarioError(source, key, "required key is missing")
     message = first["msg"]
     if message.startswith("Value error, "):
-        message = message[len("Value error, "):]
+        message = message[len("Value error, ") :]
     if message.startswith(AT):  # the validator names a key below its model
-        sub, message = message[len(AT):].split(" ", 1)
+        sub, message = message[len(AT) :].split(" ", 1)
         key = f"{key}.{sub}" if loc else sub
         return ScenarioError(source, key, message)
     if isinstance(value, (dict, list)):
@@ -235,8 +253,14 @@ def _did_you_mean(word: Any, choices: list[str]) -> str:
 
 #: a key's unit, from its name's suffix: what a value means and an example of one
 _UNITS = {
-    "_gbps": ("Gb/s", "100"), "_mbps": ("Mb/s", "40"), "_ns": ("ns", "1000"), "_us": ("us", "55"),
-    "_ms": ("ms", "1"), "_s": ("s", "60"), "_bytes": ("bytes", "1000000"), "_tflops": ("TFLOP/s", "100"),
+    "_gbps": ("Gb/s", "100"),
+    "_mbps": ("Mb/s", "40"),
+    "_ns": ("ns", "1000"),
+    "_us": ("us", "55"),
+    "_ms": ("ms", "1"),
+    "_s": ("s", "60"),
+    "_bytes": ("bytes", "1000000"),
+    "_tflops": ("TFLOP/s", "100"),
 }
 
 
@@ -250,11 +274,31 @@ def _unit_of(key: str) -> str:
 
 #: what a number written with a unit means in the key's unit (keyed by the key's unit)
 _SCALES = {
-    "Gb/s": {"g": 1, "gb/s": 1, "gbps": 1, "gbit/s": 1, "m": 1e-3, "mb/s": 1e-3, "mbps": 1e-3, "t": 1e3,
-             "tb/s": 1e3, "tbps": 1e3},
+    "Gb/s": {
+        "g": 1,
+        "gb/s": 1,
+        "gbps": 1,
+        "gbit/s": 1,
+        "m": 1e-3,
+        "mb/s": 1e-3,
+        "mbps": 1e-3,
+        "t": 1e3,
+        "tb/s": 1e3,
+        "tbps": 1e3,
+    },
     "Mb/s": {"m": 1, "mb/s": 1, "mbps": 1, "g": 1e3, "gb/s": 1e3, "gbps": 1e3, "k": 1e-3, "kbps": 1e-3},
-    "bytes": {"b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 2**20, "g": 1e9,
-              "gb": 1e9, "gib": 2**30},
+    "bytes": {
+        "b": 1,
+        "k": 1e3,
+        "kb": 1e3,
+        "kib": 1024,
+        "m": 1e6,
+        "mb": 1e6,
+        "mib": 2**20,
+        "g": 1e9,
+        "gb": 1e9,
+        "gib": 2**30,
+    },
     "ns": {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9},
     "us": {"us": 1, "ns": 1e-3, "ms": 1e3, "s": 1e6},
 }

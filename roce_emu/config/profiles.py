@@ -9,6 +9,7 @@
 A profile fills in the keys a scenario leaves out; keys it sets keep their values. One source
 of truth: the schema applies ``with_defaults`` and the port records call ``headroom_bytes``.
 """
+
 import copy
 
 from ..core.cc.registry import BY_NAME

@@ -5,6 +5,7 @@ the HPCC ns-3 shared-buffer MMU and PFC (§5.1), its 100G ECN map (§6.1), 1000 
 Checks that need the built topology (host ids in range, buffer vs. headroom) live in
 ``roce_emu.scenario_checks``.
 """
+
 from typing import Annotated, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -60,8 +61,10 @@ class _TopologyBase(Strict):
         override = self.tiers.get(tier)
         if override is None:
             return self.link
-        return Link(rate_gbps=override.rate_gbps if override.rate_gbps is not None else self.link.rate_gbps,
-                    delay_ns=override.delay_ns if override.delay_ns is not None else self.link.delay_ns)
+        return Link(
+            rate_gbps=override.rate_gbps if override.rate_gbps is not None else self.link.rate_gbps,
+            delay_ns=override.delay_ns if override.delay_ns is not None else self.link.delay_ns,
+        )
 
 
 class SingleSwitch(_TopologyBase):
@@ -166,13 +169,18 @@ class MultiDim(_TopologyBase):
     to the NPU's total injection bandwidth over all dimensions and zero delay."""
 
     kind: Literal["multi_dim"] = "multi_dim"
-    dims: list[Dimension] = Field(default_factory=lambda: [Dimension(size=4), Dimension(size=4, kind="switch")],
-                                  min_length=1, max_length=6)
+    dims: list[Dimension] = Field(
+        default_factory=lambda: [Dimension(size=4), Dimension(size=4, kind="switch")], min_length=1, max_length=6
+    )
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
 
 
-CustomLink = tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], Annotated[float, Field(gt=0, le=1e5)],
-                   Annotated[float, Field(ge=0, le=1e9)]]
+CustomLink = tuple[
+    Annotated[int, Field(ge=0)],
+    Annotated[int, Field(ge=0)],
+    Annotated[float, Field(gt=0, le=1e5)],
+    Annotated[float, Field(ge=0, le=1e9)],
+]
 
 
 class Custom(_TopologyBase):
@@ -204,8 +212,10 @@ class Custom(_TopologyBase):
             degree[b] += 1
         for node in range(n):
             if node not in switches and degree[node] != 1:
-                raise ValueError(f"{AT}links host node {node} has {degree[node]} links; each host needs exactly one, "
-                                 f"to a switch (nodes are 0 to {n - 1}; the switches are listed in switches)")
+                raise ValueError(
+                    f"{AT}links host node {node} has {degree[node]} links; each host needs exactly one, "
+                    f"to a switch (nodes are 0 to {n - 1}; the switches are listed in switches)"
+                )
         if len(switches) == n:
             raise ValueError(f"{AT}switches every node is a switch: the fabric has no host")
         root = list(range(n))
@@ -228,8 +238,9 @@ class Custom(_TopologyBase):
         return 1 + max(max(self.switches), max(max(a, b) for a, b, _, _ in self.links))
 
 
-Topology = Annotated[Union[SingleSwitch, FatTree, LeafSpine, Fred, Torus, Mesh, MultiDim, Custom],
-                     Field(discriminator="kind")]
+Topology = Annotated[
+    Union[SingleSwitch, FatTree, LeafSpine, Fred, Torus, Mesh, MultiDim, Custom], Field(discriminator="kind")
+]
 TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "fred", "torus", "mesh", "multi_dim", "custom")
 #: topology kinds read from another tool's file, and the keys such a section takes
 FILE_TOPOLOGY_KINDS = {"astra_sim": ("kind", "file", "link", "tiers"), "ns3": ("kind", "file")}
@@ -249,8 +260,11 @@ def expand_file_topology(section, info: ValidationInfo):
     """``topology: {kind: astra_sim, file: ...}`` becomes the multi_dim section it describes
     (roce_emu/importers/astra_sim.py), ``{kind: ns3, file: ...}`` the custom one
     (roce_emu/importers/ns3.py); errors in that file name the file itself."""
-    if not isinstance(section, dict) or not isinstance(section.get("kind"), str) \
-            or section["kind"] not in FILE_TOPOLOGY_KINDS:
+    if (
+        not isinstance(section, dict)
+        or not isinstance(section.get("kind"), str)
+        or section["kind"] not in FILE_TOPOLOGY_KINDS
+    ):
         return section
     allowed = FILE_TOPOLOGY_KINDS[section["kind"]]
     for key in section:
@@ -305,9 +319,11 @@ class Ecn(Strict):
     def resolved(self, algorithm: str) -> tuple[int, int, float]:
         """(kmin_bytes, kmax_bytes, pmax) at the reference rate, defaults filled in."""
         kmin, kmax, pmax = BY_NAME[algorithm].ecn
-        return (kmin if self.kmin_bytes is None else self.kmin_bytes,
-                kmax if self.kmax_bytes is None else self.kmax_bytes,
-                pmax if self.pmax is None else self.pmax)
+        return (
+            kmin if self.kmin_bytes is None else self.kmin_bytes,
+            kmax if self.kmax_bytes is None else self.kmax_bytes,
+            pmax if self.pmax is None else self.pmax,
+        )
 
 
 class Switch(Strict):
@@ -371,8 +387,9 @@ class Network(Strict):
     @model_validator(mode="after")
     def _data_larger_than_ack(self):
         if self.mtu_bytes + self.wire.data_header_bytes <= self.wire.ack_bytes:
-            raise ValueError("a full data frame (mtu_bytes + wire.data_header_bytes) must be larger "
-                             "than wire.ack_bytes")
+            raise ValueError(
+                "a full data frame (mtu_bytes + wire.data_header_bytes) must be larger than wire.ack_bytes"
+            )
         return self
 
     @model_validator(mode="after")
@@ -387,8 +404,7 @@ class Network(Strict):
 MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 #: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
-CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir",
-                              "in_network"]
+CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network"]
 
 
 class Flow(Strict):
@@ -575,8 +591,10 @@ class Workload(Strict):
         if self.chakra is not None:
             for key in ("collectives", "compute", "training"):
                 if getattr(self, key):
-                    raise ValueError(f"{AT}chakra the trace is the iteration: give chakra or {key}, not both "
-                                     f"(flows and patterns may run beside it)")
+                    raise ValueError(
+                        f"{AT}chakra the trace is the iteration: give chakra or {key}, not both "
+                        f"(flows and patterns may run beside it)"
+                    )
         return self
 
 
@@ -684,13 +702,17 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _pfc_log_sees_every_frame(self):
         if self.output.logs_pfc and self.sim.fast_forward == "exact":
-            raise ValueError("sim.fast_forward 'exact' jumps over repeated PFC frames, which the PFC log "
-                             "(output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on")
+            raise ValueError(
+                "sim.fast_forward 'exact' jumps over repeated PFC frames, which the PFC log "
+                "(output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on"
+            )
         return self
 
     @model_validator(mode="after")
     def _stall_after_rto(self):
         if self.sim.stall_timeout_ns <= self.network.nic.rto_ns:
-            raise ValueError(f"sim.stall_timeout_ns ({self.sim.stall_timeout_ns:g}) must exceed "
-                             f"network.nic.rto_ns ({self.network.nic.rto_ns:g})")
+            raise ValueError(
+                f"sim.stall_timeout_ns ({self.sim.stall_timeout_ns:g}) must exceed "
+                f"network.nic.rto_ns ({self.network.nic.rto_ns:g})"
+            )
         return self

@@ -5,6 +5,7 @@ folder (STYLE.md §2): a cached caller does not notice an edited callee in anoth
 module, so every distinct version of the core gets its own cache directory and
 nobody measures or tests stale machine code.
 """
+
 import hashlib
 import os
 import sys

@@ -39,16 +39,51 @@ How it runs, all inside the event loop:
 
 Reads and writes every world array except the task DAG, the route tables and the trace.
 """
+
 import numpy as np
 
 from .cc import dispatch as cc
 from .heap import heap_rebuild
 from .jit import njit
-from .kinds import (CFG_NACK_PS, CFG_N_HOSTS, C_EVENTS, C_FF_CHECKPOINTS, C_FF_EVENTS, C_FF_JUMPS,
-                    C_FF_PS, C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NOW_PS, C_SIZE, C_TASKS_DONE, EV_ARRIVE, EV_CC_TIMER,
-                    EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE, EV_TRACE, EV_TX_DONE, FL_ACTIVE, I64,
-                    M_EV_COUNT, M_ROUTE_EPOCH, N_TIMERS, NPRIO, PK_ACK, PK_DATA, PK_NACK, PK_PAUSE, PK_RESUME,
-                    ST_BUDGET, ST_FF_GROW, ST_INVARIANT, ST_STALLED, TIMER_SPAN)
+from .kinds import (
+    CFG_NACK_PS,
+    CFG_N_HOSTS,
+    C_EVENTS,
+    C_FF_CHECKPOINTS,
+    C_FF_EVENTS,
+    C_FF_JUMPS,
+    C_FF_PS,
+    C_FLOWS_DONE,
+    C_LAST_PROGRESS_PS,
+    C_NOW_PS,
+    C_SIZE,
+    C_TASKS_DONE,
+    EV_ARRIVE,
+    EV_CC_TIMER,
+    EV_FLOW_START,
+    EV_LINK,
+    EV_NIC_WAKE,
+    EV_RTO,
+    EV_TASK_DONE,
+    EV_TRACE,
+    EV_TX_DONE,
+    FL_ACTIVE,
+    I64,
+    M_EV_COUNT,
+    M_ROUTE_EPOCH,
+    N_TIMERS,
+    NPRIO,
+    PK_ACK,
+    PK_DATA,
+    PK_NACK,
+    PK_PAUSE,
+    PK_RESUME,
+    ST_BUDGET,
+    ST_FF_GROW,
+    ST_INVARIANT,
+    ST_STALLED,
+    TIMER_SPAN,
+)
 from .loop import advance
 from .state import INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES, TIMER_ARMED, TIMER_DUE
 
@@ -253,8 +288,14 @@ def _walk_pkt_x(pkt, int_rec, x, sig, shift, tx, k):
     f = _i(pk["flow"])
     n_int = _i(pk["n_int"])
     # the plain fields packed three to a value (each fits 16 or 32 bits)
-    _put_x(x, sig, shift, tx, T_PLAIN, (kind + 8) | (_i(pk["prio"]) << 8) | (_i(pk["ecn"]) << 16)
-           | (n_int << 24) | ((_i(pk["in_port"]) + 1) << 32))
+    _put_x(
+        x,
+        sig,
+        shift,
+        tx,
+        T_PLAIN,
+        (kind + 8) | (_i(pk["prio"]) << 8) | (_i(pk["ecn"]) << 16) | (n_int << 24) | ((_i(pk["in_port"]) + 1) << 32),
+    )
     _put_x(x, sig, shift, tx, T_PLAIN, (f + 1) | ((_i(pk["dst"]) + 1) << 32))
     _put_x(x, sig, shift, tx, T_PLAIN, _i(pk["frame_bytes"]))
     if kind == PK_DATA or kind == PK_ACK or kind == PK_NACK:
@@ -337,8 +378,14 @@ def _walk_flow(w, ff, f):
 
 @njit(inline="always")
 def _pq_idle(q):
-    return (q["bytes"] == 0 and q["in_bytes"] == 0 and q["hdrm_bytes"] == 0 and q["head"] < 0
-            and q["paused"] == 0 and q["xoff_sent"] == 0)
+    return (
+        q["bytes"] == 0
+        and q["in_bytes"] == 0
+        and q["hdrm_bytes"] == 0
+        and q["head"] < 0
+        and q["paused"] == 0
+        and q["xoff_sent"] == 0
+    )
 
 
 @njit

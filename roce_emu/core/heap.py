@@ -5,6 +5,7 @@ run is deterministic however it is sliced.
 
 World arrays: the event heap (World.ev) and its counters (World.meta), passed in.
 """
+
 from .jit import njit
 from .kinds import M_EV_COUNT, M_EV_SEQ
 

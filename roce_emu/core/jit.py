@@ -5,6 +5,7 @@ counting (``_nrt=False``): with it, every kernel taking the world paid atomic
 increments and decrements on its arrays, measured at about a third of the run time.
 Kernels that allocate arrays (paths, closed forms) use ``njit_alloc``.
 """
+
 from functools import partial
 
 from numba import njit as _njit

@@ -6,6 +6,7 @@ kernels pass as arguments are NumPy int64 scalars, not Python ints: Numba types 
 global Python int as a literal and compiles a callee once per literal value passed
 (heap_push was compiled 12 times), which doubled the cold compile.
 """
+
 import numpy as np
 
 from .cc import registry as _cc_registry
@@ -26,6 +27,7 @@ class _Codes:
     def __call__(self, name: str):
         self.names.append(name)
         return self.kind(len(self.names) - 1)
+
 
 # ---- event kinds (heap records' "kind") ------------------------------------
 _event = _Codes(I64)

@@ -6,10 +6,23 @@ row is one EV_LINK event, scheduled before anything else so ties go to the fault
 
 World arrays: reads link_plan; writes stats, meta, ev, port, pq.
 """
+
 from .heap import heap_push
 from .jit import njit
-from .kinds import (C_LAST_PROGRESS_PS, C_ROUTE_UPDATES, EV_LINK, I64, LA_DOWN, LA_LOSS, LA_RATE, LA_ROUTES,
-                    M_PLAN_LEFT, M_ROUTE_EPOCH, NO_ARG, NPRIO)
+from .kinds import (
+    C_LAST_PROGRESS_PS,
+    C_ROUTE_UPDATES,
+    EV_LINK,
+    I64,
+    LA_DOWN,
+    LA_LOSS,
+    LA_RATE,
+    LA_ROUTES,
+    M_PLAN_LEFT,
+    M_ROUTE_EPOCH,
+    NO_ARG,
+    NPRIO,
+)
 from .port import kick
 
 

@@ -5,15 +5,54 @@ is taken, so slicing never changes the result.
 
 World arrays: reads cfg, pkt, node, flow, qp, trace, task; writes stats, meta, ev, port, pq.
 """
+
 from .cc import dispatch as cc
 from .heap import heap_pop, heap_push
 from .jit import njit
-from .kinds import (CFG_HEAP_ROOM, CFG_N_FLOWS, CFG_STALL_PS, CFG_TRACE, C_EVENTS, C_FLOWS_DONE, C_LAST_PROGRESS_PS,
-                    C_NOW_PS, EV_ARRIVE, EV_CC_TIMER, EV_FLOW_START, EV_LINK, EV_NIC_WAKE, EV_RTO, EV_TASK_DONE,
-                    EV_TRACE, EV_TX_DONE, I64, M_COMPUTING, M_EV_COUNT, M_FAULT, M_FAULT_KIND, M_FREE, M_PLAN_LEFT,
-                    M_QP_FREE, M_TRACE_ROWS, NO_ARG, PK_PAUSE, PK_RESUME, POOL_MARGIN, ST_BUDGET, ST_HEAP_LOW, ST_IDLE,
-                    ST_INVARIANT, ST_POOL_LOW, ST_QP_LOW, ST_STALLED, ST_TRACE_FULL, ST_T_LIMIT, TIMER_SPAN,
-                    TRACE_QUEUE_ON, TRACE_RATE_ON)
+from .kinds import (
+    CFG_HEAP_ROOM,
+    CFG_N_FLOWS,
+    CFG_STALL_PS,
+    CFG_TRACE,
+    C_EVENTS,
+    C_FLOWS_DONE,
+    C_LAST_PROGRESS_PS,
+    C_NOW_PS,
+    EV_ARRIVE,
+    EV_CC_TIMER,
+    EV_FLOW_START,
+    EV_LINK,
+    EV_NIC_WAKE,
+    EV_RTO,
+    EV_TASK_DONE,
+    EV_TRACE,
+    EV_TX_DONE,
+    I64,
+    M_COMPUTING,
+    M_EV_COUNT,
+    M_FAULT,
+    M_FAULT_KIND,
+    M_FREE,
+    M_PLAN_LEFT,
+    M_QP_FREE,
+    M_TRACE_ROWS,
+    NO_ARG,
+    PK_PAUSE,
+    PK_RESUME,
+    POOL_MARGIN,
+    ST_BUDGET,
+    ST_HEAP_LOW,
+    ST_IDLE,
+    ST_INVARIANT,
+    ST_POOL_LOW,
+    ST_QP_LOW,
+    ST_STALLED,
+    ST_TRACE_FULL,
+    ST_T_LIMIT,
+    TIMER_SPAN,
+    TRACE_QUEUE_ON,
+    TRACE_RATE_ON,
+)
 from .links import apply_link_action, schedule_link_plan
 from .nic import flow_start, on_host_arrive, on_rto, train_due_ps
 from .packets import is_pfc, pkt_free, pkt_lose
@@ -114,8 +153,12 @@ def advance(w, t_limit_ps, max_events):
         if meta[M_FAULT] != 0:
             meta[M_FAULT_KIND] = kind
             return ST_INVARIANT
-        if (stats[C_FLOWS_DONE] < n_flows and meta[M_COMPUTING] == 0 and meta[M_PLAN_LEFT] == 0
-                and t - stats[C_LAST_PROGRESS_PS] > stall_ps):
+        if (
+            stats[C_FLOWS_DONE] < n_flows
+            and meta[M_COMPUTING] == 0
+            and meta[M_PLAN_LEFT] == 0
+            and t - stats[C_LAST_PROGRESS_PS] > stall_ps
+        ):
             return ST_STALLED
 
 

@@ -9,10 +9,27 @@ threshold by the resume offset. With PFC off, a packet is dropped when the buffe
 
 World arrays: reads cfg; writes stats, rng, port, pq, node, qp.
 """
+
 from .jit import njit
-from .kinds import (CFG_ECN_ON, CFG_PFC_BYTES, CFG_PFC_ON, CFG_RESERVE, CFG_RESUME_OFF, CTRL_PRIO,
-                    C_BUFFER_OVERFLOW, C_DATA_DROPPED, C_ECN_MARKS, C_PAUSES, C_RESUMES, F_BUFFER_NEGATIVE,
-                    F_BUFFER_OVER, I64, NO_ID, PK_PAUSE, PK_RESUME)
+from .kinds import (
+    CFG_ECN_ON,
+    CFG_PFC_BYTES,
+    CFG_PFC_ON,
+    CFG_RESERVE,
+    CFG_RESUME_OFF,
+    CTRL_PRIO,
+    C_BUFFER_OVERFLOW,
+    C_DATA_DROPPED,
+    C_ECN_MARKS,
+    C_PAUSES,
+    C_RESUMES,
+    F_BUFFER_NEGATIVE,
+    F_BUFFER_OVER,
+    I64,
+    NO_ID,
+    PK_PAUSE,
+    PK_RESUME,
+)
 from .packets import fault, fifo_push, pkt_alloc
 from .rng import rand_unit
 
@@ -40,8 +57,7 @@ def admit(w, node, p_in, prio, size):
     reserve = w.cfg[CFG_RESERVE]
     thr = pfc_threshold(w, node, p_in)
     if w.cfg[CFG_PFC_ON] != 0:
-        if (size + q["hdrm_bytes"] > w.port[p_in]["headroom_bytes"]
-                and size + _shared_used(w, p_in, prio) > thr):
+        if size + q["hdrm_bytes"] > w.port[p_in]["headroom_bytes"] and size + _shared_used(w, p_in, prio) > thr:
             return False  # headroom exhausted: PFC is mis-sized for this link
     new_bytes = q["in_bytes"] + size
     if new_bytes <= reserve:

@@ -17,16 +17,46 @@ trains repay. docs/fast_forward.md gives the model and its error.
 
 World arrays: reads cfg, pq; writes stats, meta, ev, pkt, port, qp, ccs.
 """
+
 import numpy as np
 
 from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_ACK_BYTES, CFG_ACK_WITH_DATA, CFG_CNP_BYTES, CFG_DATA_HDR, CFG_IFG, CFG_MTU,
-                    CFG_NACK_PS, CFG_RTO_PS, CFG_TRAIN_MAX, CTRL_PRIO, C_ACKS, C_DATA_DELIVERED, C_DATA_SENT,
-                    C_FLOWS_DONE, C_LAST_PROGRESS_PS, C_NACKS, C_RETRANSMITS, C_TIMEOUTS, C_TRAINS, C_TRAIN_PKTS,
-                    EV_NIC_WAKE, EV_RTO, EV_TX_DONE, FL_ACTIVE, FL_DONE, I64, NO_ARG, NO_ID, PK_ACK, PK_CNP, PK_DATA,
-                    PK_NACK)
+from .kinds import (
+    CFG_ACK_BYTES,
+    CFG_ACK_WITH_DATA,
+    CFG_CNP_BYTES,
+    CFG_DATA_HDR,
+    CFG_IFG,
+    CFG_MTU,
+    CFG_NACK_PS,
+    CFG_RTO_PS,
+    CFG_TRAIN_MAX,
+    CTRL_PRIO,
+    C_ACKS,
+    C_DATA_DELIVERED,
+    C_DATA_SENT,
+    C_FLOWS_DONE,
+    C_LAST_PROGRESS_PS,
+    C_NACKS,
+    C_RETRANSMITS,
+    C_TIMEOUTS,
+    C_TRAINS,
+    C_TRAIN_PKTS,
+    EV_NIC_WAKE,
+    EV_RTO,
+    EV_TX_DONE,
+    FL_ACTIVE,
+    FL_DONE,
+    I64,
+    NO_ARG,
+    NO_ID,
+    PK_ACK,
+    PK_CNP,
+    PK_DATA,
+    PK_NACK,
+)
 from .packets import fifo_push, pkt_alloc
 from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .qp import qp_open

@@ -2,9 +2,24 @@
 
 World arrays: reads cfg; writes stats, meta, pkt, pkt_free, port, pq, qp.
 """
+
 from .jit import njit
-from .kinds import (CFG_IFG, C_CTRL_DROPPED, C_DATA_DROPPED, C_LINK_LOST, F_DOUBLE_FREE, F_QUEUE_NEGATIVE, M_FAULT,
-                    I64, M_FAULT_OBJ, M_FREE, PK_DATA, PK_FREE, PK_PAUSE, PK_RESUME)
+from .kinds import (
+    CFG_IFG,
+    C_CTRL_DROPPED,
+    C_DATA_DROPPED,
+    C_LINK_LOST,
+    F_DOUBLE_FREE,
+    F_QUEUE_NEGATIVE,
+    M_FAULT,
+    I64,
+    M_FAULT_OBJ,
+    M_FREE,
+    PK_DATA,
+    PK_FREE,
+    PK_PAUSE,
+    PK_RESUME,
+)
 from .qp import qp_release
 
 

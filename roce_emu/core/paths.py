@@ -2,6 +2,7 @@
 
 World arrays: reads cfg, meta, port, route_off, route_ports; writes none.
 """
+
 import numpy as np
 
 from .jit import njit, njit_alloc
@@ -132,8 +133,23 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
 
 
 @njit_alloc
-def flow_hops_and_ideal_fcts(route_off, route_ports, port_node, peer_port, n_hosts, src, dst, ecmp_hash, size,
-                             mtu, data_hdr, ack_bytes, ifg, rate_bps, prop_ps):
+def flow_hops_and_ideal_fcts(
+    route_off,
+    route_ports,
+    port_node,
+    peer_port,
+    n_hosts,
+    src,
+    dst,
+    ecmp_hash,
+    size,
+    mtu,
+    data_hdr,
+    ack_bytes,
+    ifg,
+    rate_bps,
+    prop_ps,
+):
     """For every flow: the links its data crosses and its ideal FCT (ideal_fct_ps) on its
     healthy paths (route epoch 0), in one pass without Python per flow."""
     n = src.shape[0]
@@ -143,8 +159,9 @@ def flow_hops_and_ideal_fcts(route_off, route_ports, port_node, peer_port, n_hos
         fwd = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src[f], dst[f], ecmp_hash[f])
         rev = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, dst[f], src[f], ecmp_hash[f])
         hops[f] = fwd.shape[0]
-        ideal[f] = ideal_fct_ps(size[f], mtu, data_hdr, ack_bytes, ifg, rate_bps[fwd], prop_ps[fwd],
-                                rate_bps[rev], prop_ps[rev])
+        ideal[f] = ideal_fct_ps(
+            size[f], mtu, data_hdr, ack_bytes, ifg, rate_bps[fwd], prop_ps[fwd], rate_bps[rev], prop_ps[rev]
+        )
     return hops, ideal
 
 

@@ -9,11 +9,23 @@ point there until they converge), a NIC holds it.
 
 World arrays: reads cfg, pq, qp; writes stats, meta, rng, ev, kick, pkt, port.
 """
+
 from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_TRAIN_MAX, C_CTRL_DROPPED, CTRL_PRIO, EV_ARRIVE, EV_TX_DONE, F_KICKS_FULL, I64, M_KICKS,
-                    NO_ARG, NPRIO, PK_DATA)
+from .kinds import (
+    CFG_TRAIN_MAX,
+    C_CTRL_DROPPED,
+    CTRL_PRIO,
+    EV_ARRIVE,
+    EV_TX_DONE,
+    F_KICKS_FULL,
+    I64,
+    M_KICKS,
+    NO_ARG,
+    NPRIO,
+    PK_DATA,
+)
 from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
 from .nic import next_data_packet
 from .packets import fault, fifo_pop, fifo_push, is_pfc, pkt_free, pkt_lose, wire_bytes

@@ -13,6 +13,7 @@ was, a no-op (loop.py). Which slot a flow gets changes no result.
 
 World arrays: reads cfg, port; writes meta, flow, qp, qp_free, ccs, timer, int_prev.
 """
+
 import numpy as np
 from numba import literal_unroll
 

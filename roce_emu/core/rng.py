@@ -3,6 +3,7 @@
 Keeping the state in an array of the world means a sliced run draws exactly the
 numbers an unsliced one does.
 """
+
 import numpy as np
 
 from .jit import njit

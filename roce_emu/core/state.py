@@ -9,6 +9,7 @@ form that works with and without JIT). Indices are dense: ``p`` port, ``n`` node
 ``k`` packet, ``L`` flow of the workload (World.flow, the task DAG's flow tasks) and ``f``
 its queue pair (World.qp, a slot reused once the flow is over; packets name it).
 """
+
 from typing import NamedTuple
 
 import numpy as np
@@ -19,21 +20,24 @@ EV_DTYPE = np.dtype(
     align=True,
 )
 
-PKT_DTYPE = np.dtype([
-    ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
-    ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-    ("tail_ps", np.int64),  # a train: at its NIC, when it started; then when its last bit reaches the next node
-    ("flow", np.int32),
-    ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
-    ("dst", np.int32),  # destination host
-    ("in_port", np.int32),  # ingress port at the switch holding it
-    ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
-    ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: on)
-    ("kind", np.int8),  # PK_*; PK_FREE in the free list
-    ("prio", np.int8),
-    ("ecn", np.uint8),  # CE mark (DATA) or ECN echo (ACK)
-    ("n_int", np.int8),  # HPCC INT records in World.int_rec[k] (DATA: pushed by switches; ACK: echoed)
-], align=True)
+PKT_DTYPE = np.dtype(
+    [
+        ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
+        ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
+        ("tail_ps", np.int64),  # a train: at its NIC, when it started; then when its last bit reaches the next node
+        ("flow", np.int32),
+        ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
+        ("dst", np.int32),  # destination host
+        ("in_port", np.int32),  # ingress port at the switch holding it
+        ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
+        ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: on)
+        ("kind", np.int8),  # PK_*; PK_FREE in the free list
+        ("prio", np.int8),
+        ("ecn", np.uint8),  # CE mark (DATA) or ECN echo (ACK)
+        ("n_int", np.int8),  # HPCC INT records in World.int_rec[k] (DATA: pushed by switches; ACK: echoed)
+    ],
+    align=True,
+)
 
 #: one HPCC INT record (docs/model.md §2.2), kept exact: no field wraps or unit rounding
 INT_TS_PS = 0  # dequeue time at the hop
@@ -46,175 +50,199 @@ INT_FIELDS = 4
 TIMER_DUE = 0
 TIMER_ARMED = 1
 
-PORT_DTYPE = np.dtype([
-    ("rate_bps", np.int64),  # serialisation rate now (a slow_link fault changes it)
-    ("nominal_bps", np.int64),  # the fabric's rate (ideal FCTs use it)
-    ("prop_ps", np.int64),
-    ("kmin_bytes", np.int64),  # ECN RED thresholds on the egress queue
-    ("kmax_bytes", np.int64),
-    ("pmax", np.float64),
-    ("loss", np.float64),  # probability of losing each packet sent (a lossy_port fault)
-    ("headroom_bytes", np.int64),  # PFC headroom of this ingress port
-    ("pfc_shift", np.int64),  # dynamic threshold alpha = 2**-shift
-    ("tx_bytes", np.int64),  # wire bytes sent
-    ("tx_data_pkts", np.int64),
-    ("pauses_sent", np.int64),
-    ("ecn_marks", np.int64),
-    ("drops", np.int64),  # data packets refused at this ingress
-    ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
-    ("tx_end_ps", np.int64),  # with trains on: when the packet being sent ends (a cut train's old end is stale)
-    ("q_bytes", np.int64),  # egress bytes queued over all priorities
-    ("max_q_bytes", np.int64),  # peak of q_bytes
-    ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
-    ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
-    ("round_id", np.int64),  # trains: rounds started on this port
-    ("round_pkts", np.int64),  # trains: packets sent in this round
-    ("node", np.int32),  # owner node
-    ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
-    ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
-    ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
-    ("rr_prio", np.int32),  # round-robin position among data priorities
-    ("act_head", np.int32),  # host ports: ring of active queue pairs
-    ("act_count", np.int32),
-    ("round_left", np.int32),  # queue pairs still to send a train of round_len this round
-    ("round_qps", np.int32),  # queue pairs in this round when it started
-    ("busy", np.uint8),
-    ("at_host", np.uint8),
-    ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it
-], align=True)
+PORT_DTYPE = np.dtype(
+    [
+        ("rate_bps", np.int64),  # serialisation rate now (a slow_link fault changes it)
+        ("nominal_bps", np.int64),  # the fabric's rate (ideal FCTs use it)
+        ("prop_ps", np.int64),
+        ("kmin_bytes", np.int64),  # ECN RED thresholds on the egress queue
+        ("kmax_bytes", np.int64),
+        ("pmax", np.float64),
+        ("loss", np.float64),  # probability of losing each packet sent (a lossy_port fault)
+        ("headroom_bytes", np.int64),  # PFC headroom of this ingress port
+        ("pfc_shift", np.int64),  # dynamic threshold alpha = 2**-shift
+        ("tx_bytes", np.int64),  # wire bytes sent
+        ("tx_data_pkts", np.int64),
+        ("pauses_sent", np.int64),
+        ("ecn_marks", np.int64),
+        ("drops", np.int64),  # data packets refused at this ingress
+        ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
+        ("tx_end_ps", np.int64),  # with trains on: when the packet being sent ends (a cut train's old end is stale)
+        ("q_bytes", np.int64),  # egress bytes queued over all priorities
+        ("max_q_bytes", np.int64),  # peak of q_bytes
+        ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
+        ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
+        ("round_id", np.int64),  # trains: rounds started on this port
+        ("round_pkts", np.int64),  # trains: packets sent in this round
+        ("node", np.int32),  # owner node
+        ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
+        ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
+        ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
+        ("rr_prio", np.int32),  # round-robin position among data priorities
+        ("act_head", np.int32),  # host ports: ring of active queue pairs
+        ("act_count", np.int32),
+        ("round_left", np.int32),  # queue pairs still to send a train of round_len this round
+        ("round_qps", np.int32),  # queue pairs in this round when it started
+        ("busy", np.uint8),
+        ("at_host", np.uint8),
+        ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it
+    ],
+    align=True,
+)
 
 #: a scheduled network change (faults: in the scenario), applied by an EV_LINK event
-LINK_PLAN_DTYPE = np.dtype([
-    ("t_ps", np.int64),
-    ("value", np.int64),  # LA_RATE: the new rate (bit/s); LA_ROUTES: the route epoch
-    ("loss", np.float64),  # LA_LOSS: the new loss probability
-    ("action", np.int32),  # LA_*
-    ("port", np.int32),  # the port (LA_DOWN, LA_UP, LA_RATE act on its peer too)
-], align=True)
+LINK_PLAN_DTYPE = np.dtype(
+    [
+        ("t_ps", np.int64),
+        ("value", np.int64),  # LA_RATE: the new rate (bit/s); LA_ROUTES: the route epoch
+        ("loss", np.float64),  # LA_LOSS: the new loss probability
+        ("action", np.int32),  # LA_*
+        ("port", np.int32),  # the port (LA_DOWN, LA_UP, LA_RATE act on its peer too)
+    ],
+    align=True,
+)
 
 #: per (port, priority): the egress FIFO and PFC pause, and the ingress MMU accounting
-PQ_DTYPE = np.dtype([
-    ("bytes", np.int64),  # egress queue bytes (frames)
-    ("in_bytes", np.int64),  # ingress bytes in reserve + shared pool
-    ("hdrm_bytes", np.int64),  # ingress bytes in headroom
-    ("ahead_bytes", np.int64),  # egress bytes of queued trains beyond their first packet (not yet arrived)
-    ("head", np.int32),
-    ("tail", np.int32),
-    ("paused", np.uint8),  # egress paused by the peer's PFC
-    ("xoff_sent", np.uint8),  # we paused the peer
-], align=True)
+PQ_DTYPE = np.dtype(
+    [
+        ("bytes", np.int64),  # egress queue bytes (frames)
+        ("in_bytes", np.int64),  # ingress bytes in reserve + shared pool
+        ("hdrm_bytes", np.int64),  # ingress bytes in headroom
+        ("ahead_bytes", np.int64),  # egress bytes of queued trains beyond their first packet (not yet arrived)
+        ("head", np.int32),
+        ("tail", np.int32),
+        ("paused", np.uint8),  # egress paused by the peer's PFC
+        ("xoff_sent", np.uint8),  # we paused the peer
+    ],
+    align=True,
+)
 
-NODE_DTYPE = np.dtype([
-    ("buffer_bytes", np.int64),
-    ("pfc_free_bytes", np.int64),  # buffer - total headroom - total reserve
-    ("used_bytes", np.int64),  # data bytes held
-    ("shared_used", np.int64),
-    ("max_used", np.int64),
-    ("is_host", np.uint8),
-], align=True)
+NODE_DTYPE = np.dtype(
+    [
+        ("buffer_bytes", np.int64),
+        ("pfc_free_bytes", np.int64),  # buffer - total headroom - total reserve
+        ("used_bytes", np.int64),  # data bytes held
+        ("shared_used", np.int64),
+        ("max_used", np.int64),
+        ("is_host", np.uint8),
+    ],
+    align=True,
+)
 
 #: one flow of the workload, for the whole run: what it is, and what became of it (its
 #: queue pair's counters are copied here when the queue pair closes)
-FLOW_DTYPE = np.dtype([
-    ("size_bytes", np.int64),
-    ("start_ps", np.int64),  # its earliest start, then when it was released
-    ("finish_ps", np.int64),  # when its sender had every ACK (-1 until then)
-    ("ecmp_hash", np.int64),
-    ("pkts_sent", np.int64),
-    ("pkts_delivered", np.int64),
-    ("pkts_dropped", np.int64),
-    ("retransmits", np.int64),
-    ("timeouts", np.int64),
-    ("src", np.int32),
-    ("dst", np.int32),
-    ("nic_port", np.int32),  # sender's first-hop port
-    ("qp", np.int32),  # its queue pair while it has one, else -1
-    ("prio", np.int8),
-    ("state", np.int8),  # FL_*
-], align=True)
+FLOW_DTYPE = np.dtype(
+    [
+        ("size_bytes", np.int64),
+        ("start_ps", np.int64),  # its earliest start, then when it was released
+        ("finish_ps", np.int64),  # when its sender had every ACK (-1 until then)
+        ("ecmp_hash", np.int64),
+        ("pkts_sent", np.int64),
+        ("pkts_delivered", np.int64),
+        ("pkts_dropped", np.int64),
+        ("retransmits", np.int64),
+        ("timeouts", np.int64),
+        ("src", np.int32),
+        ("dst", np.int32),
+        ("nic_port", np.int32),  # sender's first-hop port
+        ("qp", np.int32),  # its queue pair while it has one, else -1
+        ("prio", np.int8),
+        ("state", np.int8),  # FL_*
+    ],
+    align=True,
+)
 
 #: what a queue pair counts while it is open and hands to its flow's record when it closes
 QP_COUNTERS = ("finish_ps", "pkts_sent", "pkts_delivered", "pkts_dropped", "retransmits", "timeouts", "state")
 
 #: the live state of a flow, from its start until its last packet is gone (qp.py): a slot of
 #: World.qp, reused by later flows, so memory grows with the flows in flight
-QP_DTYPE = np.dtype([
-    ("size_bytes", np.int64),
-    ("n_pkts", np.int64),
-    ("ecmp_hash", np.int64),
-    ("snd_nxt", np.int64),  # next sequence to send
-    ("snd_una", np.int64),  # cumulative ack (packets)
-    ("max_sent", np.int64),  # one past the highest sequence ever sent
-    ("rcv_nxt", np.int64),  # receiver's next expected sequence
-    ("nack_seq", np.int64),  # sequence last NACKed, -1 if none
-    ("nack_ps", np.int64),  # time of the last NACK
-    ("rto_ps", np.int64),  # retransmission deadline
-    ("rate_bps", np.int64),  # pacing rate
-    ("next_tx_ps", np.int64),  # earliest start of the next packet
-    ("window_bytes", np.int64),  # 0 = no window
-    ("finish_ps", np.int64),  # -1 until its sender has every ACK
-    ("pkts_sent", np.int64),  # data packets put on the wire (with retransmissions)
-    ("pkts_delivered", np.int64),  # data packets that reached the receiver
-    ("pkts_dropped", np.int64),
-    ("retransmits", np.int64),
-    ("timeouts", np.int64),
-    ("steady", np.int64),  # packets sent since the rate last moved or congestion was signalled (trains)
-    ("steady_rate", np.int64),  # the pacing rate they were sent at
-    ("path_key", np.int64),  # a hash of the ports its data crosses (trains)
-    ("round_id", np.int64),  # trains: the NIC round it last sent in
-    ("round_sent", np.int64),  # trains: packets it sent in that round
-    ("credit", np.float64),  # trains: packets per-packet round robin owes it (+) or it owes (-)
-    ("flow", np.int32),  # the flow it serves (World.flow), -1 while the slot is free
-    ("alive", np.int32),  # packets that name it (data, ACK, NACK, CNP): it closes when none is left
-    ("src", np.int32),
-    ("dst", np.int32),
-    ("nic_port", np.int32),  # sender's first-hop port
-    ("act_next", np.int32),  # ring of active queue pairs on the NIC port
-    ("act_prev", np.int32),
-    ("prio", np.int8),
-    ("state", np.int8),  # FL_*
-    ("in_ring", np.uint8),
-], align=True)
+QP_DTYPE = np.dtype(
+    [
+        ("size_bytes", np.int64),
+        ("n_pkts", np.int64),
+        ("ecmp_hash", np.int64),
+        ("snd_nxt", np.int64),  # next sequence to send
+        ("snd_una", np.int64),  # cumulative ack (packets)
+        ("max_sent", np.int64),  # one past the highest sequence ever sent
+        ("rcv_nxt", np.int64),  # receiver's next expected sequence
+        ("nack_seq", np.int64),  # sequence last NACKed, -1 if none
+        ("nack_ps", np.int64),  # time of the last NACK
+        ("rto_ps", np.int64),  # retransmission deadline
+        ("rate_bps", np.int64),  # pacing rate
+        ("next_tx_ps", np.int64),  # earliest start of the next packet
+        ("window_bytes", np.int64),  # 0 = no window
+        ("finish_ps", np.int64),  # -1 until its sender has every ACK
+        ("pkts_sent", np.int64),  # data packets put on the wire (with retransmissions)
+        ("pkts_delivered", np.int64),  # data packets that reached the receiver
+        ("pkts_dropped", np.int64),
+        ("retransmits", np.int64),
+        ("timeouts", np.int64),
+        ("steady", np.int64),  # packets sent since the rate last moved or congestion was signalled (trains)
+        ("steady_rate", np.int64),  # the pacing rate they were sent at
+        ("path_key", np.int64),  # a hash of the ports its data crosses (trains)
+        ("round_id", np.int64),  # trains: the NIC round it last sent in
+        ("round_sent", np.int64),  # trains: packets it sent in that round
+        ("credit", np.float64),  # trains: packets per-packet round robin owes it (+) or it owes (-)
+        ("flow", np.int32),  # the flow it serves (World.flow), -1 while the slot is free
+        ("alive", np.int32),  # packets that name it (data, ACK, NACK, CNP): it closes when none is left
+        ("src", np.int32),
+        ("dst", np.int32),
+        ("nic_port", np.int32),  # sender's first-hop port
+        ("act_next", np.int32),  # ring of active queue pairs on the NIC port
+        ("act_prev", np.int32),
+        ("prio", np.int8),
+        ("state", np.int8),  # FL_*
+        ("in_ring", np.uint8),
+    ],
+    align=True,
+)
 
 
 #: per-queue-pair congestion-control state; each algorithm uses the fields its module names
-CC_DTYPE = np.dtype([
-    ("line_bps", np.float64),  # the sender's NIC rate: the top of every rate
-    ("rate", np.float64),  # current rate R (bit/s); qp["rate_bps"] is its integer copy for pacing
-    ("target", np.float64),  # DCQCN target rate R_T
-    ("ref_rate", np.float64),  # HPCC / TIMELY reference rate R_c, committed once per RTT
-    ("alpha", np.float64),  # DCQCN / DCTCP congestion estimate
-    ("util", np.float64),  # HPCC EWMA of the bottleneck utilisation U
-    ("rtt_diff", np.float64),  # TIMELY EWMA of RTT differences (ps)
-    ("last_rtt_ps", np.int64),  # TIMELY RTT of the last per-RTT update
-    ("update_seq", np.int64),  # per-RTT updates run on ACKs beyond this sequence
-    ("stage", np.int64),  # DCQCN increase stage s / HPCC and TIMELY incStage
-    ("bytes_ctr", np.int64),  # DCQCN paper: bytes sent since the last byte-counter event
-    ("t_cnt", np.int64),  # DCQCN paper: timer events since the last cut
-    ("bc_cnt", np.int64),  # DCQCN paper: byte-counter events since the last cut
-    ("ecn_cnt", np.int64),  # DCTCP: ECN-echo ACKs in this window
-    ("batch", np.int64),  # DCTCP: packets in this window
-    ("cwr_seq", np.int64),  # DCTCP: no new cut until an ACK passes this sequence
-    ("last_cnp_ps", np.int64),  # receiver: when it last sent this flow a CNP (-1 never)
-    ("last_wire", np.int64),  # wire bytes of the last packet sent (pacing shift on a rate change)
-    ("n_hops", np.int32),  # HPCC: INT records kept in World.int_prev[f]
-    ("alpha_cnp", np.uint8),  # DCQCN ConnectX: a CNP arrived in this alpha slot
-    ("dec_cnp", np.uint8),  # DCQCN ConnectX: a CNP arrived since the last decrease check
-    ("cnp_seen", np.uint8),  # DCQCN: the first CNP has arrived (timers run from then on)
-    ("in_cwr", np.uint8),  # DCTCP: window already cut for this window of data
-], align=True)
+CC_DTYPE = np.dtype(
+    [
+        ("line_bps", np.float64),  # the sender's NIC rate: the top of every rate
+        ("rate", np.float64),  # current rate R (bit/s); qp["rate_bps"] is its integer copy for pacing
+        ("target", np.float64),  # DCQCN target rate R_T
+        ("ref_rate", np.float64),  # HPCC / TIMELY reference rate R_c, committed once per RTT
+        ("alpha", np.float64),  # DCQCN / DCTCP congestion estimate
+        ("util", np.float64),  # HPCC EWMA of the bottleneck utilisation U
+        ("rtt_diff", np.float64),  # TIMELY EWMA of RTT differences (ps)
+        ("last_rtt_ps", np.int64),  # TIMELY RTT of the last per-RTT update
+        ("update_seq", np.int64),  # per-RTT updates run on ACKs beyond this sequence
+        ("stage", np.int64),  # DCQCN increase stage s / HPCC and TIMELY incStage
+        ("bytes_ctr", np.int64),  # DCQCN paper: bytes sent since the last byte-counter event
+        ("t_cnt", np.int64),  # DCQCN paper: timer events since the last cut
+        ("bc_cnt", np.int64),  # DCQCN paper: byte-counter events since the last cut
+        ("ecn_cnt", np.int64),  # DCTCP: ECN-echo ACKs in this window
+        ("batch", np.int64),  # DCTCP: packets in this window
+        ("cwr_seq", np.int64),  # DCTCP: no new cut until an ACK passes this sequence
+        ("last_cnp_ps", np.int64),  # receiver: when it last sent this flow a CNP (-1 never)
+        ("last_wire", np.int64),  # wire bytes of the last packet sent (pacing shift on a rate change)
+        ("n_hops", np.int32),  # HPCC: INT records kept in World.int_prev[f]
+        ("alpha_cnp", np.uint8),  # DCQCN ConnectX: a CNP arrived in this alpha slot
+        ("dec_cnp", np.uint8),  # DCQCN ConnectX: a CNP arrived since the last decrease check
+        ("cnp_seen", np.uint8),  # DCQCN: the first CNP has arrived (timers run from then on)
+        ("in_cwr", np.uint8),  # DCTCP: window already cut for this window of data
+    ],
+    align=True,
+)
 
 
 #: a task of the workload DAG: tasks 0..F-1 are the flows (in flow order), then compute tasks
-TASK_DTYPE = np.dtype([
-    ("duration_ps", np.int64),  # compute: how long it runs
-    ("earliest_ps", np.int64),  # never starts before this (a flow's start_ns)
-    ("start_ps", np.int64),  # -1 until released
-    ("finish_ps", np.int64),  # -1 until done
-    ("host", np.int32),  # compute: where it runs (-1 for a join)
-    ("deps_left", np.int32),  # unfinished predecessors
-    ("kind", np.int8),  # TK_*
-], align=True)
+TASK_DTYPE = np.dtype(
+    [
+        ("duration_ps", np.int64),  # compute: how long it runs
+        ("earliest_ps", np.int64),  # never starts before this (a flow's start_ns)
+        ("start_ps", np.int64),  # -1 until released
+        ("finish_ps", np.int64),  # -1 until done
+        ("host", np.int32),  # compute: where it runs (-1 for a join)
+        ("deps_left", np.int32),  # unfinished predecessors
+        ("kind", np.int8),  # TK_*
+    ],
+    align=True,
+)
 
 
 class World(NamedTuple):

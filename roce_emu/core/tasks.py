@@ -7,10 +7,10 @@ join the DAG's branches. Everything runs inside the event loop, no Python per ta
 
 World arrays: reads succ_off, succ; writes stats, meta, ev, flow, task.
 """
+
 from .heap import heap_push
 from .jit import njit
-from .kinds import (C_LAST_PROGRESS_PS, C_TASKS_DONE, EV_FLOW_START, EV_TASK_DONE, I64, M_COMPUTING, NO_ARG,
-                    TK_FLOW)
+from .kinds import C_LAST_PROGRESS_PS, C_TASKS_DONE, EV_FLOW_START, EV_TASK_DONE, I64, M_COMPUTING, NO_ARG, TK_FLOW
 
 
 @njit

@@ -5,10 +5,27 @@ an event trace in the same rows: one per PFC frame, when it pauses or resumes a 
 
 World arrays: reads cfg, stats, port, qp; writes meta, ev, trace.
 """
+
 from .heap import heap_push
 from .jit import njit
-from .kinds import (CFG_MTU, CFG_N_FLOWS, CFG_TRACE, CFG_TRACE_PS, C_FLOWS_DONE, EV_TRACE, FL_ACTIVE, I64,
-                    M_TRACE_ROWS, NO_ARG, TRACE_PFC_ON, TRACE_QUEUE_ON, TRACE_RATE_ON, TR_PFC, TR_QUEUE, TR_RATE)
+from .kinds import (
+    CFG_MTU,
+    CFG_N_FLOWS,
+    CFG_TRACE,
+    CFG_TRACE_PS,
+    C_FLOWS_DONE,
+    EV_TRACE,
+    FL_ACTIVE,
+    I64,
+    M_TRACE_ROWS,
+    NO_ARG,
+    TRACE_PFC_ON,
+    TRACE_QUEUE_ON,
+    TRACE_RATE_ON,
+    TR_PFC,
+    TR_QUEUE,
+    TR_RATE,
+)
 
 
 @njit

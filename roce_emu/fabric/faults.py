@@ -6,6 +6,7 @@ each change, the switches install tables computed without the links down at that
 moment. Those tables are computed here, once per distinct set of dead links, so the
 engine switches between them with no Python in the loop.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ class LinkPlan:
 @dataclass(frozen=True)
 class _Window:
     """One fault resolved to a port and a time window [start_ps, end_ps)."""
+
     index: int
     fault: Fault
     port: int
@@ -39,8 +41,7 @@ class _Window:
     end_ps: int  # INFINITE_PS: until the end of the run
 
 
-def compile_faults(scenario: Scenario, fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray],
-                   source: str) -> LinkPlan:
+def compile_faults(scenario: Scenario, fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray], source: str) -> LinkPlan:
     """The link plan of the scenario's faults, and the route epochs they need after the healthy
     fabric's routes (routing.build_routes); ScenarioError for a name, link or overlap that is wrong."""
     windows = [_resolve(i, fault, fabric, source) for i, fault in enumerate(scenario.faults)]
@@ -66,15 +67,20 @@ def _resolve(i: int, fault: Fault, fabric: Fabric, source: str) -> _Window:
     nodes = []
     for j, name in enumerate(fault.nodes):
         if name not in ids:
-            examples = ", ".join(fabric.names[:2] + fabric.names[fabric.n_endpoints:fabric.n_endpoints + 2])
-            raise ScenarioError(source, f"{key}.{j}", f"'{name}' is not allowed: no node of this {fabric.kind} "
-                                f"has that name (names like {examples}; roce-emu topo SCENARIO --links lists them)")
+            examples = ", ".join(fabric.names[:2] + fabric.names[fabric.n_endpoints : fabric.n_endpoints + 2])
+            raise ScenarioError(
+                source,
+                f"{key}.{j}",
+                f"'{name}' is not allowed: no node of this {fabric.kind} "
+                f"has that name (names like {examples}; roce-emu topo SCENARIO --links lists them)",
+            )
         nodes.append(ids[name])
     try:
         port = fabric.port_towards(nodes[0], nodes[1])
     except KeyError:
-        raise ScenarioError(source, key, f"{fault.nodes} is not allowed: no link joins {fault.nodes[0]} and "
-                            f"{fault.nodes[1]}") from None
+        raise ScenarioError(
+            source, key, f"{fault.nodes} is not allowed: no link joins {fault.nodes[0]} and {fault.nodes[1]}"
+        ) from None
     end = ns_to_ps(fault.until_ns) if fault.until_ns is not None else INFINITE_PS
     return _Window(i, fault, port, int(fabric.port_peer[port]), ns_to_ps(fault.at_ns), end)
 
@@ -91,9 +97,13 @@ def _refuse_overlaps(windows: list[_Window], source: str) -> None:
     for w in windows:
         for other in seen.setdefault(_target(w), []):
             if w.start_ps < other.end_ps and other.start_ps < w.end_ps:
-                raise ScenarioError(source, f"faults.{w.index}", f"overlaps faults.{other.index}: two {w.fault.kind} "
-                                    f"faults on the same {'port' if w.fault.kind == 'lossy_port' else 'link'} "
-                                    "must not overlap in time")
+                raise ScenarioError(
+                    source,
+                    f"faults.{w.index}",
+                    f"overlaps faults.{other.index}: two {w.fault.kind} "
+                    f"faults on the same {'port' if w.fault.kind == 'lossy_port' else 'link'} "
+                    "must not overlap in time",
+                )
         seen[_target(w)].append(w)
 
 
@@ -115,8 +125,9 @@ def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int
     return out
 
 
-def _route_epochs(windows: list[_Window], fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray],
-                  convergence_ps: int) -> tuple[list[tuple], list[tuple]]:
+def _route_epochs(
+    windows: list[_Window], fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray], convergence_ps: int
+) -> tuple[list[tuple], list[tuple]]:
     """The route epochs' tables (epoch 0: the healthy fabric's) and the LA_ROUTES rows that install
     them convergence_ps after each change of the set of links down. A change that leaves every
     table as it was (a host's only link: no way round it) installs nothing."""
@@ -130,8 +141,14 @@ def _route_epochs(windows: list[_Window], fabric: Fabric, healthy: tuple[np.ndar
         dead = frozenset(p for w in downs if w.start_ps <= t < w.end_ps for p in (w.port, w.peer))
         if dead not in epoch_of:
             table = build_routes(fabric, dead)
-            epoch = next((i for i, (off, ports) in enumerate(tables)
-                          if np.array_equal(off, table[0]) and np.array_equal(ports, table[1])), None)
+            epoch = next(
+                (
+                    i
+                    for i, (off, ports) in enumerate(tables)
+                    if np.array_equal(off, table[0]) and np.array_equal(ports, table[1])
+                ),
+                None,
+            )
             if epoch is None:
                 epoch = len(tables)
                 tables.append(table)

@@ -1,6 +1,7 @@
 """The fabric as the engine holds it: one record per port (rate, delay, ECN thresholds, PFC
 headroom and alpha) and per node (buffer and the PFC shared pool). A switch whose buffer cannot
 hold its ports' headroom and reserve is refused here. No Numba."""
+
 import numpy as np
 
 from ..config.profiles import headroom_bytes
@@ -8,7 +9,6 @@ from ..config.schema import Scenario
 from ..core.state import NODE_DTYPE, PORT_DTYPE
 from ..errors import ScenarioError
 from .topology import Fabric
-
 
 
 def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
@@ -21,8 +21,10 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     max_frame = net.frame_bytes
     pfc = net.switch.pfc
     if pfc.headroom_bytes is None:
-        headroom = np.array([headroom_bytes(net.profile, int(r), int(d), max_frame)
-                             for r, d in zip(rate, fabric.port_prop_ps)], np.int64)
+        headroom = np.array(
+            [headroom_bytes(net.profile, int(r), int(d), max_frame) for r, d in zip(rate, fabric.port_prop_ps)],
+            np.int64,
+        )
     else:
         headroom = np.full(P, pfc.headroom_bytes, np.int64)
     host_rate = rate[fabric.port_node < fabric.n_hosts].min()
@@ -49,16 +51,19 @@ def node_records(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: s
     sw = scenario.network.switch
     node = np.zeros(fabric.n_nodes, NODE_DTYPE)
     node["is_host"][: fabric.n_endpoints] = 1
-    node["buffer_bytes"][fabric.n_endpoints:] = sw.buffer_bytes
-    node["pfc_free_bytes"][fabric.n_endpoints:] = sw.buffer_bytes
+    node["buffer_bytes"][fabric.n_endpoints :] = sw.buffer_bytes
+    node["pfc_free_bytes"][fabric.n_endpoints :] = sw.buffer_bytes
     if sw.pfc.enabled:
         for n in range(fabric.n_endpoints, fabric.n_nodes):
             owned = fabric.node_ports[n]
             reserved = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
             node[n]["pfc_free_bytes"] = sw.buffer_bytes - reserved
             if sw.buffer_bytes <= reserved:
-                raise ScenarioError(source, "network.switch.buffer_bytes",
-                                    f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[n]}' needs "
-                                    f"more than {reserved} bytes for PFC headroom and reserve on its "
-                                    f"{len(owned)} ports")
+                raise ScenarioError(
+                    source,
+                    "network.switch.buffer_bytes",
+                    f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[n]}' needs "
+                    f"more than {reserved} bytes for PFC headroom and reserve on its "
+                    f"{len(owned)} ports",
+                )
     return node

@@ -18,6 +18,7 @@ branch's data straight from below.
 
 No Numba: trees are built once per group of ranks and root, before the run.
 """
+
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -34,8 +35,12 @@ KINDS = ("single_switch", "leaf_spine", "fat_tree", "fred", "custom")
 def check_reducing(fabric: Fabric, source: str, key: str) -> None:
     """Refuse an in_network collective (at ``key``) on a fabric whose switches form no tree."""
     if fabric.kind not in KINDS:
-        raise ScenarioError(source, key, f"'in_network' is not allowed on a {fabric.kind} fabric: it needs "
-                                         f"switches that form a tree (topology kinds: {', '.join(KINDS)})")
+        raise ScenarioError(
+            source,
+            key,
+            f"'in_network' is not allowed on a {fabric.kind} fabric: it needs "
+            f"switches that form a tree (topology kinds: {', '.join(KINDS)})",
+        )
 
 
 def place_units(fabric: Fabric, workload) -> Fabric:

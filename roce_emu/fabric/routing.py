@@ -9,6 +9,7 @@ dimension-order routing keeps a switch's route where its whole path is intact an
 takes a shortest path over the links left otherwise. A switch cut off from a host has
 no route to it (an empty row: the engine drops such packets).
 """
+
 from collections import deque
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Describe and draw a fabric: counts, diameter, bisection bandwidth, a picture."""
+
 from pathlib import Path
 
 import networkx as nx
@@ -50,7 +51,7 @@ def describe(fabric: Fabric) -> dict:
         "bisection (Gb/s)": f"{bisection_bps(fabric) / 1e9:g}",
         "routing": "ECMP over shortest paths" if fabric.routing == "ecmp" else "dimension order",
         "node names": f"h0 .. h{fabric.n_hosts - 1}, {fabric.names[fabric.n_endpoints]} .. {fabric.names[-1]} "
-                      "(--links lists them)",
+        "(--links lists them)",
     }
 
 
@@ -110,7 +111,7 @@ def draw(fabric: Fabric, path: Path) -> None:
             pos[io] = (x - 0.6, y + 0.6)
     else:
         pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
-    fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes ** 0.5 * 1.2), 4.0))
+    fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes**0.5 * 1.2), 4.0))
     hosts = list(range(fabric.n_hosts))
     switches = list(range(fabric.n_endpoints, fabric.n_nodes))
     wrap = wrap_links(fabric)
@@ -124,17 +125,30 @@ def draw(fabric: Fabric, path: Path) -> None:
             # matplotlib's arc3 puts the control point at the midpoint + rad * (dy, -dx)
             away = (y2 - y1) * ((x1 + x2) / 2 - centre[0]) - (x2 - x1) * ((y1 + y2) / 2 - centre[1])
             outward.append((u, v) if away >= 0 else (v, u))
-        nx.draw_networkx_edges(g, pos, edgelist=outward, ax=ax, width=0.8, alpha=0.8, edge_color="#228833",
-                               style="dashed", arrows=True, arrowstyle="-", connectionstyle="arc3,rad=0.2",
-                               node_size=120)
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            edgelist=outward,
+            ax=ax,
+            width=0.8,
+            alpha=0.8,
+            edge_color="#228833",
+            style="dashed",
+            arrows=True,
+            arrowstyle="-",
+            connectionstyle="arc3,rad=0.2",
+            node_size=120,
+        )
         ax.plot([], [], color="#228833", ls="--", lw=0.8, label="wrap-around link")
-    nx.draw_networkx_nodes(g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa",
-                           ax=ax, label="switch")
+    nx.draw_networkx_nodes(
+        g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa", ax=ax, label="switch"
+    )
     nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")
     io_nodes = list(range(fabric.n_hosts, fabric.n_hosts + fabric.n_io))
     if io_nodes:
-        nx.draw_networkx_nodes(g, pos, nodelist=io_nodes, node_shape="D", node_size=50, node_color="#ccbb44", ax=ax,
-                               label="I/O controller")
+        nx.draw_networkx_nodes(
+            g, pos, nodelist=io_nodes, node_shape="D", node_size=50, node_color="#ccbb44", ax=ax, label="I/O controller"
+        )
     extra = f", {fabric.n_io} I/O controllers" if io_nodes else ""
     ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches{extra}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node

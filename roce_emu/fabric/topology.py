@@ -7,6 +7,7 @@ are the engine's endpoints: they own a NIC and terminate flows.
 Every edge carries ``rate_bps``, ``prop_ps`` and its ``tier`` (host, edge_agg, ...).
 Torus and mesh routers get a ``coord``; each host is attached to one router.
 """
+
 from dataclasses import dataclass, field
 from itertools import product
 
@@ -237,9 +238,20 @@ def _grid(topo, wrap: bool) -> Fabric:
     kind = "torus" if wrap else "mesh"
     host_coords = [c for c in coords for _ in range(topo.hosts_per_node)]
     link = topo.tier_link("fabric")
-    return Fabric(kind, b.graph, n_hosts, b.names, "dor", dims=dims, wrap=wrap, host_coords=host_coords,
-                  n_io=len(io), dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims),
-                  dim_delays_s=(link.delay_ns * 1e-9,) * len(dims), dim_hops=(1,) * len(dims))
+    return Fabric(
+        kind,
+        b.graph,
+        n_hosts,
+        b.names,
+        "dor",
+        dims=dims,
+        wrap=wrap,
+        host_coords=host_coords,
+        n_io=len(io),
+        dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims),
+        dim_delays_s=(link.delay_ns * 1e-9,) * len(dims),
+        dim_hops=(1,) * len(dims),
+    )
 
 
 def _edge_routers(dims: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -270,24 +282,35 @@ def _multi_dim(topo: MultiDim) -> Fabric:
     for i in range(n):
         b.graph.add_edge(i, routers[i], tier="host", rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
     for k, dim in enumerate(topo.dims):
-        link = {"tier": f"dim{k}", "rate_bps": int(round(dim.rate_gbps * 1e9)),
-                "prop_ps": int(round(dim.delay_ns * 1000))}
+        link = {
+            "tier": f"dim{k}",
+            "rate_bps": int(round(dim.rate_gbps * 1e9)),
+            "prop_ps": int(round(dim.delay_ns * 1000)),
+        }
         for group in _groups_along(sizes, k):
             members = [routers[i] for i in group]
             if dim.kind == "switch":
                 hub = b.switch(f"dim{k}sw" + "_".join(map(str, _without(coords[group[0]], k))), layer=2)
                 pairs = [(m, hub) for m in members]
             elif dim.kind == "fully_connected":
-                pairs = [(u, v) for a, u in enumerate(members) for v in members[a + 1:]]
+                pairs = [(u, v) for a, u in enumerate(members) for v in members[a + 1 :]]
             else:  # ring; a ring of 2 is one link
                 pairs = [(members[a], members[(a + 1) % len(members)]) for a in range(len(members))]
                 pairs = pairs[:1] if len(members) == 2 else pairs
             for u, v in pairs:
                 b.graph.add_edge(u, v, **link)
-    return Fabric("multi_dim", b.graph, n, b.names, "ecmp", dims=sizes, host_coords=coords,
-                  dim_rates_bps=tuple(d.rate_gbps * 1e9 for d in topo.dims),
-                  dim_delays_s=tuple(d.delay_ns * 1e-9 for d in topo.dims),
-                  dim_hops=tuple(2 if d.kind == "switch" else 1 for d in topo.dims))
+    return Fabric(
+        "multi_dim",
+        b.graph,
+        n,
+        b.names,
+        "ecmp",
+        dims=sizes,
+        host_coords=coords,
+        dim_rates_bps=tuple(d.rate_gbps * 1e9 for d in topo.dims),
+        dim_delays_s=tuple(d.delay_ns * 1e-9 for d in topo.dims),
+        dim_hops=tuple(2 if d.kind == "switch" else 1 for d in topo.dims),
+    )
 
 
 def _custom(topo: Custom) -> Fabric:
@@ -301,8 +324,9 @@ def _custom(topo: Custom) -> Fabric:
         index[v] = b.switch(f"sw{v}", layer=1)
     for a, c, rate_gbps, delay_ns in topo.links:
         tier = "host" if min(index[a], index[c]) < len(hosts) else "fabric"
-        b.graph.add_edge(index[a], index[c], tier=tier, rate_bps=int(round(rate_gbps * 1e9)),
-                         prop_ps=int(round(delay_ns * 1000)))
+        b.graph.add_edge(
+            index[a], index[c], tier=tier, rate_bps=int(round(rate_gbps * 1e9)), prop_ps=int(round(delay_ns * 1000))
+        )
     return Fabric("custom", b.graph, len(hosts), b.names, "ecmp", node_ids=hosts + switches)
 
 
@@ -323,7 +347,7 @@ def _groups_along(sizes: tuple[int, ...], k: int) -> list[list[int]]:
 
 
 def _without(coord: tuple[int, ...], k: int) -> tuple[int, ...]:
-    return coord[:k] + coord[k + 1:]
+    return coord[:k] + coord[k + 1 :]
 
 
 def flatten(fabric: Fabric) -> Fabric:

@@ -15,6 +15,7 @@ what roce-emu models that the analytical backend does not.
 The system JSON picks each collective's algorithm per dimension; ``system_collectives`` maps
 it onto roce-emu's collective algorithms where one exists.
 """
+
 import json
 from pathlib import Path
 
@@ -81,13 +82,15 @@ def network_dims(path: Path | str) -> list[dict]:
         block = str(lists["topology"][i])
         kind = BLOCKS.get(block.lower())
         if kind is None:
-            raise ScenarioError(source, f"topology.{i}", f"'{block}' is not a building block "
-                                                         f"(allowed: Ring, FullyConnected, Switch)")
+            raise ScenarioError(
+                source, f"topology.{i}", f"'{block}' is not a building block (allowed: Ring, FullyConnected, Switch)"
+            )
         size = _number(source, f"npus_count.{i}", lists["npus_count"][i], whole=True, least=2)
         gbytes = _number(source, f"bandwidth.{i}", lists["bandwidth"][i], least=1e-9)
         latency = _number(source, f"latency.{i}", lists["latency"][i], least=0)
-        dims.append({"size": int(size), "kind": kind, "rate_gbps": float(gbytes * GBYTES_TO_GBITS),
-                     "delay_ns": float(latency)})
+        dims.append(
+            {"size": int(size), "kind": kind, "rate_gbps": float(gbytes * GBYTES_TO_GBITS), "delay_ns": float(latency)}
+        )
     return dims
 
 
@@ -135,8 +138,9 @@ def read_system(path: Path | str) -> tuple[dict, int | None, list[str]]:
         choices = [IMPLEMENTATIONS.get(str(v).lower()) for v in names]
         if None in choices:
             bad = names[choices.index(None)]
-            raise ScenarioError(source, key, f"'{bad}' is not an implementation roce-emu has "
-                                             f"(allowed: ring, direct, halvingDoubling)")
+            raise ScenarioError(
+                source, key, f"'{bad}' is not an implementation roce-emu has (allowed: ring, direct, halvingDoubling)"
+            )
         chosen = choices[0] if len(choices) == 1 else "hierarchical"
         if chosen not in ALGORITHMS[kind]:
             chosen = ALGORITHMS[kind][0]
@@ -147,8 +151,9 @@ def read_system(path: Path | str) -> tuple[dict, int | None, list[str]]:
     return algorithms, chunks, notes
 
 
-def scenario(network: Path | str, system: Path | str | None = None, nbytes: int = 64 << 20,
-             name: str | None = None) -> tuple[dict, list[str]]:
+def scenario(
+    network: Path | str, system: Path | str | None = None, nbytes: int = 64 << 20, name: str | None = None
+) -> tuple[dict, list[str]]:
     """A scenario document for the network file (its fabric written out as multi_dim) with one
     all-reduce of ``nbytes`` per NPU, run the way the system file says; and the notes of what
     was not carried over."""
@@ -160,6 +165,5 @@ def scenario(network: Path | str, system: Path | str | None = None, nbytes: int 
     if chunks is not None:
         collective["chunks"] = chunks
     stem = name or network.stem.replace(" ", "_")
-    doc = {"name": stem, "topology": {"kind": "multi_dim", "dims": dims},
-           "workload": {"collectives": [collective]}}
+    doc = {"name": stem, "topology": {"kind": "multi_dim", "dims": dims}, "workload": {"collectives": [collective]}}
     return doc, notes

@@ -5,6 +5,7 @@ A file is a stream of protobuf messages, each preceded by its length as a base-1
 reads them into plain records (``TraceNode``); ``roce_emu/workload/chakra.py`` turns those into
 the task DAG. docs/importers.md gives the mapping.
 """
+
 import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +16,13 @@ from ..errors import ScenarioError
 from .chakra_schema import COLLECTIVE_TYPES, NODE_TYPES, GlobalMetadata, Node, attribute_value
 
 #: Chakra's collective types and roce-emu's collective kinds (the others have no equivalent)
-COLLECTIVES = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
-               "REDUCE_SCATTER_BLOCK": "reduce_scatter", "ALL_TO_ALL": "all_to_all"}
+COLLECTIVES = {
+    "ALL_REDUCE": "all_reduce",
+    "ALL_GATHER": "all_gather",
+    "REDUCE_SCATTER": "reduce_scatter",
+    "REDUCE_SCATTER_BLOCK": "reduce_scatter",
+    "ALL_TO_ALL": "all_to_all",
+}
 SUFFIXES = (".et", ".et.gz")
 
 
@@ -50,8 +56,11 @@ def trace_files(prefix: str) -> list[Path]:
             break
         files.append(found[0])
     if not files:
-        raise ScenarioError(f"{prefix}.0.et", "", "no such file: a Chakra trace is <prefix>.<rank>.et (or .et.gz), "
-                                                  "one file per rank from 0")
+        raise ScenarioError(
+            f"{prefix}.0.et",
+            "",
+            "no such file: a Chakra trace is <prefix>.<rank>.et (or .et.gz), one file per rank from 0",
+        )
     return files
 
 
@@ -79,9 +88,10 @@ def _messages(path: Path) -> list[bytes]:
         if length == 0:
             break
         if pos + length > len(data):
-            raise ScenarioError(str(path), f"message {len(out)}", f"needs {length} bytes at byte {pos}, the file "
-                                                                  f"has {len(data) - pos}")
-        out.append(data[pos:pos + length])
+            raise ScenarioError(
+                str(path), f"message {len(out)}", f"needs {length} bytes at byte {pos}, the file has {len(data) - pos}"
+            )
+        out.append(data[pos : pos + length])
         pos += length
     return out
 
@@ -110,8 +120,15 @@ def read_trace(path: Path) -> tuple[dict, list[TraceNode]]:
         if not 0 <= node.type < len(NODE_TYPES):
             raise ScenarioError(str(path), f"message {i}", f"node type {node.type} is not a Chakra NodeType")
         a = _attrs(node)
-        rec = TraceNode(node.id, node.name, NODE_TYPES[node.type], list(node.data_deps), list(node.ctrl_deps),
-                        duration_us=node.duration_micros, num_ops=int(a.get("num_ops") or 0))
+        rec = TraceNode(
+            node.id,
+            node.name,
+            NODE_TYPES[node.type],
+            list(node.data_deps),
+            list(node.ctrl_deps),
+            duration_us=node.duration_micros,
+            num_ops=int(a.get("num_ops") or 0),
+        )
         if rec.type == "COMM_COLL_NODE" and a.get("comm_type") is not None:
             code = a["comm_type"]
             if not 0 <= code < len(COLLECTIVE_TYPES):

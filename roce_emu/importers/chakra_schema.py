@@ -7,22 +7,53 @@ are what the wire format carries, so they must match the published schema; names
 reading. The trace format itself (a varint length before each message) is read in
 ``chakra.py``.
 """
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
 PACKAGE = "ChakraProtoMsg"
 
 #: AttributeProto's oneof ``value``: the scalar of each type at 3, 5, ..., its list at 4, 6, ...
-ATTRIBUTE_TYPES = (("double", _F.TYPE_DOUBLE), ("float", _F.TYPE_FLOAT), ("int32", _F.TYPE_INT32),
-                   ("int64", _F.TYPE_INT64), ("uint32", _F.TYPE_UINT32), ("uint64", _F.TYPE_UINT64),
-                   ("sint32", _F.TYPE_SINT32), ("sint64", _F.TYPE_SINT64), ("fixed32", _F.TYPE_FIXED32),
-                   ("fixed64", _F.TYPE_FIXED64), ("sfixed32", _F.TYPE_SFIXED32), ("sfixed64", _F.TYPE_SFIXED64),
-                   ("bool", _F.TYPE_BOOL), ("string", _F.TYPE_STRING), ("bytes", _F.TYPE_BYTES))
+ATTRIBUTE_TYPES = (
+    ("double", _F.TYPE_DOUBLE),
+    ("float", _F.TYPE_FLOAT),
+    ("int32", _F.TYPE_INT32),
+    ("int64", _F.TYPE_INT64),
+    ("uint32", _F.TYPE_UINT32),
+    ("uint64", _F.TYPE_UINT64),
+    ("sint32", _F.TYPE_SINT32),
+    ("sint64", _F.TYPE_SINT64),
+    ("fixed32", _F.TYPE_FIXED32),
+    ("fixed64", _F.TYPE_FIXED64),
+    ("sfixed32", _F.TYPE_SFIXED32),
+    ("sfixed64", _F.TYPE_SFIXED64),
+    ("bool", _F.TYPE_BOOL),
+    ("string", _F.TYPE_STRING),
+    ("bytes", _F.TYPE_BYTES),
+)
 
-NODE_TYPES = ("INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE", "MEM_STORE_NODE", "COMP_NODE", "COMM_SEND_NODE",
-              "COMM_RECV_NODE", "COMM_COLL_NODE")
-COLLECTIVE_TYPES = ("ALL_REDUCE", "REDUCE", "ALL_GATHER", "GATHER", "SCATTER", "BROADCAST", "ALL_TO_ALL",
-                    "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK", "BARRIER")
+NODE_TYPES = (
+    "INVALID_NODE",
+    "METADATA_NODE",
+    "MEM_LOAD_NODE",
+    "MEM_STORE_NODE",
+    "COMP_NODE",
+    "COMM_SEND_NODE",
+    "COMM_RECV_NODE",
+    "COMM_COLL_NODE",
+)
+COLLECTIVE_TYPES = (
+    "ALL_REDUCE",
+    "REDUCE",
+    "ALL_GATHER",
+    "GATHER",
+    "SCATTER",
+    "BROADCAST",
+    "ALL_TO_ALL",
+    "REDUCE_SCATTER",
+    "REDUCE_SCATTER_BLOCK",
+    "BARRIER",
+)
 
 
 def _list_name(type_name: str) -> str:

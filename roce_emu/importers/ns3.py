@@ -11,6 +11,7 @@
 docs/importers.md gives the mapping. Every error is one line naming the file, the key or line,
 and what is allowed.
 """
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,12 @@ def rate_bps(text: str, source: str, key: str) -> float:
     """An ns-3 DataRate string (``100Gbps``, ``50Mb/s``, ``1.5GB/s``) in bits per second."""
     m = _RATE.match(text.strip())
     if not m:
-        raise ScenarioError(source, key, f"'{text}' is not a rate ns-3 reads (e.g. 100Gbps, 50Mb/s; units bps, b/s, "
-                                         f"Bps, B/s with k, M, G, T or Ki, Mi, Gi, Ti)")
+        raise ScenarioError(
+            source,
+            key,
+            f"'{text}' is not a rate ns-3 reads (e.g. 100Gbps, 50Mb/s; units bps, b/s, "
+            f"Bps, B/s with k, M, G, T or Ki, Mi, Gi, Ti)",
+        )
     value, prefix, unit = float(m.group(1)), m.group(2) or "", m.group(3)
     scale = _IEC.get(prefix) or _SI[prefix]
     return value * scale * (8 if unit.startswith("B") else 1)
@@ -40,8 +45,9 @@ def time_ns(text: str, source: str, key: str) -> float:
     """An ns-3 Time string (``0.001ms``, ``1000ns``; a bare number is seconds) in ns."""
     m = _TIME.match(text.strip())
     if not m:
-        raise ScenarioError(source, key, f"'{text}' is not a time ns-3 reads (e.g. 1000ns, 0.001ms, 1us; units s, "
-                                         f"ms, us, ns, ps)")
+        raise ScenarioError(
+            source, key, f"'{text}' is not a time ns-3 reads (e.g. 1000ns, 0.001ms, 1us; units s, ms, us, ns, ps)"
+        )
     return float(m.group(1)) * _TIME_NS[m.group(2)]
 
 
@@ -65,10 +71,17 @@ class Ns3Topology:
         lossy_port fault, which only the import command writes: refused here."""
         for a, b, _, _, err, line in self.links:
             if err > 0:
-                raise ScenarioError(self.path, f"line {line}", f"error rate {err:g} on link {a}-{b}: write the "
-                                    f"scenario with 'roce-emu import ns3', which turns it into lossy_port faults")
-        return {"kind": "custom", "switches": list(self.switches),
-                "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in self.links]}
+                raise ScenarioError(
+                    self.path,
+                    f"line {line}",
+                    f"error rate {err:g} on link {a}-{b}: write the "
+                    f"scenario with 'roce-emu import ns3', which turns it into lossy_port faults",
+                )
+        return {
+            "kind": "custom",
+            "switches": list(self.switches),
+            "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in self.links],
+        }
 
 
 def _lines(path: Path) -> list[tuple[int, list[str]]]:
@@ -96,9 +109,10 @@ def read_topology(path: Path | str) -> Ns3Topology:
         raise ScenarioError(source, f"line {switch_line}", f"{len(switches)} switch ids; line 1 says {n_switches}")
     for s in switches:
         if not 0 <= s < n_nodes:
-            raise ScenarioError(source, f"line {switch_line}", f"switch {s} is not a node (nodes are 0 to "
-                                                               f"{n_nodes - 1})")
-    rows = lines[2:2 + n_links]  # the simulator reads as many as line 1 says, and ignores the rest
+            raise ScenarioError(
+                source, f"line {switch_line}", f"switch {s} is not a node (nodes are 0 to {n_nodes - 1})"
+            )
+    rows = lines[2 : 2 + n_links]  # the simulator reads as many as line 1 says, and ignores the rest
     if len(rows) != n_links:
         raise ScenarioError(source, "line 1", f"says {n_links} links; the file has {len(rows)}")
     topo = Ns3Topology(source, n_nodes, switches, ignored_lines=len(lines) - 2 - n_links)
@@ -123,7 +137,7 @@ def read_flows(path: Path | str, topo: Ns3Topology, priority_default: int = 3) -
     if not lines:
         raise ScenarioError(source, "line 1", "expected the number of flows")
     count = _int(lines[0][1][0], source, "line 1", "the number of flows")
-    rows = lines[1:1 + count]  # the simulator reads as many as line 1 says
+    rows = lines[1 : 1 + count]  # the simulator reads as many as line 1 says
     if len(rows) != count:
         raise ScenarioError(source, "line 1", f"says {count} flows; the file has {len(rows)}")
     extra = len(lines) - 1 - count
@@ -144,20 +158,27 @@ def read_flows(path: Path | str, topo: Ns3Topology, priority_default: int = 3) -
         except ValueError:
             raise ScenarioError(source, where, f"'{tokens[5]}' is not a start time in seconds") from None
         if start_s < last:
-            raise ScenarioError(source, where, f"starts at {start_s:g} s, before the line above ({last:g} s): the "
-                                               f"HPCC simulator reads flows sorted by start time")
+            raise ScenarioError(
+                source,
+                where,
+                f"starts at {start_s:g} s, before the line above ({last:g} s): the "
+                f"HPCC simulator reads flows sorted by start time",
+            )
         last = start_s
         if nbytes < 1:
             raise ScenarioError(source, where, f"{nbytes} bytes: a flow needs at least one")
         if not 1 <= prio <= 7:
-            raise ScenarioError(source, where, f"priority {prio}: roce-emu's data priorities are 1 to 7 (0 carries "
-                                               f"the control packets)")
-        flows.append({"src": hosts[src], "dst": hosts[dst], "bytes": nbytes, "start_ns": start_s * 1e9,
-                      "priority": prio})
+            raise ScenarioError(
+                source, where, f"priority {prio}: roce-emu's data priorities are 1 to 7 (0 carries the control packets)"
+            )
+        flows.append(
+            {"src": hosts[src], "dst": hosts[dst], "bytes": nbytes, "start_ns": start_s * 1e9, "priority": prio}
+        )
     notes = ["flow dport: ns-3's port numbers are not modelled (flows are told apart by their index)"]
     if extra:
-        notes.append(f"{source}: {extra} lines after the {count} flows line 1 announces: ignored, as the "
-                     f"simulator does")
+        notes.append(
+            f"{source}: {extra} lines after the {count} flows line 1 announces: ignored, as the simulator does"
+        )
     return flows, notes
 
 
@@ -165,28 +186,45 @@ def read_flows(path: Path | str, topo: Ns3Topology, priority_default: int = 3) -
 CC_MODES = {1: "dcqcn", 3: "hpcc", 7: "timely", 8: "dctcp"}
 #: per algorithm: config key -> (parameter, converter name)
 CC_KEYS = {
-    "dcqcn": {"ALPHA_RESUME_INTERVAL": ("alpha_interval_us", "float"),
-              "RATE_DECREASE_INTERVAL": ("decrease_interval_us", "float"),
-              "RP_TIMER": ("increase_interval_us", "float"), "EWMA_GAIN": ("g", "float"),
-              "FAST_RECOVERY_TIMES": ("fast_recovery_steps", "int"), "RATE_AI": ("rate_ai_mbps", "rate"),
-              "RATE_HAI": ("rate_hai_mbps", "rate"), "MIN_RATE": ("min_rate_mbps", "rate"),
-              "CLAMP_TARGET_RATE": ("clamp_target_rate", "bool")},
-    "hpcc": {"U_TARGET": ("eta", "float"), "MI_THRESH": ("max_stage", "int"), "RATE_AI": ("rate_ai_mbps", "rate"),
-             "MIN_RATE": ("min_rate_mbps", "rate")},
-    "timely": {"RATE_AI": ("rate_ai_mbps", "rate"), "RATE_HAI": ("rate_hai_mbps", "rate"),
-               "MIN_RATE": ("min_rate_mbps", "rate")},
-    "dctcp": {"EWMA_GAIN": ("g", "float"), "DCTCP_RATE_AI": ("rate_ai_mbps", "rate"),
-              "MIN_RATE": ("min_rate_mbps", "rate")},
+    "dcqcn": {
+        "ALPHA_RESUME_INTERVAL": ("alpha_interval_us", "float"),
+        "RATE_DECREASE_INTERVAL": ("decrease_interval_us", "float"),
+        "RP_TIMER": ("increase_interval_us", "float"),
+        "EWMA_GAIN": ("g", "float"),
+        "FAST_RECOVERY_TIMES": ("fast_recovery_steps", "int"),
+        "RATE_AI": ("rate_ai_mbps", "rate"),
+        "RATE_HAI": ("rate_hai_mbps", "rate"),
+        "MIN_RATE": ("min_rate_mbps", "rate"),
+        "CLAMP_TARGET_RATE": ("clamp_target_rate", "bool"),
+    },
+    "hpcc": {
+        "U_TARGET": ("eta", "float"),
+        "MI_THRESH": ("max_stage", "int"),
+        "RATE_AI": ("rate_ai_mbps", "rate"),
+        "MIN_RATE": ("min_rate_mbps", "rate"),
+    },
+    "timely": {
+        "RATE_AI": ("rate_ai_mbps", "rate"),
+        "RATE_HAI": ("rate_hai_mbps", "rate"),
+        "MIN_RATE": ("min_rate_mbps", "rate"),
+    },
+    "dctcp": {
+        "EWMA_GAIN": ("g", "float"),
+        "DCTCP_RATE_AI": ("rate_ai_mbps", "rate"),
+        "MIN_RATE": ("min_rate_mbps", "rate"),
+    },
 }
 #: keys roce-emu models with one value only: another value is named in the notes
-FIXED = {"USE_DYNAMIC_PFC_THRESHOLD": ("1", "roce-emu's PFC thresholds are dynamic (alpha_shift)"),
-         "L2_ACK_INTERVAL": ("1", "roce-emu acknowledges every packet"),
-         "GLOBAL_T": ("1", "roce-emu's base RTT is the fabric's largest"),
-         "VAR_WIN": ("1", "roce-emu's window follows the rate"),
-         "FAST_REACT": ("1", "roce-emu's HPCC reacts to every ACK"),
-         "MULTI_RATE": ("0", "roce-emu's HPCC keeps one rate for all hops"),
-         "SAMPLE_FEEDBACK": ("0", "roce-emu's HPCC reads INT on every ACK"),
-         "RATE_BOUND": ("1", "roce-emu paces every queue pair at its rate")}
+FIXED = {
+    "USE_DYNAMIC_PFC_THRESHOLD": ("1", "roce-emu's PFC thresholds are dynamic (alpha_shift)"),
+    "L2_ACK_INTERVAL": ("1", "roce-emu acknowledges every packet"),
+    "GLOBAL_T": ("1", "roce-emu's base RTT is the fabric's largest"),
+    "VAR_WIN": ("1", "roce-emu's window follows the rate"),
+    "FAST_REACT": ("1", "roce-emu's HPCC reacts to every ACK"),
+    "MULTI_RATE": ("0", "roce-emu's HPCC keeps one rate for all hops"),
+    "SAMPLE_FEEDBACK": ("0", "roce-emu's HPCC reads INT on every ACK"),
+    "RATE_BOUND": ("1", "roce-emu paces every queue pair at its rate"),
+}
 #: keys roce-emu has no equivalent for: named in the notes with the reason
 NOT_MODELLED = {
     "TRACE_FILE": "packet traces: roce-emu samples queues and rates with output.traces",
@@ -223,8 +261,9 @@ def _input_file(config_dir: Path, name: str) -> Path:
     return direct if direct.is_file() else config_dir / Path(name).name
 
 
-def scenario(config_path: Path | str, topology: Path | None = None, flows: Path | None = None,
-             name: str | None = None) -> tuple[dict, list[str], list[str]]:
+def scenario(
+    config_path: Path | str, topology: Path | None = None, flows: Path | None = None, name: str | None = None
+) -> tuple[dict, list[str], list[str]]:
     """A scenario document from an HPCC ns-3 run configuration (with its topology and flow
     files), the notes of what was not carried over, and the files read."""
     config_path = Path(config_path)
@@ -246,20 +285,32 @@ def scenario(config_path: Path | str, topology: Path | None = None, flows: Path 
     flow_path = flows or _input_file(folder, value("FLOW_FILE") or "flow.txt")
     topo = read_topology(topo_path)
     errors = [(a, b, e) for a, b, _, _, e, _ in topo.links if e > 0]
-    doc: dict = {"name": name or config_path.stem, "topology": {"kind": "custom", "switches": list(topo.switches),
-           "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in topo.links]}}
+    doc: dict = {
+        "name": name or config_path.stem,
+        "topology": {
+            "kind": "custom",
+            "switches": list(topo.switches),
+            "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in topo.links],
+        },
+    }
     flow_list, flow_notes = read_flows(flow_path, topo)
     notes += flow_notes
     if topo.ignored_lines:
-        notes.append(f"{topo_path}: {topo.ignored_lines} lines after the {len(topo.links)} links line 1 announces: "
-                     f"ignored, as the simulator does")
+        notes.append(
+            f"{topo_path}: {topo.ignored_lines} lines after the {len(topo.links)} links line 1 announces: "
+            f"ignored, as the simulator does"
+        )
     doc["workload"] = {"flows": flow_list}
     network: dict = {"profile": "hpcc_ns3"}  # its frame sizes, ACKs queued with data, its headroom
     mode = value("CC_MODE", "1")
     code = _int(mode, source, "CC_MODE", "the congestion-control mode")
     if code not in CC_MODES:
-        raise ScenarioError(source, "CC_MODE", f"{code} is not a mode roce-emu runs (allowed: 1 DCQCN, 3 HPCC, "
-                                               f"7 TIMELY, 8 DCTCP; 10 HPCC-PINT is not modelled)")
+        raise ScenarioError(
+            source,
+            "CC_MODE",
+            f"{code} is not a mode roce-emu runs (allowed: 1 DCQCN, 3 HPCC, "
+            f"7 TIMELY, 8 DCTCP; 10 HPCC-PINT is not modelled)",
+        )
     algorithm = CC_MODES[code]
     params: dict[str, object] = {"variant": "cx"} if algorithm == "dcqcn" else {}
     for key, (param, kind) in CC_KEYS[algorithm].items():
@@ -334,16 +385,22 @@ def _ecn_maps(cfg, used, source, topo) -> dict:
         n = _int(values[0], source, key, "the number of rates") if values else 0
         if len(values) != 1 + 2 * n:
             raise ScenarioError(source, key, f"line {line}: expected the count, then {n} pairs of rate (b/s) and value")
-        maps[key] = {_int(values[1 + 2 * i], source, key, "a rate in b/s"): _float(values[2 + 2 * i], source, key)
-                     for i in range(n)}
+        maps[key] = {
+            _int(values[1 + 2 * i], source, key, "a rate in b/s"): _float(values[2 + 2 * i], source, key)
+            for i in range(n)
+        }
     if not maps:
         return {}
     rates = sorted({int(round(rate)) for _, _, rate, _, _, _ in topo.links})
     for key, table in maps.items():
         missing = [r for r in rates if r not in table]
         if missing:
-            raise ScenarioError(source, key, f"no entry for {missing[0]} b/s, a link rate of the topology (the HPCC "
-                                             f"simulator needs one per link rate too)")
+            raise ScenarioError(
+                source,
+                key,
+                f"no entry for {missing[0]} b/s, a link rate of the topology (the HPCC "
+                f"simulator needs one per link rate too)",
+            )
     ref = rates[-1]
     out = {"scale_with_rate": len(rates) > 1, "reference_rate_gbps": ref / 1e9}
     targets = (("KMIN_MAP", "kmin_bytes", 1000), ("KMAX_MAP", "kmax_bytes", 1000), ("PMAX_MAP", "pmax", 1))
@@ -355,8 +412,9 @@ def _ecn_maps(cfg, used, source, topo) -> dict:
             expected = table[ref] * (r / ref if unit > 1 else 1)
             if abs(table[r] - expected) > 1e-9 * max(1.0, abs(expected)):
                 what = "keeps one pmax for all rates" if unit == 1 else "scales one threshold with the rate"
-                raise ScenarioError(source, key, f"{table[r]:g} at {r} b/s against {table[ref]:g} at {ref} b/s: "
-                                                 f"roce-emu {what}")
+                raise ScenarioError(
+                    source, key, f"{table[r]:g} at {r} b/s against {table[ref]:g} at {ref} b/s: roce-emu {what}"
+                )
         out[name] = int(round(table[ref] * unit)) if unit > 1 else table[ref]
     return out
 
@@ -413,6 +471,9 @@ def flows_text(flows: list[dict], section: dict) -> str:
     node = [v for v in range(n) if v not in switches]
     ordered = sorted(flows, key=lambda f: f.get("start_ns", 0.0))
     lines = [str(len(ordered))]
-    lines += [f"{node[f['src']]} {node[f['dst']]} {f.get('priority') or 3} 100 {f['bytes']} "
-              f"{f.get('start_ns', 0.0) / 1e9:.9f}" for f in ordered]
+    lines += [
+        f"{node[f['src']]} {node[f['dst']]} {f.get('priority') or 3} 100 {f['bytes']} "
+        f"{f.get('start_ns', 0.0) / 1e9:.9f}"
+        for f in ordered
+    ]
     return "\n".join(lines) + "\n"

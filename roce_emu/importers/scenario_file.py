@@ -1,5 +1,6 @@
 """Write an imported scenario: validated first, with a header naming its sources and what was
 not carried over, atomically (a reader never sees half a file), never over a file unless asked."""
+
 import os
 import tempfile
 from pathlib import Path

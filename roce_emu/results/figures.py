@@ -5,6 +5,7 @@ data); ``save`` writes it as PDF and PNG with reproducible bytes. ``figures_for`
 figure a directory can make. One style for all: labelled axes with units, a legend where
 there is more than one series, a colour-blind-safe cycle, no TeX needed.
 """
+
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,12 +22,21 @@ from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 
 STYLE: dict = {
-    "figure.figsize": (6.4, 3.6), "figure.dpi": 150, "savefig.bbox": "tight", "font.size": 9,
-    "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
-    "legend.frameon": False, "text.usetex": False, "mathtext.fontset": "stix",
+    "figure.figsize": (6.4, 3.6),
+    "figure.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "text.usetex": False,
+    "mathtext.fontset": "stix",
     # Okabe-Ito: distinguishable with the common colour-vision deficiencies
-    "axes.prop_cycle": cycler(color=["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
-                                                "#56B4E9", "#F0E442", "#000000"]),
+    "axes.prop_cycle": cycler(
+        color=["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+    ),
 }
 POLICY_ORDER = [a.name for a in ALGORITHMS]
 POLICY_LABEL = {a.name: a.label for a in ALGORITHMS}
@@ -62,8 +72,15 @@ def _legend_above(ax, ncols: int = 4, **kwargs) -> None:
     """A legend above the axes, outside them, so it never covers data."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, labels, loc="lower left", bbox_to_anchor=(0.0, 1.02), ncols=min(ncols, len(handles)),
-                  borderaxespad=0.0, **kwargs)
+        ax.legend(
+            handles,
+            labels,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.02),
+            ncols=min(ncols, len(handles)),
+            borderaxespad=0.0,
+            **kwargs,
+        )
 
 
 def _legend_right(ax, **kwargs) -> None:
@@ -143,32 +160,57 @@ def policy_time_figure(sweep_dir: Path):
     fabric = _topology_labels(rows)
     topologies = sorted(set(fabric.values()))
     policies = [p for p in _policies(rows) if p != "none"] or _policies(rows)
-    seeds = max(len({r.get("seed", "") for r in rows if fabric[r["point"]] == topo and r["cc_algorithm"] == p
-                     and tuple(r[k] for k in others) == panel})
-                for topo in topologies for p in policies for panel in panels)
+    seeds = max(
+        len(
+            {
+                r.get("seed", "")
+                for r in rows
+                if fabric[r["point"]] == topo and r["cc_algorithm"] == p and tuple(r[k] for k in others) == panel
+            }
+        )
+        for topo in topologies
+        for p in policies
+        for panel in panels
+    )
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.8 * len(panels)), 3.8), squeeze=False,
-                                 sharey=True)
+        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.8 * len(panels)), 3.8), squeeze=False, sharey=True)
         width = 0.8 / len(policies)
         colors = STYLE["axes.prop_cycle"].by_key()["color"]
         extremes = [1.0]
         for ax, panel in zip(axes[0], panels):
             mine = [r for r in rows if tuple(r[k] for k in others) == panel]
             for i, policy in enumerate(policies):
-                stats = [_spread([r["_ratio"] for r in mine if fabric[r["point"]] == topo
-                                  and r["cc_algorithm"] == policy]) for topo in topologies]
+                stats = [
+                    _spread([r["_ratio"] for r in mine if fabric[r["point"]] == topo and r["cc_algorithm"] == policy])
+                    for topo in topologies
+                ]
                 mean = np.array([m for m, _ in stats])
                 err = np.array([e for _, e in stats])
                 x = np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width
-                ax.bar(x, mean - 1.0, width, bottom=1.0, color=colors[(POLICY_ORDER.index(policy) if policy in
-                       POLICY_ORDER else i) % len(colors)], label=POLICY_LABEL.get(policy, policy),
-                       yerr=err if seeds > 1 else None, capsize=2, error_kw={"lw": 0.8})
+                ax.bar(
+                    x,
+                    mean - 1.0,
+                    width,
+                    bottom=1.0,
+                    color=colors[(POLICY_ORDER.index(policy) if policy in POLICY_ORDER else i) % len(colors)],
+                    label=POLICY_LABEL.get(policy, policy),
+                    yerr=err if seeds > 1 else None,
+                    capsize=2,
+                    error_kw={"lw": 0.8},
+                )
                 for xi, m, e in zip(x, mean, err):
                     if m == m:
                         extremes += [m - e, m + e]
-                        ax.annotate(f"{m:.2f}", (xi, m + (e if m >= 1 else -e)), xytext=(0, 2 if m >= 1 else -2),
-                                    textcoords="offset points", ha="center", va="bottom" if m >= 1 else "top",
-                                    fontsize=6, rotation=90)
+                        ax.annotate(
+                            f"{m:.2f}",
+                            (xi, m + (e if m >= 1 else -e)),
+                            xytext=(0, 2 if m >= 1 else -2),
+                            textcoords="offset points",
+                            ha="center",
+                            va="bottom" if m >= 1 else "top",
+                            fontsize=6,
+                            rotation=90,
+                        )
             ax.axhline(1.0, color="0.2", lw=0.9)
             ax.set_xticks(np.arange(len(topologies)), topologies)
             ax.set_xlabel("topology (fabric)")
@@ -189,8 +231,11 @@ def breakdown_figure(sweep_dir: Path):
     """Stacked bars per point: compute, exposed communication and idle time per iteration (mean
     over seeds, with one standard deviation of the iteration time as an error bar where a sweep
     repeats points), one panel per workload-like swept value."""
-    rows = [r for r in _read_csv(sweep_dir / "results.csv")
-            if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""]
+    rows = [
+        r
+        for r in _read_csv(sweep_dir / "results.csv")
+        if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""
+    ]
     if not rows:
         return None
     others = _panel_keys(rows)
@@ -201,13 +246,17 @@ def breakdown_figure(sweep_dir: Path):
         groups.setdefault((tuple(r[k] for k in others), fabric[r["point"]], r.get("cc_algorithm", "")), []).append(r)
     keys = sorted(groups, key=lambda g: (g[0], g[1], rank.get(g[2], 99)))
     panels = sorted({g[0] for g in keys})
-    parts = [("mean_compute_ns", "compute"), ("mean_exposed_communication_ns", "exposed communication"),
-             ("mean_idle_ns", "idle (waiting for other ranks)")]
+    parts = [
+        ("mean_compute_ns", "compute"),
+        ("mean_exposed_communication_ns", "exposed communication"),
+        ("mean_idle_ns", "idle (waiting for other ranks)"),
+    ]
     seeds = max(len(v) for v in groups.values())
     with plt.rc_context(STYLE):
         width = max(len([g for g in keys if g[0] == p]) for p in panels)
-        fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, (0.3 * width + 1.2) * len(panels)), 3.8),
-                                 squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(panels), figsize=(max(6.4, (0.3 * width + 1.2) * len(panels)), 3.8), squeeze=False
+        )
         for ax, panel in zip(axes[0], panels):
             mine = [g for g in keys if g[0] == panel]
             bottom = np.zeros(len(mine))
@@ -217,8 +266,16 @@ def breakdown_figure(sweep_dir: Path):
                 bottom += values
             if seeds > 1:
                 err = np.array([_spread([_num(r.get("mean_iteration_ns")) for r in groups[g]])[1] for g in mine]) / 1e6
-                ax.errorbar(np.arange(len(mine)), bottom, yerr=err, fmt="none", ecolor="0.2", capsize=2, lw=0.8,
-                            label=f"iteration time ± 1 s.d. ({seeds} seeds)")
+                ax.errorbar(
+                    np.arange(len(mine)),
+                    bottom,
+                    yerr=err,
+                    fmt="none",
+                    ecolor="0.2",
+                    capsize=2,
+                    lw=0.8,
+                    label=f"iteration time ± 1 s.d. ({seeds} seeds)",
+                )
             labels = [f"{g[1]} {POLICY_LABEL.get(g[2], g[2])}" for g in mine]
             ax.set_xticks(np.arange(len(mine)), labels, fontsize=7, rotation=90)
             ax.set_xlabel("point (topology, congestion control)")
@@ -271,8 +328,11 @@ def fct_figure(run_dir: Path):
         _legend_above(cdf, ncols=2, title="flow size", fontsize=7)
         if deciles:
             top = np.array([_num(r["max_bytes"]) for r in deciles])
-            for column, label in (("slowdown_p50", "median"), ("slowdown_p95", "95th percentile"),
-                                  ("slowdown_p99", "99th percentile")):
+            for column, label in (
+                ("slowdown_p50", "median"),
+                ("slowdown_p95", "95th percentile"),
+                ("slowdown_p99", "99th percentile"),
+            ):
                 pct.plot(top, [_num(r[column]) for r in deciles], marker="o", markersize=3, label=label)
             pct.set_xscale("log")
             pct.set_xlabel("flow size, top of each decile (bytes, log)")
@@ -328,9 +388,11 @@ def rate_figure(run_dir: Path, top: int = 8):
     return fig
 
 
-STATE_STYLE = {"compute": ("compute", "#0072B2"),
-               "exposed_communication": ("exposed communication", "#E69F00"),
-               "idle": ("idle (waiting for other ranks)", "#D9D9D9")}
+STATE_STYLE = {
+    "compute": ("compute", "#0072B2"),
+    "exposed_communication": ("exposed communication", "#E69F00"),
+    "idle": ("idle (waiting for other ranks)", "#D9D9D9"),
+}
 
 
 def timeline_figure(run_dir: Path, max_ranks: int = 64):
@@ -392,25 +454,38 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     colors = STYLE["axes.prop_cycle"].by_key()["color"]
     iterations = len({r["iteration"] for r in rows})
     with plt.rc_context(STYLE):
-        fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, min(9.0, max(2.6, 1.2 + 0.1 * len(keys)))),
-                                          sharey=True, gridspec_kw={"width_ratios": [2.2, 1]})
+        fig, (left, right) = plt.subplots(
+            1,
+            2,
+            figsize=(7.6, min(9.0, max(2.6, 1.2 + 0.1 * len(keys)))),
+            sharey=True,
+            gridspec_kw={"width_ratios": [2.2, 1]},
+        )
         for i, kind in enumerate(kinds):
             spans: dict[int, list] = {}
             for r in rows:
                 if r["kind"] == kind:
                     spans.setdefault(lane[(r["name"], r["group"])], []).append(
-                        (_num(r["start_ns"]) / 1e6, _num(r["time_ns"]) / 1e6))
+                        (_num(r["start_ns"]) / 1e6, _num(r["time_ns"]) / 1e6)
+                    )
             for y, bars in spans.items():
                 left.broken_barh(bars, (y - 0.4, 0.8), facecolors=colors[i % len(colors)], lw=0)
             left.bar(0, 0, color=colors[i % len(colors)], label=kind.replace("_", "-"))  # legend entry
-        per_key = [np.array([_num(r["busbw_gbps"]) for r in rows if (r["name"], r["group"]) == key])
-                   for key in keys]
+        per_key = [np.array([_num(r["busbw_gbps"]) for r in rows if (r["name"], r["group"]) == key]) for key in keys]
         bw = np.array([(v.mean(), v.mean() - v.min(), v.max() - v.mean()) for v in per_key])
-        right.barh(np.arange(len(keys)), bw[:, 0], 0.7, color="0.45",
-                   xerr=bw[:, 1:].T if iterations > 1 else None, capsize=1.5, error_kw={"lw": 0.6})
+        right.barh(
+            np.arange(len(keys)),
+            bw[:, 0],
+            0.7,
+            color="0.45",
+            xerr=bw[:, 1:].T if iterations > 1 else None,
+            capsize=1.5,
+            error_kw={"lw": 0.6},
+        )
         left.set_xlabel("time (ms)")
-        right.set_xlabel("bus bandwidth (Gb/s)" + (f", mean of {iterations} iterations" if iterations > 1 else ""),
-                         fontsize=8)
+        right.set_xlabel(
+            "bus bandwidth (Gb/s)" + (f", mean of {iterations} iterations" if iterations > 1 else ""), fontsize=8
+        )
         several_groups = len({g for _, g in keys}) > 1
         names = [f"{n} (group {g})" if several_groups else n for n, g in keys]
         step = max(1, int(np.ceil(len(keys) / max_labels)))
@@ -429,10 +504,18 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
 
 
 Maker = Callable[[Path], Any]  # a directory -> its Figure, or None when it has nothing to show
-SWEEP_FIGURES: dict[str, Maker] = {"policy_time": policy_time_figure, "comm_breakdown": breakdown_figure,
-                                   "pauses_marks": pauses_marks_figure}
-RUN_FIGURES: dict[str, Maker] = {"fct_slowdown": fct_figure, "queues": queue_figure, "rates": rate_figure,
-                                 "rank_timeline": timeline_figure, "collective_times": collectives_figure}
+SWEEP_FIGURES: dict[str, Maker] = {
+    "policy_time": policy_time_figure,
+    "comm_breakdown": breakdown_figure,
+    "pauses_marks": pauses_marks_figure,
+}
+RUN_FIGURES: dict[str, Maker] = {
+    "fct_slowdown": fct_figure,
+    "queues": queue_figure,
+    "rates": rate_figure,
+    "rank_timeline": timeline_figure,
+    "collective_times": collectives_figure,
+}
 
 
 def figures_for(directory: Path) -> dict:

@@ -9,6 +9,7 @@ Per iteration and host, from the tasks' start and finish times:
 timeline.csv holds these as segments per host and iteration; the summary reports each as
 the mean over the hosts that take part.
 """
+
 import numpy as np
 
 from ..core.state import World
@@ -17,10 +18,36 @@ from ..workload.collectives import BUS_FACTOR
 from ..workload.dag import ROLE_CODE, ROLE_COMPUTE, ROLE_JOIN, ROLES
 from .tables import ps_to_ns
 
-TASK_COLUMNS = ("task_id", "kind", "name", "iteration", "host", "src", "dst", "bytes", "start_ns", "finish_ns",
-                "duration_ns")
-COLLECTIVE_COLUMNS = ("name", "group", "iteration", "kind", "algorithm", "scheduler", "ranks", "bytes", "chunks",
-                      "flows", "start_ns", "finish_ns", "time_ns", "algbw_gbps", "busbw_gbps")
+TASK_COLUMNS = (
+    "task_id",
+    "kind",
+    "name",
+    "iteration",
+    "host",
+    "src",
+    "dst",
+    "bytes",
+    "start_ns",
+    "finish_ns",
+    "duration_ns",
+)
+COLLECTIVE_COLUMNS = (
+    "name",
+    "group",
+    "iteration",
+    "kind",
+    "algorithm",
+    "scheduler",
+    "ranks",
+    "bytes",
+    "chunks",
+    "flows",
+    "start_ns",
+    "finish_ns",
+    "time_ns",
+    "algbw_gbps",
+    "busbw_gbps",
+)
 
 
 def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
@@ -36,22 +63,31 @@ def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
     for k in np.flatnonzero(keep).tolist():
         start, finish = int(task[k]["start_ps"]), int(task[k]["finish_ps"])
         is_flow = bool(t.is_flow[k])
-        rows.append({
-            "task_id": k, "kind": ROLES[t.role[k]], "name": t.name(k), "iteration": int(t.iteration[k]),
-            "host": "" if is_flow else int(t.host[k]),
-            "src": int(flow[k]["src"]) if is_flow else "", "dst": int(flow[k]["dst"]) if is_flow else "",
-            "bytes": int(flow[k]["size_bytes"]) if is_flow else "",
-            "start_ns": ps_to_ns(start), "finish_ns": ps_to_ns(finish),
-            "duration_ns": ps_to_ns(finish - start) if finish >= 0 and start >= 0 else "",
-        })
+        rows.append(
+            {
+                "task_id": k,
+                "kind": ROLES[t.role[k]],
+                "name": t.name(k),
+                "iteration": int(t.iteration[k]),
+                "host": "" if is_flow else int(t.host[k]),
+                "src": int(flow[k]["src"]) if is_flow else "",
+                "dst": int(flow[k]["dst"]) if is_flow else "",
+                "bytes": int(flow[k]["size_bytes"]) if is_flow else "",
+                "start_ns": ps_to_ns(start),
+                "finish_ns": ps_to_ns(finish),
+                "duration_ns": ps_to_ns(finish - start) if finish >= 0 and start >= 0 else "",
+            }
+        )
     return rows
 
 
 def collective_columns(workload: Workload) -> tuple[str, ...]:
     """COLLECTIVE_COLUMNS, and per dimension bytes, busy time and utilisation when a collective
     ran over the dimensions of a fabric (hierarchical)."""
-    n = max((int(c.flow_dim.max()) + 1 for c in workload.collectives if c.flow_dim is not None and len(c.flow_dim)),
-            default=0)
+    n = max(
+        (int(c.flow_dim.max()) + 1 for c in workload.collectives if c.flow_dim is not None and len(c.flow_dim)),
+        default=0,
+    )
     return COLLECTIVE_COLUMNS + tuple(f"dim{k}_{m}" for k in range(n) for m in ("bytes", "busy_ns", "utilization"))
 
 
@@ -69,8 +105,13 @@ def _per_dimension(world: World, c, time_ps: int) -> dict:
         busy = sum(e - s for s, e in spans)
         cap = len(c.ranks) * c.dim_rates[k] if k < len(c.dim_rates) else 0
         util = moved * 8 / (time_ps * 1e-12) / cap if time_ps > 0 and cap > 0 and len(ids) else None
-        out.update({f"dim{k}_bytes": moved, f"dim{k}_busy_ns": ps_to_ns(busy) if len(ids) else "0",
-                    f"dim{k}_utilization": round(util, 6) if util is not None else ""})
+        out.update(
+            {
+                f"dim{k}_bytes": moved,
+                f"dim{k}_busy_ns": ps_to_ns(busy) if len(ids) else "0",
+                f"dim{k}_utilization": round(util, 6) if util is not None else "",
+            }
+        )
     return out
 
 
@@ -86,14 +127,25 @@ def collective_rows(world: World, workload: Workload) -> list[dict]:
         time_ps = finish - start if done else 0
         algbw = c.nbytes * 8 / (time_ps / 1e3) if time_ps > 0 else None  # bit/ns = Gb/s
         n = len(c.ranks)
-        rows.append({
-            "name": c.name, "group": c.group, "iteration": c.iteration, "kind": c.kind, "algorithm": c.algorithm,
-            "scheduler": c.scheduler, "ranks": n,
-            "bytes": c.nbytes, "chunks": c.chunks, "flows": len(c.flows), "start_ns": ps_to_ns(start),
-            "finish_ns": ps_to_ns(finish), "time_ns": ps_to_ns(time_ps) if done else "",
-            "algbw_gbps": round(algbw, 6) if algbw else "",
-            "busbw_gbps": round(algbw * BUS_FACTOR[c.kind](n), 6) if algbw else "",
-        })
+        rows.append(
+            {
+                "name": c.name,
+                "group": c.group,
+                "iteration": c.iteration,
+                "kind": c.kind,
+                "algorithm": c.algorithm,
+                "scheduler": c.scheduler,
+                "ranks": n,
+                "bytes": c.nbytes,
+                "chunks": c.chunks,
+                "flows": len(c.flows),
+                "start_ns": ps_to_ns(start),
+                "finish_ns": ps_to_ns(finish),
+                "time_ns": ps_to_ns(time_ps) if done else "",
+                "algbw_gbps": round(algbw, 6) if algbw else "",
+                "busbw_gbps": round(algbw * BUS_FACTOR[c.kind](n), 6) if algbw else "",
+            }
+        )
         if c.flow_dim is not None and len(c.flow_dim) and done:
             rows[-1].update(_per_dimension(world, c, time_ps))
     return rows
@@ -195,7 +247,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     flow = world.flow
     start, finish = task["start_ps"].astype(np.int64), task["finish_ps"].astype(np.int64)
     is_collective = np.zeros(len(t), bool)
-    is_collective[:len(workload.flows)] = collective_flow_mask(workload)
+    is_collective[: len(workload.flows)] = collective_flow_mask(workload)
     compute = np.flatnonzero((t.role == ROLE_CODE[ROLE_COMPUTE]) & (start >= 0) & (finish >= 0))
     comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
     computing = _covered_per_host(t.host[compute], start[compute], finish[compute])
@@ -203,8 +255,9 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     # reduction units of in_network collectives)
     comm_hosts = np.concatenate([flow["src"][comm], flow["dst"][comm]])
     comm_start, comm_finish = np.tile(start[comm], 2), np.tile(finish[comm], 2)
-    ranks = np.unique(np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives]
-                                     or [np.zeros(0, np.int64)]))
+    ranks = np.unique(
+        np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives] or [np.zeros(0, np.int64)])
+    )
     rank = np.isin(comm_hosts, ranks)
     comm_hosts, comm_start, comm_finish = comm_hosts[rank], comm_start[rank], comm_finish[rank]
     communicating = _covered_per_host(comm_hosts, comm_start, comm_finish)
@@ -215,12 +268,14 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
         busy_m = communicating.get(h, [])
         exposed = _subtract(busy_m, busy_c)
         idle = _subtract([(0, windows[-1][1])], _covered(busy_c + busy_m))
-        segments = sorted([(s, e, "compute") for s, e in busy_c] + [(s, e, "exposed_communication") for s, e in exposed]
-                          + [(s, e, "idle") for s, e in idle])
+        segments = sorted(
+            [(s, e, "compute") for s, e in busy_c]
+            + [(s, e, "exposed_communication") for s, e in exposed]
+            + [(s, e, "idle") for s, e in idle]
+        )
         for it, (lo, hi) in enumerate(windows):
             total = _length(_clip(busy_m, lo, hi))
-            rows.extend((it, h, state, s, e, total) for s0, e0, state in segments
-                        for s, e in _clip([(s0, e0)], lo, hi))
+            rows.extend((it, h, state, s, e, total) for s0, e0, state in segments for s, e in _clip([(s0, e0)], lo, hi))
     return rows
 
 

@@ -5,6 +5,7 @@ They read the trace rows (kinds.TR_*) a run returns in ``RunOutcome.trace``, or 
 long-format ``traces_rate.csv`` loaded back into the same columns, so tests, plots and
 users compute them the same way.
 """
+
 import numpy as np
 
 from ..core import kinds as K

@@ -13,6 +13,7 @@ its users' analysis scripts read roce-emu's runs.
 Node ids are the scenario's: for a ``custom`` (or imported ns3) topology the ids of its file,
 else roce-emu's node numbers (hosts first).
 """
+
 import numpy as np
 
 from ..core import kinds as K
@@ -23,7 +24,7 @@ FIRST_SPORT = 10000
 
 
 def ip_hex(node_id: int) -> str:
-    return f"{0x0b000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100:08x}"
+    return f"{0x0B000001 + (node_id // 256) * 0x10000 + (node_id % 256) * 0x100:08x}"
 
 
 def node_ids(fabric: Fabric) -> list[int]:
@@ -58,9 +59,12 @@ def fct_text(flow_table: dict, fabric: Fabric) -> str:
         seen[int(src[f])] = seen.get(int(src[f]), 0) + 1
     done = np.flatnonzero(flow_table["finish_ps"] >= 0)
     done = done[np.argsort(flow_table["finish_ps"][done], kind="stable")]
-    lines = [f"{ip_hex(ids[src[f]])} {ip_hex(ids[dst[f]])} {sport[f]} {DPORT} {flow_table['bytes'][f]} "
-             f"{flow_table['start_ps'][f] // 1000} {flow_table['fct_ps'][f] // 1000} "
-             f"{flow_table['ideal_ps'][f] // 1000}" for f in done.tolist()]
+    lines = [
+        f"{ip_hex(ids[src[f]])} {ip_hex(ids[dst[f]])} {sport[f]} {DPORT} {flow_table['bytes'][f]} "
+        f"{flow_table['start_ps'][f] // 1000} {flow_table['fct_ps'][f] // 1000} "
+        f"{flow_table['ideal_ps'][f] // 1000}"
+        for f in done.tolist()
+    ]
     return "".join(line + "\n" for line in lines)
 
 
@@ -70,6 +74,8 @@ def pfc_text(world, fabric: Fabric, topology, trace: np.ndarray) -> str:
     node = world.port["node"]
     rows = trace[trace[:, 1] == K.TR_PFC]
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
-    lines = [f"{t // 1000} {ids[node[p]]} {0 if node[p] < fabric.n_endpoints else 1} {device[p]} {pause}"
-             for t, _, p, _, pause, _ in rows.tolist()]
+    lines = [
+        f"{t // 1000} {ids[node[p]]} {0 if node[p] < fabric.n_endpoints else 1} {device[p]} {pause}"
+        for t, _, p, _, pause, _ in rows.tolist()
+    ]
     return "".join(line + "\n" for line in lines)

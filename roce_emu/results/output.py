@@ -1,4 +1,5 @@
 """Atomic run directories: everything is written to a temporary sibling, then renamed into place."""
+
 import csv
 import json
 import os
@@ -43,8 +44,9 @@ def frame(columns, rows):
     return df
 
 
-def write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv",
-                  texts: dict[str, str] | None = None) -> None:
+def write_run_dir(
+    out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv", texts: dict[str, str] | None = None
+) -> None:
     """Write summary.json, the tables {"name.csv": (columns, rows)} and the text files
     {"name": text} into ``out`` atomically (complete or absent); with fmt "parquet" each table
     is name.parquet."""

@@ -4,6 +4,7 @@ Every run directory carries this record in summary.json ("provenance") next to t
 scenario (scenario.yaml), so that a figure can be traced to the exact code and inputs, and
 ``roce-emu run <run dir>/scenario.yaml`` reruns it.
 """
+
 import platform
 import subprocess
 import sys
@@ -22,8 +23,12 @@ def git_describe() -> str | None:
     a git checkout (an installed wheel) or git is missing."""
     here = Path(__file__).resolve().parent
     try:
-        done = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--tags"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "-C", str(here), "describe", "--always", "--dirty", "--tags"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
@@ -57,6 +62,8 @@ def provenance(source: str, overrides: list[str] | tuple, seed: int | None) -> d
 
 def scenario_yaml(document: dict) -> str:
     """The resolved scenario as YAML that loads back to the same scenario (keys in schema order)."""
-    header = ("# The scenario as this run used it, every default filled in (roce-emu "
-              f"{__version__}).\n# Rerun: roce-emu run <this file> --out <new run dir>\n")
+    header = (
+        "# The scenario as this run used it, every default filled in (roce-emu "
+        f"{__version__}).\n# Rerun: roce-emu run <this file> --out <new run dir>\n"
+    )
     return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)

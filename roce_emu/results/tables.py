@@ -1,4 +1,5 @@
 """Engine arrays -> tidy results: flows.csv rows (with the ideal FCT) and summary.json fields."""
+
 import numpy as np
 
 from .. import __version__
@@ -9,8 +10,22 @@ from ..core.state import QP_COUNTERS, World
 from ..fabric.topology import Fabric
 from .metrics import io_streaming, size_buckets
 
-FLOW_COLUMNS = ("flow_id", "src", "dst", "bytes", "start_ns", "finish_ns", "fct_ns", "ideal_fct_ns",
-                "slowdown", "retransmits", "timeouts", "packets_sent", "packets_dropped", "hops")
+FLOW_COLUMNS = (
+    "flow_id",
+    "src",
+    "dst",
+    "bytes",
+    "start_ns",
+    "finish_ns",
+    "fct_ns",
+    "ideal_fct_ns",
+    "slowdown",
+    "retransmits",
+    "timeouts",
+    "packets_sent",
+    "packets_dropped",
+    "hops",
+)
 
 
 def ps_to_ns(ps: int) -> str:
@@ -46,40 +61,88 @@ def flow_table(world: World) -> dict[str, np.ndarray]:
     flow = flows_now(world)
     cfg = world.cfg
     hops, ideal = flow_hops_and_ideal_fcts(
-        world.route_off[0], world.route_ports, world.port["node"], world.port["peer_port"], int(cfg[K.CFG_N_HOSTS]),
-        flow["src"].astype(np.int64), flow["dst"].astype(np.int64), flow["ecmp_hash"].astype(np.int64),
-        flow["size_bytes"].astype(np.int64), cfg[K.CFG_MTU], cfg[K.CFG_DATA_HDR], cfg[K.CFG_ACK_BYTES], cfg[K.CFG_IFG],
-        world.port["nominal_bps"], world.port["prop_ps"])
+        world.route_off[0],
+        world.route_ports,
+        world.port["node"],
+        world.port["peer_port"],
+        int(cfg[K.CFG_N_HOSTS]),
+        flow["src"].astype(np.int64),
+        flow["dst"].astype(np.int64),
+        flow["ecmp_hash"].astype(np.int64),
+        flow["size_bytes"].astype(np.int64),
+        cfg[K.CFG_MTU],
+        cfg[K.CFG_DATA_HDR],
+        cfg[K.CFG_ACK_BYTES],
+        cfg[K.CFG_IFG],
+        world.port["nominal_bps"],
+        world.port["prop_ps"],
+    )
     start = flow["start_ps"].astype(np.int64)
     finish = flow["finish_ps"].astype(np.int64)
-    return {"flow_id": np.arange(len(flow)), "src": flow["src"], "dst": flow["dst"], "bytes": flow["size_bytes"],
-            "start_ps": start, "finish_ps": finish, "fct_ps": np.where(finish >= 0, finish - start, -1),
-            "ideal_ps": ideal, "retransmits": flow["retransmits"], "timeouts": flow["timeouts"],
-            "packets_sent": flow["pkts_sent"], "packets_dropped": flow["pkts_dropped"], "hops": hops}
+    return {
+        "flow_id": np.arange(len(flow)),
+        "src": flow["src"],
+        "dst": flow["dst"],
+        "bytes": flow["size_bytes"],
+        "start_ps": start,
+        "finish_ps": finish,
+        "fct_ps": np.where(finish >= 0, finish - start, -1),
+        "ideal_ps": ideal,
+        "retransmits": flow["retransmits"],
+        "timeouts": flow["timeouts"],
+        "packets_sent": flow["pkts_sent"],
+        "packets_dropped": flow["pkts_dropped"],
+        "hops": hops,
+    }
 
 
 def flow_rows(table: dict[str, np.ndarray], select=None) -> list[dict]:
     """flows.csv rows (FLOW_COLUMNS, exact decimal ns) of the flows ``select`` picks (all by
     default: a boolean mask or indices)."""
-    picked = np.arange(len(table["flow_id"])) if select is None else np.flatnonzero(select) \
-        if np.asarray(select).dtype == bool else np.asarray(select)
+    picked = (
+        np.arange(len(table["flow_id"]))
+        if select is None
+        else np.flatnonzero(select)
+        if np.asarray(select).dtype == bool
+        else np.asarray(select)
+    )
     columns = {k: v[picked].tolist() for k, v in table.items()}
     rows = []
     for i in range(len(picked)):
         fct, ideal = columns["fct_ps"][i], columns["ideal_ps"][i]
-        rows.append({
-            "flow_id": columns["flow_id"][i], "src": columns["src"][i], "dst": columns["dst"][i],
-            "bytes": columns["bytes"][i], "start_ns": ps_to_ns(columns["start_ps"][i]),
-            "finish_ns": ps_to_ns(columns["finish_ps"][i]), "fct_ns": ps_to_ns(fct), "ideal_fct_ns": ps_to_ns(ideal),
-            "slowdown": repr(fct / ideal) if fct >= 0 else "", "retransmits": columns["retransmits"][i],
-            "timeouts": columns["timeouts"][i], "packets_sent": columns["packets_sent"][i],
-            "packets_dropped": columns["packets_dropped"][i], "hops": columns["hops"][i],
-        })
+        rows.append(
+            {
+                "flow_id": columns["flow_id"][i],
+                "src": columns["src"][i],
+                "dst": columns["dst"][i],
+                "bytes": columns["bytes"][i],
+                "start_ns": ps_to_ns(columns["start_ps"][i]),
+                "finish_ns": ps_to_ns(columns["finish_ps"][i]),
+                "fct_ns": ps_to_ns(fct),
+                "ideal_fct_ns": ps_to_ns(ideal),
+                "slowdown": repr(fct / ideal) if fct >= 0 else "",
+                "retransmits": columns["retransmits"][i],
+                "timeouts": columns["timeouts"][i],
+                "packets_sent": columns["packets_sent"][i],
+                "packets_dropped": columns["packets_dropped"][i],
+                "hops": columns["hops"][i],
+            }
+        )
     return rows
 
 
-SIZE_BUCKET_COLUMNS = ("bucket", "min_bytes", "max_bytes", "flows", "slowdown_mean", "slowdown_p50", "slowdown_p95",
-                       "slowdown_p99")
+SIZE_BUCKET_COLUMNS = (
+    "bucket",
+    "min_bytes",
+    "max_bytes",
+    "flows",
+    "slowdown_mean",
+    "slowdown_p50",
+    "slowdown_p95",
+    "slowdown_p99",
+)
+
+
 def slowdown_by_size(table: dict, select=None) -> list[tuple]:
     """fct_by_size.csv: FCT slowdown (FCT / ideal FCT) per flow-size decile of the finished
     flows ``select`` picks (all by default), the way background-traffic studies report it."""
@@ -90,8 +153,16 @@ def slowdown_by_size(table: dict, select=None) -> list[tuple]:
     rows = []
     for b, (lo, hi, pick) in enumerate(size_buckets(size)):
         s = slowdown[pick]
-        rows.append((b, lo, hi, int(pick.sum()), repr(float(s.mean())),
-                     *(repr(float(np.percentile(s, q))) for q in (50, 95, 99))))
+        rows.append(
+            (
+                b,
+                lo,
+                hi,
+                int(pick.sum()),
+                repr(float(s.mean())),
+                *(repr(float(np.percentile(s, q))) for q in (50, 95, 99)),
+            )
+        )
     return rows
 
 
@@ -111,8 +182,9 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray, traces=()) -> 
         order = np.lexsort((trace[:, 2], trace[:, 1], trace[:, 0]))
         trace = trace[order]
         t_ns = [t_ns[i] for i in order.tolist()]
-        rows = [(t_ns[i], obj, a, b, c) for i, (kind, obj, a, b, c) in enumerate(trace[:, 1:].tolist())
-                if kind == K.TR_RATE]
+        rows = [
+            (t_ns[i], obj, a, b, c) for i, (kind, obj, a, b, c) in enumerate(trace[:, 1:].tolist()) if kind == K.TR_RATE
+        ]
         tables["traces_rate.csv"] = (RATE_TRACE_COLUMNS, rows)
     if mode & K.TRACE_QUEUE_ON:
         queue = trace[:, 1] == K.TR_QUEUE
@@ -120,14 +192,19 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray, traces=()) -> 
         node = world.port["node"]
         peer = world.port["peer_port"]
         names = fabric.names
-        rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a)
-                for i, (kind, obj, a, _, _) in enumerate(trace[:, 1:].tolist())
-                if kind == K.TR_QUEUE and obj in busy]
+        rows = [
+            (t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a)
+            for i, (kind, obj, a, _, _) in enumerate(trace[:, 1:].tolist())
+            if kind == K.TR_QUEUE and obj in busy
+        ]
         tables["traces_queue.csv"] = (QUEUE_TRACE_COLUMNS, rows)
     if "pfc" in traces:
         node, peer, names = world.port["node"], world.port["peer_port"], fabric.names
-        pfc_rows = [(t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a, "pause" if b else "resume")
-                    for i, (kind, obj, a, b, _) in enumerate(trace[:, 1:].tolist()) if kind == K.TR_PFC]
+        pfc_rows = [
+            (t_ns[i], obj, names[node[obj]], names[node[peer[obj]]], a, "pause" if b else "resume")
+            for i, (kind, obj, a, b, _) in enumerate(trace[:, 1:].tolist())
+            if kind == K.TR_PFC
+        ]
         tables["traces_pfc.csv"] = (PFC_TRACE_COLUMNS, pfc_rows)
     return tables
 
@@ -141,8 +218,11 @@ def in_flight_per_flow(world: World) -> np.ndarray:
 
 def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np.ndarray]) -> dict:
     stats = world.stats
-    counters = {name: int(stats[i]) for i, name in enumerate(K.STAT_NAMES)
-                if name not in ("now_ps", "events", "last_progress_ps", "skipped_ps")}
+    counters = {
+        name: int(stats[i])
+        for i, name in enumerate(K.STAT_NAMES)
+        if name not in ("now_ps", "events", "last_progress_ps", "skipped_ps")
+    }
     switches = slice(fabric.n_endpoints, None)
     done = table["fct_ps"] >= 0
     slowdowns = table["fct_ps"][done] / table["ideal_ps"][done]

@@ -1,4 +1,5 @@
 """Explain a stalled run: paused ports and priorities, the pause cycle if any, links down, the stuck flows."""
+
 import networkx as nx
 import numpy as np
 
@@ -11,16 +12,27 @@ from ..results.tables import flows_now
 
 def _links_down(world: World, names: list[str]) -> list[str]:
     port = world.port
-    return [f"{names[port[p]['node']]}-{names[port[port[p]['peer_port']]['node']]}"
-            for p in np.flatnonzero(port["down"] != 0) if p < port[p]["peer_port"]]
+    return [
+        f"{names[port[p]['node']]}-{names[port[port[p]['peer_port']]['node']]}"
+        for p in np.flatnonzero(port["down"] != 0)
+        if p < port[p]["peer_port"]
+    ]
 
 
 def _cut_off(world: World, f: int) -> bool:
     """No live path for the flow's data in the routes in use now (a failure cut it off)."""
     r = world.flow[f]
     off = world.route_off[int(world.meta[K.M_ROUTE_EPOCH])]
-    path = flow_path(off, world.route_ports, world.port["node"], world.port["peer_port"],
-                     int(world.cfg[K.CFG_N_HOSTS]), int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
+    path = flow_path(
+        off,
+        world.route_ports,
+        world.port["node"],
+        world.port["peer_port"],
+        int(world.cfg[K.CFG_N_HOSTS]),
+        int(r["src"]),
+        int(r["dst"]),
+        int(r["ecmp_hash"]),
+    )
     reached = world.port["node"][world.port["peer_port"][path[-1]]] == r["dst"] if len(path) else False
     return not reached or bool((world.port["down"][path] != 0).any())
 
@@ -39,8 +51,9 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
     t_ns = world.stats[K.C_NOW_PS] / 1000
     quiet_ns = (world.stats[K.C_NOW_PS] - world.stats[K.C_LAST_PROGRESS_PS]) / 1000
     # switch-to-switch ports first: those are the ones a deadlock cycle runs through
-    paused = sorted(np.argwhere(world.pq["paused"] != 0).tolist(),
-                    key=lambda pp: (bool(port[pp[0]]["at_host"]), pp[0], pp[1]))
+    paused = sorted(
+        np.argwhere(world.pq["paused"] != 0).tolist(), key=lambda pp: (bool(port[pp[0]]["at_host"]), pp[0], pp[1])
+    )
     waits = nx.DiGraph()
     described = []
     for p, prio in paused:
@@ -52,11 +65,14 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
     stuck = np.flatnonzero(flow["state"] != K.FL_DONE)
     stuck_text = ", ".join(
         f"{f} ({names[flow[f]['src']]}->{names[flow[f]['dst']]}, {_acked(world, f)}/{-(-flow[f]['size_bytes'] // mtu)} "
-        f"packets acked{', no live path' if _cut_off(world, f) else ''})" for f in stuck[:limit])
+        f"packets acked{', no live path' if _cut_off(world, f) else ''})"
+        for f in stuck[:limit]
+    )
     if len(stuck) > limit:
         stuck_text += f", and {len(stuck) - limit} more"
-    ports_text = "; ".join(described[:limit]) + (f"; and {len(described) - limit} more" if len(described) > limit
-                                                  else "")
+    ports_text = "; ".join(described[:limit]) + (
+        f"; and {len(described) - limit} more" if len(described) > limit else ""
+    )
     try:
         cycle = nx.find_cycle(waits)
     except nx.NetworkXNoCycle:
@@ -68,5 +84,6 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
         head = f"stall at t={t_ns:.0f} ns: no flow progressed for {quiet_ns:.0f} ns"
     down = _links_down(world, names)
     down_text = f"; links down: {', '.join(down[:limit])}{' and more' if len(down) > limit else ''}" if down else ""
-    return cycle is not None, (f"{head}; paused ports: {ports_text or 'none'}{down_text}; "
-                               f"stuck flows ({len(stuck)}): {stuck_text or 'none'}")
+    return cycle is not None, (
+        f"{head}; paused ports: {ports_text or 'none'}{down_text}; stuck flows ({len(stuck)}): {stuck_text or 'none'}"
+    )

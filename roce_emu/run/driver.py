@@ -1,4 +1,5 @@
 """Run the engine in slices: progress bar, pool growth, stall and time limits, Ctrl-C."""
+
 import sys
 import time
 from dataclasses import dataclass, field
@@ -61,12 +62,18 @@ def compile_notice(kernel) -> str:
     if CACHE_DIR.is_dir() and any(CACHE_DIR.rglob(f"{module}.{name}-*.nbi")):
         return ""
     what = "the fast-forward kernel" if name == "advance_ff" else "the engine"
-    return (f"compiling {what} for this version (about {COMPILE_S[name]} s on 2 cores, once; "
-            f"cached in {CACHE_DIR})")
+    return f"compiling {what} for this version (about {COMPILE_S[name]} s on 2 cores, once; cached in {CACHE_DIR})"
 
 
-def simulate(world: World, limits: Limits, slice_events: int, progress: bool | None = None,
-             label: str = "", check: bool = False, fast_forward: bool = False) -> RunOutcome:
+def simulate(
+    world: World,
+    limits: Limits,
+    slice_events: int,
+    progress: bool | None = None,
+    label: str = "",
+    check: bool = False,
+    fast_forward: bool = False,
+) -> RunOutcome:
     """Advance the world until every event is processed, a limit, a stall or a broken invariant;
     with ``check``, also run the expensive invariant checks after every slice; with
     ``fast_forward``, skip the periods in which the network repeats itself (exactly)."""
@@ -88,8 +95,7 @@ def simulate(world: World, limits: Limits, slice_events: int, progress: bool | N
     # progress None lets tqdm decide: a bar on a terminal, nothing otherwise
     disable = None if progress is None else not progress
     chunks: list[np.ndarray] = []
-    bar = tqdm(total=n_flows, unit="flow", desc=label or "simulating", disable=disable, leave=False,
-               dynamic_ncols=True)
+    bar = tqdm(total=n_flows, unit="flow", desc=label or "simulating", disable=disable, leave=False, dynamic_ncols=True)
     limit_reason = ""
     broken = ""
     status = K.ST_BUDGET  # stays so if a limit stops the run before its first slice

@@ -2,6 +2,7 @@
 what ``prepare`` runs before it builds the world. It loads no Numba, so it answers quickly
 on a fresh machine. What it refuses names the file, the key and what is allowed
 (ScenarioError)."""
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from .sizing import check_fabric_memory, check_memory
 @dataclass
 class Inputs:
     """A scenario whose every input check passed, with what the checks built on the way."""
+
     scenario: Scenario
     source: str
     fabric: Fabric

@@ -2,6 +2,7 @@
 expensive ones ``--check`` runs between slices (every packet in at most one queue, queue byte
 counts equal to their packets, the free lists holding exactly the free packets and queue
 pairs, every open queue pair counting the packets that name it)."""
+
 import numpy as np
 
 from ..core import kinds as K
@@ -49,8 +50,9 @@ def check_world(world: World) -> None:
             if steps > len(pkt):
                 raise InvariantError(f"t={t_ns:g} ns: the queue of port {p} priority {prio} loops")
         if total != int(pq[p, prio]["bytes"]):
-            raise InvariantError(f"t={t_ns:g} ns: port {p} priority {prio} counts {int(pq[p, prio]['bytes'])} B "
-                                 f"but holds {total} B")
+            raise InvariantError(
+                f"t={t_ns:g} ns: port {p} priority {prio} counts {int(pq[p, prio]['bytes'])} B but holds {total} B"
+            )
     if (seen > 1).any():
         k = int(np.argmax(seen > 1))
         raise InvariantError(f"t={t_ns:g} ns: packet {k} is in {int(seen[k])} queues")
@@ -59,13 +61,16 @@ def check_world(world: World) -> None:
     if len(np.unique(free_ids)) != n_free or (pkt["kind"][free_ids] != K.PK_FREE).any():
         raise InvariantError(f"t={t_ns:g} ns: the free list holds a packet in use or the same packet twice")
     if int((pkt["kind"] == K.PK_FREE).sum()) != n_free:
-        raise InvariantError(f"t={t_ns:g} ns: {int((pkt['kind'] == K.PK_FREE).sum())} free packets, "
-                             f"{n_free} on the free list")
+        raise InvariantError(
+            f"t={t_ns:g} ns: {int((pkt['kind'] == K.PK_FREE).sum())} free packets, {n_free} on the free list"
+        )
     queued = pq["bytes"].sum(axis=1)
     if (queued != world.port["q_bytes"]).any():
         p = int(np.argmax(queued != world.port["q_bytes"]))
-        raise InvariantError(f"t={t_ns:g} ns: port {p} queue total {int(world.port['q_bytes'][p])} B, "
-                             f"its priorities hold {int(queued[p])} B")
+        raise InvariantError(
+            f"t={t_ns:g} ns: port {p} queue total {int(world.port['q_bytes'][p])} B, "
+            f"its priorities hold {int(queued[p])} B"
+        )
     _check_queue_pairs(world, t_ns)
 
 
@@ -83,5 +88,6 @@ def _check_queue_pairs(world: World, t_ns: float) -> None:
     alive = np.bincount(named, minlength=len(qp))
     if (alive != qp["alive"]).any():
         f = int(np.argmax(alive != qp["alive"]))
-        raise InvariantError(f"t={t_ns:g} ns: queue pair {f} counts {int(qp['alive'][f])} packets, "
-                             f"{int(alive[f])} name it")
+        raise InvariantError(
+            f"t={t_ns:g} ns: queue pair {f} counts {int(qp['alive'][f])} packets, {int(alive[f])} name it"
+        )

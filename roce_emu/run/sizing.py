@@ -2,6 +2,7 @@
 and queue-pair slots (all grow later with the work in flight), and the memory they and the
 routing tables take. A scenario that would not fit in the free memory is refused with the
 estimate. No Numba: ``roce-emu validate`` runs these checks without loading the engine."""
+
 import os
 
 from ..core import kinds as K
@@ -27,9 +28,16 @@ def estimate_bytes(fabric: Fabric, workload: Workload, route_epochs: int = 1) ->
     pool = pool_capacity(n_ports, qps)
     per_qp = QP_DTYPE.itemsize + CC_DTYPE.itemsize + 8 * 2 * K.N_TIMERS + 4
     routes = rows * ROUTE_ROW_BYTES + (route_epochs - 1) * rows * STORED_ROUTE_ROW_BYTES
-    return (routes + pool * (PKT_DTYPE.itemsize + 4) + 2 * EV_DTYPE.itemsize * heap_capacity(pool, n_ports, qps)
-            + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize) + qps * per_qp
-            + n_flows * FLOW_DTYPE.itemsize + n_tasks * (TASK_DTYPE.itemsize + 200) + len(workload.tasks.succ) * 4)
+    return (
+        routes
+        + pool * (PKT_DTYPE.itemsize + 4)
+        + 2 * EV_DTYPE.itemsize * heap_capacity(pool, n_ports, qps)
+        + n_ports * (PORT_DTYPE.itemsize + K.NPRIO * PQ_DTYPE.itemsize)
+        + qps * per_qp
+        + n_flows * FLOW_DTYPE.itemsize
+        + n_tasks * (TASK_DTYPE.itemsize + 200)
+        + len(workload.tasks.succ) * 4
+    )
 
 
 def first_qp_slots(n_flows: int, n_hosts: int) -> int:
@@ -51,22 +59,28 @@ def available_bytes() -> int:
 
 def check_memory(fabric: Fabric, workload: Workload, source: str, route_epochs: int = 1) -> None:
     """Refuse a scenario whose world would not fit in memory, with the estimate."""
-    _refuse_above(estimate_bytes(fabric, workload, route_epochs),
-                  f"{fabric.n_nodes} nodes x {fabric.n_endpoints} hosts of routes x {route_epochs} route epochs, "
-                  f"{len(workload.flows)} flows", source)
+    _refuse_above(
+        estimate_bytes(fabric, workload, route_epochs),
+        f"{fabric.n_nodes} nodes x {fabric.n_endpoints} hosts of routes x {route_epochs} route epochs, "
+        f"{len(workload.flows)} flows",
+        source,
+    )
 
 
 def check_fabric_memory(hosts: int, nodes: int, source: str) -> None:
     """Before building a fabric: its routing rows and graph alone must fit."""
-    _refuse_above(nodes * hosts * ROUTE_ROW_BYTES + nodes * 2000, f"{nodes} nodes x {hosts} hosts of routes",
-                  source)
+    _refuse_above(nodes * hosts * ROUTE_ROW_BYTES + nodes * 2000, f"{nodes} nodes x {hosts} hosts of routes", source)
 
 
 def _refuse_above(need: int, what: str, source: str) -> None:
     free = available_bytes()
     if need > MAX_MEMORY_SHARE * free:
-        raise ScenarioError(source, "topology", f"needs about {need / 1e9:.1f} GB to build ({what}), but "
-                            f"{free / 1e9:.1f} GB is free: make the fabric or the workload smaller")
+        raise ScenarioError(
+            source,
+            "topology",
+            f"needs about {need / 1e9:.1f} GB to build ({what}), but "
+            f"{free / 1e9:.1f} GB is free: make the fabric or the workload smaller",
+        )
 
 
 def heap_capacity(pool_cap: int, n_ports: int, n_qps: int) -> int:

@@ -9,8 +9,18 @@ from ..core import kinds as K
 from ..core.cc.registry import BY_NAME, code
 from ..core.loop import schedule_start
 from ..core.paths import base_rtt_extremes, first_hops
-from ..core.state import (CC_DTYPE, EV_DTYPE, FLOW_DTYPE, INT_FIELDS, PKT_DTYPE, PQ_DTYPE, QP_DTYPE, TASK_DTYPE,
-                          FastForward, World)
+from ..core.state import (
+    CC_DTYPE,
+    EV_DTYPE,
+    FLOW_DTYPE,
+    INT_FIELDS,
+    PKT_DTYPE,
+    PQ_DTYPE,
+    QP_DTYPE,
+    TASK_DTYPE,
+    FastForward,
+    World,
+)
 from ..fabric.topology import Fabric
 from ..workload import ns_to_ps
 from ..workload.dag import FlowTable, TaskTable
@@ -50,8 +60,11 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_N_TASKS] = len(workload.tasks)
     cfg[K.CFG_CC] = code(net.cc.algorithm)
     traces = scenario.output.traces
-    cfg[K.CFG_TRACE] = ((K.TRACE_RATE_ON if "rate" in traces else 0) | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
-                        | (K.TRACE_PFC_ON if scenario.output.logs_pfc else 0))
+    cfg[K.CFG_TRACE] = (
+        (K.TRACE_RATE_ON if "rate" in traces else 0)
+        | (K.TRACE_QUEUE_ON if "queue" in traces else 0)
+        | (K.TRACE_PFC_ON if scenario.output.logs_pfc else 0)
+    )
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
     cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(inputs.plan.actions))
     cfg[K.CFG_ACK_WITH_DATA] = int(net.switch.ack_queue == "data")
@@ -66,8 +79,15 @@ def route_extremes(inputs: Inputs, cfg: np.ndarray) -> tuple[int, int]:
     if not (spec.needs_fabric_rtt or spec.int_header_bytes):
         return 0, 0
     port, plan = inputs.port, inputs.plan
-    walk = (plan.route_ports, port["node"], port["peer_port"], port["rate_bps"], port["prop_ps"],
-            inputs.fabric.n_endpoints, int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]))
+    walk = (
+        plan.route_ports,
+        port["node"],
+        port["peer_port"],
+        port["rate_bps"],
+        port["prop_ps"],
+        inputs.fabric.n_endpoints,
+        int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]),
+    )
     base_rtt_ps, max_switch_hops = base_rtt_extremes(plan.route_off[0], *walk)
     for epoch in range(1, len(plan.route_off) if spec.int_header_bytes else 1):  # detours only matter for INT
         max_switch_hops = max(max_switch_hops, base_rtt_extremes(plan.route_off[epoch], *walk)[1])
@@ -112,8 +132,9 @@ def build_world(inputs: Inputs) -> World:
         stats=np.zeros(K.C_SIZE, np.int64),
         meta=meta,
         rng=np.maximum(rng_state, np.uint64(1)),
-        ev=np.zeros(heap_capacity(pool_cap, n_ports, n_qps) + roots + int(cfg[K.CFG_HEAP_ROOM]) + len(plan.actions),
-                    EV_DTYPE),
+        ev=np.zeros(
+            heap_capacity(pool_cap, n_ports, n_qps) + roots + int(cfg[K.CFG_HEAP_ROOM]) + len(plan.actions), EV_DTYPE
+        ),
         kick=np.zeros(K.NPRIO * n_ports + K.KICK_CAP, np.int32),
         pkt=_new_packets(pool_cap),
         pkt_free=np.arange(pool_cap - 1, -1, -1, dtype=np.int32),  # pops the lowest id first
@@ -156,10 +177,15 @@ def new_fast_forward(world: World) -> FastForward:
     meta[ff.FM_ANCHOR] = -1
     flow = np.zeros((ff.FF_FLOW_ROWS, n_flows), np.int64)
     flow[ff.FF_POS] = -1
-    return FastForward(meta=meta, sig=np.zeros((ff.FF_SLOTS, 2, cap), np.int64),
-                       fsig=np.zeros((ff.FF_SLOTS, fcap)), ck=np.zeros((ff.FF_CK_ROWS, ff.CK_SIZE), np.int64),
-                       flow=flow, port=np.zeros(n_ports, np.int64),
-                       tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64))
+    return FastForward(
+        meta=meta,
+        sig=np.zeros((ff.FF_SLOTS, 2, cap), np.int64),
+        fsig=np.zeros((ff.FF_SLOTS, fcap)),
+        ck=np.zeros((ff.FF_CK_ROWS, ff.CK_SIZE), np.int64),
+        flow=flow,
+        port=np.zeros(n_ports, np.int64),
+        tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64),
+    )
 
 
 def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
@@ -169,8 +195,10 @@ def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
         walk = fast.ck[ff.FF_SLOTS]
         fast.meta[ff.FM_WANT] = 0
         fast.meta[ff.FM_COUNT] = 0
-        fast = fast._replace(sig=np.zeros((ff.FF_SLOTS, 2, 2 * max(int(walk[ff.X_IDX]), fast.sig.shape[2])), np.int64),
-                             fsig=np.zeros((ff.FF_SLOTS, 2 * max(int(walk[ff.X_FIDX]), fast.fsig.shape[1]))))
+        fast = fast._replace(
+            sig=np.zeros((ff.FF_SLOTS, 2, 2 * max(int(walk[ff.X_IDX]), fast.sig.shape[2])), np.int64),
+            fsig=np.zeros((ff.FF_SLOTS, 2 * max(int(walk[ff.X_FIDX]), fast.fsig.shape[1]))),
+        )
     if fast.tmp.shape[1] < len(world.ev):
         fast = fast._replace(tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64))
     more = len(world.qp) - fast.flow.shape[1]
@@ -197,8 +225,9 @@ def _trace_rows(cfg, n_flows: int, n_ports: int) -> int:
     """Trace buffer rows: room for many samples between flushes (0 without traces)."""
     if cfg[K.CFG_TRACE] == 0:
         return 0
-    per_sample = (n_flows if cfg[K.CFG_TRACE] & K.TRACE_RATE_ON else 0) + \
-        (n_ports if cfg[K.CFG_TRACE] & K.TRACE_QUEUE_ON else 0)
+    per_sample = (n_flows if cfg[K.CFG_TRACE] & K.TRACE_RATE_ON else 0) + (
+        n_ports if cfg[K.CFG_TRACE] & K.TRACE_QUEUE_ON else 0
+    )
     return max(1 << 16, 64 * per_sample)
 
 
@@ -219,7 +248,8 @@ def _new_packets(n: int) -> np.ndarray:
 def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, route_ports) -> np.ndarray:
     F = len(table)
     hashes = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2,))).integers(
-        0, 2**62, F, dtype=np.int64)
+        0, 2**62, F, dtype=np.int64
+    )
     flow = np.zeros(F, FLOW_DTYPE)
     flow["src"] = table.src
     flow["dst"] = table.dst
@@ -227,8 +257,9 @@ def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, rout
     flow["start_ps"] = table.start_ps
     flow["prio"] = table.prio
     flow["ecmp_hash"] = hashes
-    flow["nic_port"] = first_hops(route_off, route_ports, fabric.n_endpoints, table.src.astype(np.int64),
-                                  table.dst.astype(np.int64), hashes)
+    flow["nic_port"] = first_hops(
+        route_off, route_ports, fabric.n_endpoints, table.src.astype(np.int64), table.dst.astype(np.int64), hashes
+    )
     flow["state"] = K.FL_WAITING
     flow["qp"] = -1
     flow["finish_ps"] = -1
@@ -241,8 +272,9 @@ def grow(world: World) -> World:
     pkt = np.concatenate([world.pkt, _new_packets(cap)])
     n_free = int(world.meta[K.M_FREE])
     # the new ids go under the old free ones: allocation continues exactly as before
-    free = np.concatenate([np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int32), world.pkt_free[:n_free],
-                           np.zeros(cap - n_free, np.int32)])
+    free = np.concatenate(
+        [np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int32), world.pkt_free[:n_free], np.zeros(cap - n_free, np.int32)]
+    )
     world.meta[K.M_FREE] = cap + n_free
     ev = np.zeros(max(2 * len(world.ev), heap_capacity(2 * cap, len(world.port), len(world.qp))), EV_DTYPE)
     ev[: len(world.ev)] = world.ev
@@ -261,7 +293,11 @@ def grow_qps(world: World) -> World:
     rows = _trace_rows(world.cfg, 2 * n, len(world.port))
     if rows > len(trace):
         trace = np.concatenate([trace, np.zeros((rows - len(trace), K.TR_COLS), np.int64)])
-    return world._replace(qp=np.concatenate([world.qp, _new_qps(n)]), qp_free=free,
-                          ccs=np.concatenate([world.ccs, np.zeros(n, CC_DTYPE)]),
-                          timer=np.concatenate([world.timer, np.zeros_like(world.timer)]),
-                          int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]), trace=trace)
+    return world._replace(
+        qp=np.concatenate([world.qp, _new_qps(n)]),
+        qp_free=free,
+        ccs=np.concatenate([world.ccs, np.zeros(n, CC_DTYPE)]),
+        timer=np.concatenate([world.timer, np.zeros_like(world.timer)]),
+        int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]),
+        trace=trace,
+    )

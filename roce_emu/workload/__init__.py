@@ -5,6 +5,7 @@ iteration, repeated ``iterations`` times: an item waits per rank for the items n
 its ``after`` (the same rank's part, or the whole item if the rank took no part), and an
 item without ``after`` waits for the rank's previous iteration.
 """
+
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -58,9 +59,15 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
     if scenario.workload.chakra is not None:
         from .chakra import add_chakra  # protobuf, only for traces
 
-        collectives, iteration_ends, notes = add_chakra(b, scenario.workload.chakra, fabric,
-                                                        scenario.network.nic.data_priority,
-                                                        scenario.workload.iterations, source, reductions)
+        collectives, iteration_ends, notes = add_chakra(
+            b,
+            scenario.workload.chakra,
+            fabric,
+            scenario.network.nic.data_priority,
+            scenario.workload.iterations,
+            source,
+            reductions,
+        )
     if len(b) == 0:
         raise ScenarioError(source, "workload", "nothing to do: give flows, patterns, collectives or compute")
     flows, tasks, new_id = b.build()
@@ -80,10 +87,17 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
         for end in ("src", "dst"):
             _check_host(source, f"workload.flows.{i}.{end}", getattr(flow, end), H)
         if flow.src == flow.dst:
-            raise ScenarioError(source, f"workload.flows.{i}.dst",
-                                f"{flow.dst} is not allowed: a flow needs two different hosts")
-        b.flow(flow.src, flow.dst, flow.bytes, flow.priority or default_prio, f"flows.{i}",
-               earliest_ps=ns_to_ps(flow.start_ns))
+            raise ScenarioError(
+                source, f"workload.flows.{i}.dst", f"{flow.dst} is not allowed: a flow needs two different hosts"
+            )
+        b.flow(
+            flow.src,
+            flow.dst,
+            flow.bytes,
+            flow.priority or default_prio,
+            f"flows.{i}",
+            earliest_ps=ns_to_ps(flow.start_ns),
+        )
     rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(1,)))
     for i, pattern in enumerate(scenario.workload.patterns):
         key = f"workload.patterns.{i}"
@@ -91,8 +105,9 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
         if pattern.kind == "poisson":  # its own stream: adding one leaves the other patterns' draws alone
             own = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2, i)))
             rate = fabric.port_rate_bps[[fabric.node_ports[h][0] for h in range(H)]]
-            for src, dst, nbytes, t in zip(*(a.tolist() for a in poisson_flows(pattern, hosts, rate, own, source,
-                                                                              key))):
+            for src, dst, nbytes, t in zip(
+                *(a.tolist() for a in poisson_flows(pattern, hosts, rate, own, source, key))
+            ):
                 b.flow(src, dst, nbytes, default_prio, f"patterns.{i}", earliest_ps=ns_to_ps(t))
             continue
         start = ns_to_ps(pattern.start_ns)
@@ -106,8 +121,9 @@ def _hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list
     for j, h in enumerate(hosts):
         _check_host(source, f"{key}.hosts.{j}", h, n_hosts)
     if len(set(hosts)) != len(hosts) or len(hosts) < minimum:
-        raise ScenarioError(source, f"{key}.hosts", f"needs at least {minimum} distinct host"
-                                                    f"{'s' if minimum > 1 else ''}, each once")
+        raise ScenarioError(
+            source, f"{key}.hosts", f"needs at least {minimum} distinct host{'s' if minimum > 1 else ''}, each once"
+        )
     return hosts
 
 
@@ -117,13 +133,32 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
     for i, spec in enumerate(scenario.workload.collectives):
         key = f"workload.collectives.{i}"
         hosts = _hosts(source, key, spec.hosts, H)
-        items.append(Item(key, spec.name or f"{spec.kind}{i}", "collective", list(spec.after), groups=[hosts],
-                          collective=spec.kind, algorithm=spec.algorithm, nbytes=spec.bytes, chunks=spec.chunks,
-                          scheduler=spec.scheduler))
+        items.append(
+            Item(
+                key,
+                spec.name or f"{spec.kind}{i}",
+                "collective",
+                list(spec.after),
+                groups=[hosts],
+                collective=spec.kind,
+                algorithm=spec.algorithm,
+                nbytes=spec.bytes,
+                chunks=spec.chunks,
+                scheduler=spec.scheduler,
+            )
+        )
     for i, task in enumerate(scenario.workload.compute):
         key = f"workload.compute.{i}"
-        items.append(Item(key, task.name, "compute", list(task.after), hosts=_hosts(source, key, task.hosts, H, 1),
-                          duration_ps=ns_to_ps(task.duration_ns)))
+        items.append(
+            Item(
+                key,
+                task.name,
+                "compute",
+                list(task.after),
+                hosts=_hosts(source, key, task.hosts, H, 1),
+                duration_ps=ns_to_ps(task.duration_ns),
+            )
+        )
     if scenario.workload.training is not None:
         items.extend(training_items(scenario.workload.training, fabric, source))
     return items
@@ -143,13 +178,17 @@ def _ordered(items: list[Item], source: str) -> list[Item]:
         if state.get(item.name) == "done":
             return
         if state.get(item.name) == "visiting":
-            raise ScenarioError(source, f"{item.key}.after",
-                                f"waits for itself through {' -> '.join(trail + [item.name])}")
+            raise ScenarioError(
+                source, f"{item.key}.after", f"waits for itself through {' -> '.join(trail + [item.name])}"
+            )
         state[item.name] = "visiting"
         for j, other in enumerate(item.after):
             if other not in by_name:
-                raise ScenarioError(source, f"{item.key}.after.{j}", f"'{other}' is not allowed: no collective or "
-                                    f"compute has that name (names: {', '.join(by_name)})")
+                raise ScenarioError(
+                    source,
+                    f"{item.key}.after.{j}",
+                    f"'{other}' is not allowed: no collective or compute has that name (names: {', '.join(by_name)})",
+                )
             visit(by_name[other], trail + [item.name])
         state[item.name] = "done"
         ordered.append(item)
@@ -189,8 +228,9 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
 
         for item in items:
             if item.kind == "compute":
-                done[item.name] = {h: b.compute(h, item.duration_ps, item.name, it, after=waits(h, item))
-                                   for h in item.hosts}
+                done[item.name] = {
+                    h: b.compute(h, item.duration_ps, item.name, it, after=waits(h, item)) for h in item.hosts
+                }
             elif item.kind == "send":
                 done[item.name] = {}
                 for src, dst in item.pairs:
@@ -199,10 +239,27 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
             else:
                 done[item.name] = {}
                 for g, group in enumerate(item.groups):
-                    c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, it,
-                                   group=g, scheduler=item.scheduler)
-                    expand(b, c, prio, {r: waits(r, item) for r in group}, fabric.host_coords, fabric.dims,
-                           dim_timing(scenario, fabric), reductions)
+                    c = Collective(
+                        item.name,
+                        item.collective,
+                        item.algorithm,
+                        group,
+                        item.nbytes,
+                        item.chunks,
+                        it,
+                        group=g,
+                        scheduler=item.scheduler,
+                    )
+                    expand(
+                        b,
+                        c,
+                        prio,
+                        {r: waits(r, item) for r in group},
+                        fabric.host_coords,
+                        fabric.dims,
+                        dim_timing(scenario, fabric),
+                        reductions,
+                    )
                     collectives.append(c)
                     done[item.name].update(c.end)
         per_rank: dict[int, list[int]] = {}
@@ -219,8 +276,9 @@ def dim_timing(scenario: Scenario, fabric: Fabric) -> tuple:
     schedulers' model (themis.py): the links' delays between two routers, and a full frame's
     serialisation at each of them and at the sender."""
     frame_bits = scenario.network.frame_bytes * 8
-    step = tuple(ring_step_s(h, d, r, frame_bits)
-                 for r, d, h in zip(fabric.dim_rates_bps, fabric.dim_delays_s, fabric.dim_hops))
+    step = tuple(
+        ring_step_s(h, d, r, frame_bits) for r, d, h in zip(fabric.dim_rates_bps, fabric.dim_delays_s, fabric.dim_hops)
+    )
     return fabric.dim_rates_bps, step
 
 
@@ -234,33 +292,51 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
     p = len(hosts)
     key = spec.key
     if spec.algorithm not in ALGORITHMS[spec.collective]:
-        raise ScenarioError(source, f"{key}.algorithm", f"'{spec.algorithm}' is not allowed for {spec.collective} "
-                                                        f"(allowed: {', '.join(ALGORITHMS[spec.collective])})")
+        raise ScenarioError(
+            source,
+            f"{key}.algorithm",
+            f"'{spec.algorithm}' is not allowed for {spec.collective} "
+            f"(allowed: {', '.join(ALGORITHMS[spec.collective])})",
+        )
     if spec.scheduler != "baseline" and spec.algorithm != "hierarchical":
-        raise ScenarioError(source, f"{key}.scheduler", f"'{spec.scheduler}' orders the dimensions of a hierarchical "
-                                                        f"all-reduce; this one is {spec.algorithm} (allowed here: "
-                                                        f"baseline)")
+        raise ScenarioError(
+            source,
+            f"{key}.scheduler",
+            f"'{spec.scheduler}' orders the dimensions of a hierarchical "
+            f"all-reduce; this one is {spec.algorithm} (allowed here: "
+            f"baseline)",
+        )
     if spec.algorithm == "in_network":
         check_reducing(fabric, source, f"{key}.algorithm")
     if spec.algorithm == "halving_doubling" and p & (p - 1):
-        raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, "
-                                                    f"not {p}")
+        raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, not {p}")
     if spec.algorithm in HIERARCHICAL:
-        if not fabric.dims or fabric.host_coords is None or len(fabric.host_coords) != fabric.n_hosts \
-                or fabric.n_hosts != int(np.prod(fabric.dims)):
-            raise ScenarioError(source, f"{key}.algorithm", f"{spec.algorithm} needs a multi_dim, torus or mesh "
-                                                            "topology with one host per router")
+        if (
+            not fabric.dims
+            or fabric.host_coords is None
+            or len(fabric.host_coords) != fabric.n_hosts
+            or fabric.n_hosts != int(np.prod(fabric.dims))
+        ):
+            raise ScenarioError(
+                source,
+                f"{key}.algorithm",
+                f"{spec.algorithm} needs a multi_dim, torus or mesh topology with one host per router",
+            )
         if sorted(hosts) != list(range(fabric.n_hosts)):
             raise ScenarioError(source, f"{key}.hosts", f"{spec.algorithm} runs over all hosts")
     if spec.nbytes < p * spec.chunks:
-        raise ScenarioError(source, f"{key}.bytes", f"{spec.nbytes} is not allowed: needs at least one byte per "
-                                                    f"rank and chunk ({p} x {spec.chunks})")
+        raise ScenarioError(
+            source,
+            f"{key}.bytes",
+            f"{spec.nbytes} is not allowed: needs at least one byte per rank and chunk ({p} x {spec.chunks})",
+        )
 
 
 def _check_host(source: str, key: str, host: int, n_hosts: int) -> None:
     if not 0 <= host < n_hosts:
-        raise ScenarioError(source, key, f"{host} is not allowed: host ids run from 0 to {n_hosts - 1} "
-                                         f"on this topology")
+        raise ScenarioError(
+            source, key, f"{host} is not allowed: host ids run from 0 to {n_hosts - 1} on this topology"
+        )
 
 
 def _expand(pattern, hosts, fabric, rng, source, key):
@@ -287,8 +363,11 @@ def _weight_streaming(fabric: Fabric, hosts, source, key):
     """(I/O controller, host) for every host: the controller nearest to it, in switch hops
     between the switches they hang off (ties: the lower controller)."""
     if not fabric.n_io:
-        raise ScenarioError(source, f"{key}.kind", "'weight_streaming' needs I/O controllers: give "
-                                                   "topology.io_controllers (mesh or fred)")
+        raise ScenarioError(
+            source,
+            f"{key}.kind",
+            "'weight_streaming' needs I/O controllers: give topology.io_controllers (mesh or fred)",
+        )
     switches = fabric.switch_graph()
     controllers = range(fabric.n_hosts, fabric.n_hosts + fabric.n_io)
     dist = [nx.single_source_shortest_path_length(switches, fabric.host_attachment(c)) for c in controllers]

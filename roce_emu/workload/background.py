@@ -9,6 +9,7 @@ fall in ``[start_ns, start_ns + duration_ns)``.
 CDF files hold ``size_bytes,cumulative_percent`` rows (``#`` comments and a header allowed),
 or the HPCC simulator's ``size percent`` lines; the shipped ones are in ``traffic_cdf/``.
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +30,9 @@ def read_cdf(name: str, source: str, key: str) -> tuple[np.ndarray, np.ndarray]:
     file and line (or the scenario key for a missing file)."""
     path = cdf_path(name)
     if not path.is_file():
-        raise ScenarioError(source, key, f"'{name}' is neither a shipped distribution ({', '.join(BUILTIN)}) "
-                                         f"nor a file")
+        raise ScenarioError(
+            source, key, f"'{name}' is neither a shipped distribution ({', '.join(BUILTIN)}) nor a file"
+        )
     sizes: list[float] = []
     cum: list[float] = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -62,8 +64,9 @@ def draw_sizes(sizes: np.ndarray, cum: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.maximum(np.round(np.interp(u, cum[keep], sizes[keep])), 1).astype(np.int64)
 
 
-def poisson_flows(pattern, hosts: list[int], rate_bps: np.ndarray, rng: np.random.Generator, source: str,
-                  key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def poisson_flows(
+    pattern, hosts: list[int], rate_bps: np.ndarray, rng: np.random.Generator, source: str, key: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(src, dst, bytes, start_ns) of the pattern's flows, in start order. ``rate_bps[h]`` is
     host h's link rate."""
     sizes, cum = read_cdf(pattern.cdf, source, f"{key}.cdf")

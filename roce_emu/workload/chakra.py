@@ -18,6 +18,7 @@ Each rank's nodes become tasks on that rank's host, in dependency order:
 hold are dropped, and counted. Iterations repeat the trace; a rank's next iteration starts
 when all of its previous one has finished.
 """
+
 import heapq
 from collections import Counter, defaultdict, deque
 
@@ -52,7 +53,8 @@ def _order(path, nodes: list[TraceNode], notes: Counter) -> list[TraceNode]:
         data = [d for d in dict.fromkeys(n.data_deps) if d in by_id and d != n.id]
         ctrl = [d for d in dict.fromkeys(n.ctrl_deps) if d in by_id and d != n.id and d not in data]
         notes["dependencies on nodes the trace does not hold: dropped"] += (
-            len(set(n.data_deps) | set(n.ctrl_deps)) - len(data) - len(ctrl))
+            len(set(n.data_deps) | set(n.ctrl_deps)) - len(data) - len(ctrl)
+        )
         waiting[n.id] = [len(data), len(ctrl)]
         for d in data:
             after[d].append((n.id, True))
@@ -99,15 +101,17 @@ def add_chakra(b: DagBuilder, spec, fabric, prio: int, iterations: int, source: 
     n_ranks = len(traces)
     hosts = list(spec.ranks) if spec.ranks is not None else list(range(n_ranks))
     if len(hosts) != n_ranks:
-        raise ScenarioError(source, "workload.chakra.ranks", f"{len(hosts)} hosts for {n_ranks} trace files "
-                                                             f"(one host per rank)")
+        raise ScenarioError(
+            source, "workload.chakra.ranks", f"{len(hosts)} hosts for {n_ranks} trace files (one host per rank)"
+        )
     if len(set(hosts)) != len(hosts):
         raise ScenarioError(source, "workload.chakra.ranks", "each host may take one rank only")
     for r, h in enumerate(hosts):
         if not 0 <= h < fabric.n_hosts:
             key = f"workload.chakra.ranks.{r}" if spec.ranks is not None else "workload.chakra.prefix"
-            raise ScenarioError(source, key, f"rank {r} needs host {h}; host ids run from 0 to "
-                                             f"{fabric.n_hosts - 1} on this topology")
+            raise ScenarioError(
+                source, key, f"rank {r} needs host {h}; host ids run from 0 to {fabric.n_hosts - 1} on this topology"
+            )
     notes: Counter = Counter()
     ranks = [_Rank(r, hosts[r], path, _order(path, nodes, notes)) for r, (path, nodes) in enumerate(traces)]
     collectives: list = []
@@ -131,8 +135,9 @@ def _group(node: TraceNode, rk: _Rank, ranks: list[_Rank], fabric) -> tuple:
     if not dims or all(dims):
         return tuple(range(len(ranks)))
     if not fabric.dims or len(dims) != len(fabric.dims) or fabric.host_coords is None:
-        raise ScenarioError(str(rk.path), f"node {node.id}", f"involved_dim {dims} needs a multi_dim fabric of "
-                                                             f"{len(dims)} dimensions")
+        raise ScenarioError(
+            str(rk.path), f"node {node.id}", f"involved_dim {dims} needs a multi_dim fabric of {len(dims)} dimensions"
+        )
     coords = [np.asarray(fabric.host_coords[r.host]) for r in ranks]
     fixed = [d for d, on in enumerate(dims) if not on]
     mine = coords[rk.rank][fixed]
@@ -158,8 +163,10 @@ def _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, note
                 kind = COLLECTIVES.get(node.comm_type) if node.type == "COMM_COLL_NODE" else None
                 if kind is not None and node.comm_size > 0:
                     if node.pg_name:
-                        notes["collectives naming a process group (pg_name): roce-emu does not read ASTRA-sim's "
-                              "communicator-group file; they span all ranks, or involved_dim's group"] += 1
+                        notes[
+                            "collectives naming a process group (pg_name): roce-emu does not read ASTRA-sim's "
+                            "communicator-group file; they span all ranks, or involved_dim's group"
+                        ] += 1
                     group = _group(node, rk, ranks, fabric)
                     if len(group) > 1:
                         key = (group, rk.coll_seen[group])
@@ -170,8 +177,10 @@ def _one_iteration(b, spec, fabric, prio, it, ranks, previous, collectives, note
                     notes["collectives over one rank: zero time"] += 1
                 elif node.type == "COMM_COLL_NODE":
                     what = node.comm_type or "without comm_type"
-                    notes[f"COMM_COLL nodes {what}{'' if node.comm_size > 0 else ' or comm_size'}: no roce-emu "
-                          f"equivalent, kept as zero-time dependency points"] += 1
+                    notes[
+                        f"COMM_COLL nodes {what}{'' if node.comm_size > 0 else ' or comm_size'}: no roce-emu "
+                        f"equivalent, kept as zero-time dependency points"
+                    ] += 1
                 if node.type == "COMM_RECV_NODE":
                     queue = sends[(node.peer, rk.rank, node.tag)]
                     if not queue:
@@ -205,11 +214,14 @@ def _task(b, node, rk, ranks, waits, prio, it, spec, notes) -> int:
         return b.compute(rk.host, ps, node.name or f"node{node.id}", it, after=waits)
     if node.type == "COMM_SEND_NODE":
         if not 0 <= node.peer < len(ranks) or node.peer == rk.rank or node.comm_size <= 0:
-            raise ScenarioError(str(rk.path), f"node {node.id}", f"COMM_SEND needs comm_dst (a rank 0-"
-                                                                 f"{len(ranks) - 1} other than {rk.rank}) and "
-                                                                 f"comm_size > 0")
-        return b.flow(rk.host, ranks[node.peer].host, node.comm_size, prio, node.name or f"send{node.id}", it,
-                      after=waits)
+            raise ScenarioError(
+                str(rk.path),
+                f"node {node.id}",
+                f"COMM_SEND needs comm_dst (a rank 0-{len(ranks) - 1} other than {rk.rank}) and comm_size > 0",
+            )
+        return b.flow(
+            rk.host, ranks[node.peer].host, node.comm_size, prio, node.name or f"send{node.id}", it, after=waits
+        )
     if node.type not in ("COMM_COLL_NODE", "COMM_RECV_NODE"):
         notes[f"{node.type} nodes: no roce-emu equivalent, kept as zero-time dependency points"] += 1
     return b.join(node.name or f"node{node.id}", it, after=waits)
@@ -222,27 +234,41 @@ def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, r
     for r in group:
         node = parts[r][0]
         if (node.comm_type, node.comm_size) != (first.comm_type, first.comm_size):
-            raise ScenarioError(str(ranks[r].path), f"node {node.id}", f"collective {k} of ranks {list(group)} is "
-                                f"{node.comm_type} of {node.comm_size} B here but {first.comm_type} of "
-                                f"{first.comm_size} B on rank {group[0]} (node {first.id})")
+            raise ScenarioError(
+                str(ranks[r].path),
+                f"node {node.id}",
+                f"collective {k} of ranks {list(group)} is "
+                f"{node.comm_type} of {node.comm_size} B here but {first.comm_type} of "
+                f"{first.comm_size} B on rank {group[0]} (node {first.id})",
+            )
     algorithm = spec.algorithms.get(kind, ALGORITHMS[kind][0])
     if algorithm not in ALGORITHMS[kind]:
-        raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", f"'{algorithm}' is not allowed for {kind} "
-                                                                          f"(allowed: {', '.join(ALGORITHMS[kind])})")
+        raise ScenarioError(
+            source,
+            f"workload.chakra.algorithms.{kind}",
+            f"'{algorithm}' is not allowed for {kind} (allowed: {', '.join(ALGORITHMS[kind])})",
+        )
     hosts = [ranks[r].host for r in group]
     if algorithm == "halving_doubling" and len(hosts) & (len(hosts) - 1):
-        raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", f"halving_doubling needs a power-of-two "
-                                                                          f"group, not {len(hosts)} ranks")
+        raise ScenarioError(
+            source,
+            f"workload.chakra.algorithms.{kind}",
+            f"halving_doubling needs a power-of-two group, not {len(hosts)} ranks",
+        )
     if algorithm in HIERARCHICAL and sorted(hosts) != list(range(fabric.n_hosts)):
-        raise ScenarioError(source, f"workload.chakra.algorithms.{kind}", "hierarchical runs over all hosts of a "
-                                                                          "multi_dim, torus or mesh fabric")
+        raise ScenarioError(
+            source,
+            f"workload.chakra.algorithms.{kind}",
+            "hierarchical runs over all hosts of a multi_dim, torus or mesh fabric",
+        )
     if algorithm == "in_network":
         check_reducing(fabric, source, f"workload.chakra.algorithms.{kind}")
     nbytes = max(first.comm_size, len(hosts))  # at least a byte per rank
     # the group's first rank tells disjoint groups apart; k tells a group's collectives apart
     c = Collective(f"{(first.name or kind)[:60]}#{k}", kind, algorithm, hosts, nbytes, 1, it, group=min(hosts))
-    expand(b, c, prio, {ranks[r].host: parts[r][1] for r in group}, fabric.host_coords, fabric.dims,
-           reductions=reductions)
+    expand(
+        b, c, prio, {ranks[r].host: parts[r][1] for r in group}, fabric.host_coords, fabric.dims, reductions=reductions
+    )
     collectives.append(c)
     for r in group:
         ranks[r].done[parts[r][0].id] = c.end[ranks[r].host]
@@ -253,10 +279,17 @@ def _stuck(ranks, pending) -> ScenarioError:
     for (group, k), parts in sorted(pending.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         missing = [r for r in group if r not in parts]
         node = next(iter(parts.values()))[0]
-        return ScenarioError(str(ranks[missing[0]].path), "", f"collective {k} of ranks {list(group)} "
-                             f"({node.comm_type} of {node.comm_size} B, node {node.id} on rank {min(parts)}) "
-                             f"never comes on rank {missing[0]}")
+        return ScenarioError(
+            str(ranks[missing[0]].path),
+            "",
+            f"collective {k} of ranks {list(group)} "
+            f"({node.comm_type} of {node.comm_size} B, node {node.id} on rank {min(parts)}) "
+            f"never comes on rank {missing[0]}",
+        )
     rk = next(r for r in ranks if r.pos < len(r.order))
     node = rk.order[rk.pos]
-    return ScenarioError(str(rk.path), f"node {node.id}", f"{node.type} waits for a send from rank {node.peer} with "
-                                                          f"tag {node.tag} that never comes")
+    return ScenarioError(
+        str(rk.path),
+        f"node {node.id}",
+        f"{node.type} waits for a send from rank {node.peer} with tag {node.tag} that never comes",
+    )

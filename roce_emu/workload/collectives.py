@@ -20,6 +20,7 @@ forwards: the step before it, received at its sender.
 For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
 at step s rank i sends to rank i + s, after its previous exchange completed.
 """
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,8 +82,15 @@ class _Expansion:
         self.dim_of: list[tuple] = []  # hierarchical: (ids, dimension) per ring
 
     def flow(self, src: int, dst: int, nbytes: int, after) -> int:
-        k = self.b.flow(src, dst, max(int(nbytes), 1), self.prio, self.c.name, self.c.iteration,
-                        after=[a for a in after if a is not None])
+        k = self.b.flow(
+            src,
+            dst,
+            max(int(nbytes), 1),
+            self.prio,
+            self.c.name,
+            self.c.iteration,
+            after=[a for a in after if a is not None],
+        )
         self.singles.append((k, src, dst))
         return k
 
@@ -107,8 +115,9 @@ class _Expansion:
         return ids, src, dst
 
 
-def expand(b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None,
-           dim_rates=None, reductions=None) -> Collective:
+def expand(
+    b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None, dim_rates=None, reductions=None
+) -> Collective:
     """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
 
     ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``, and a scheduler
@@ -295,7 +304,7 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims, revers
     """Reduce-scatter by ring along dimension 0, then 1, ... (each on 1/p_k of the data the
     last left), then all-gather back from the last dimension to the first; ``reverse`` takes
     the dimensions the other way round (its phases chain apart from the forward ones)."""
-    forward = list(range(len(dims)))[::-1 if reverse else 1]
+    forward = list(range(len(dims)))[:: -1 if reverse else 1]
     order = forward + forward[::-1]
     held = {r: size for r in ranks}
     done = dict(starts)  # what each rank waits for before its next phase
@@ -316,8 +325,17 @@ def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates
     done = [{r: _start_join(x.b, c, ready.get(r, [])) for r in ranks} for _ in range(c.chunks)]
     rates, step_s = rates_bps
     for stage in plan(dims, rates, per_chunk, c.scheduler, step_s):
-        done[stage.chunk] = _dimension_phase(x, ranks, stage.dim, stage.gather, held[stage.chunk], done[stage.chunk],
-                                             prev, ("dim", stage.dim, stage.gather), coords)
+        done[stage.chunk] = _dimension_phase(
+            x,
+            ranks,
+            stage.dim,
+            stage.gather,
+            held[stage.chunk],
+            done[stage.chunk],
+            prev,
+            ("dim", stage.dim, stage.gather),
+            coords,
+        )
 
 
 def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, coords):
@@ -326,7 +344,7 @@ def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, c
     rank's next phase waits for: everything it received in this one."""
     groups: dict[tuple, list[int]] = {}
     for r in ranks:
-        groups.setdefault(coords[r][:k] + coords[r][k + 1:], []).append(r)
+        groups.setdefault(coords[r][:k] + coords[r][k + 1 :], []).append(r)
     received = []  # (ids, receivers) of this phase's rings
     for key in sorted(groups):
         group = sorted(groups[key], key=lambda r: coords[r][k])
@@ -376,8 +394,12 @@ def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chun
         for neighbour, src in tree.inputs[q]:
             waits = [starts[src]] if src in seg else [gather(src)]
             sender, unit = sender_of(src), reductions.unit(q, neighbour)
-            k = x.flow(sender, unit, up_bytes(src), waits + [prev.get(("up", sender, unit)),
-                                                             prev.get(("free", q, chunk - reductions.slots))])
+            k = x.flow(
+                sender,
+                unit,
+                up_bytes(src),
+                waits + [prev.get(("up", sender, unit)), prev.get(("free", q, chunk - reductions.slots))],
+            )
             prev[("up", sender, unit)] = k
             arrived.append(k)
         return x.b.join(x.c.name, x.c.iteration, after=arrived)

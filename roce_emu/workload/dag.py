@@ -6,6 +6,7 @@ as NumPy chunks: a collective adds its flows and their edges as whole arrays, so
 a few dozen bytes while the DAG is built, not Python objects. Labels (name, iteration, role)
 ride along as small integer ids, for tasks.csv.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,8 +110,9 @@ class DagBuilder:
     def _label(self, name: str, iteration: int, role: str) -> int:
         return self._labels.setdefault((name, iteration, role), len(self._labels))
 
-    def flow(self, src: int, dst: int, nbytes: int, prio: int, name: str, iteration: int = 0,
-             earliest_ps: int = 0, after=()) -> int:
+    def flow(
+        self, src: int, dst: int, nbytes: int, prio: int, name: str, iteration: int = 0, earliest_ps: int = 0, after=()
+    ) -> int:
         self._flows.add((src, dst, nbytes, earliest_ps, prio))
         return self._add(True, len(self._flows) - 1, self._label(name, iteration, ROLE_FLOW), after)
 
@@ -156,8 +158,13 @@ class DagBuilder:
         nodes = self._nodes.array()
         is_flow = nodes[:, 0] == 1
         new_id = np.where(is_flow, nodes[:, 1], n_flows + nodes[:, 1])
-        table = FlowTable(src=flows[:, 0].astype(np.int32), dst=flows[:, 1].astype(np.int32),
-                          size_bytes=flows[:, 2].copy(), start_ps=flows[:, 3].copy(), prio=flows[:, 4].astype(np.int8))
+        table = FlowTable(
+            src=flows[:, 0].astype(np.int32),
+            dst=flows[:, 1].astype(np.int32),
+            size_bytes=flows[:, 2].copy(),
+            start_ps=flows[:, 3].copy(),
+            prio=flows[:, 4].astype(np.int8),
+        )
         n = len(nodes)
         computes = self._computes.array()
         host = np.full(n, -1, np.int32)
@@ -180,10 +187,19 @@ class DagBuilder:
         label_role = np.array([ROLE_CODE[role] for _, _, role in labels], np.int8)
         label = np.empty(n, np.int64)
         label[new_id] = nodes[:, 2]
-        tasks = TaskTable(is_flow=np.arange(n) < n_flows, duration_ps=duration, earliest_ps=earliest, host=host,
-                          n_deps=np.bincount(dst, minlength=n).astype(np.int32), succ_off=succ_off,
-                          succ=dst.astype(np.int32), name_id=label_name[label], names=names,
-                          iteration=label_iteration[label], role=label_role[label])
+        tasks = TaskTable(
+            is_flow=np.arange(n) < n_flows,
+            duration_ps=duration,
+            earliest_ps=earliest,
+            host=host,
+            n_deps=np.bincount(dst, minlength=n).astype(np.int32),
+            succ_off=succ_off,
+            succ=dst.astype(np.int32),
+            name_id=label_name[label],
+            names=names,
+            iteration=label_iteration[label],
+            role=label_role[label],
+        )
         return table, tasks, new_id
 
 

@@ -1,4 +1,5 @@
 """The named steps an iteration is made of, before they become tasks (the package, __init__.py, expands them)."""
+
 from dataclasses import dataclass, field
 
 

@@ -19,17 +19,32 @@ output map; a Transformer block keeps s b h (10 + 24 / t) bytes (Korthikanti et 
 selective recomputation without sequence parallelism), half in each of its two layers. DLRM's
 MLP activations are left out (a few KB) and its embedding tables are not in the model.
 """
+
 from ..config.schema import Layer, LayerComm, Model
 
 # ResNet-50: (blocks, width, output side) per stage; bottleneck expansion 4
 RESNET50_STAGES = ((3, 64, 56), (4, 128, 28), (6, 256, 14), (3, 512, 7))
 
 
-def _layer(name: str, flops_per_sample: float, model: Model, grad_bytes: int, params: int = 0,
-           activation_bytes: int = 0, **comm) -> Layer:
+def _layer(
+    name: str,
+    flops_per_sample: float,
+    model: Model,
+    grad_bytes: int,
+    params: int = 0,
+    activation_bytes: int = 0,
+    **comm,
+) -> Layer:
     forward_ns = flops_per_sample * model.batch_per_rank / (model.device_tflops * 1e12) * 1e9
-    return Layer(name=name, forward_ns=forward_ns, backward_ns=2 * forward_ns, weight_grad_bytes=grad_bytes,
-                 params=params, activation_bytes=activation_bytes, **comm)
+    return Layer(
+        name=name,
+        forward_ns=forward_ns,
+        backward_ns=2 * forward_ns,
+        weight_grad_bytes=grad_bytes,
+        params=params,
+        activation_bytes=activation_bytes,
+        **comm,
+    )
 
 
 def resnet50(model: Model) -> list[Layer]:
@@ -37,8 +52,11 @@ def resnet50(model: Model) -> list[Layer]:
 
     def conv(name, k, cin, cout, side):
         params = k * k * cin * cout
-        layers.append(_layer(name, 2 * params * side * side, model, 4 * params, params,
-                             4 * cout * side * side * model.batch_per_rank))
+        layers.append(
+            _layer(
+                name, 2 * params * side * side, model, 4 * params, params, 4 * cout * side * side * model.batch_per_rank
+            )
+        )
 
     conv("conv1", 7, 3, 64, 112)
     cin, prev_side = 64, 56
@@ -65,22 +83,51 @@ def transformer(model: Model, tp: int = 1) -> list[Layer]:
     for i in range(model.layers or 4):
         attention = (8 * s * h * h + 4 * s * s * h) / tp
         mlp = 16 * s * h * h / tp
-        layers.append(_layer(f"block{i}.attn", attention, model, 2 * 4 * h * h // tp, 4 * h * h // tp, int(kept),
-                             forward_comm=tp_ar, backward_comm=tp_ar))
-        layers.append(_layer(f"block{i}.mlp", mlp, model, 2 * 8 * h * h // tp, 8 * h * h // tp, int(kept),
-                             forward_comm=tp_ar, backward_comm=tp_ar))
+        layers.append(
+            _layer(
+                f"block{i}.attn",
+                attention,
+                model,
+                2 * 4 * h * h // tp,
+                4 * h * h // tp,
+                int(kept),
+                forward_comm=tp_ar,
+                backward_comm=tp_ar,
+            )
+        )
+        layers.append(
+            _layer(
+                f"block{i}.mlp",
+                mlp,
+                model,
+                2 * 8 * h * h // tp,
+                8 * h * h // tp,
+                int(kept),
+                forward_comm=tp_ar,
+                backward_comm=tp_ar,
+            )
+        )
     return layers
 
 
 def dlrm(model: Model) -> list[Layer]:
     a2a = LayerComm(kind="all_to_all", bytes=98_304, group="dp", algorithm="direct")
-    sizes = {"bot_mlp0": 13_312, "bot_mlp1": 524_288, "top_mlp0": 524_288, "top_mlp1": 524_288,
-             "top_mlp2": 524_288, "top_mlp3": 16_384, "top_out": 1_064_960}
-    layers = [_layer(name, 2 * size / 4, model, size, size // 4) for name, size in sizes.items()
-              if name.startswith("bot")]
+    sizes = {
+        "bot_mlp0": 13_312,
+        "bot_mlp1": 524_288,
+        "top_mlp0": 524_288,
+        "top_mlp1": 524_288,
+        "top_mlp2": 524_288,
+        "top_mlp3": 16_384,
+        "top_out": 1_064_960,
+    }
+    layers = [
+        _layer(name, 2 * size / 4, model, size, size // 4) for name, size in sizes.items() if name.startswith("bot")
+    ]
     layers.append(Layer(name="embedding", forward_comm=a2a, backward_comm=a2a))
-    layers += [_layer(name, 2 * size / 4, model, size, size // 4) for name, size in sizes.items()
-               if name.startswith("top")]
+    layers += [
+        _layer(name, 2 * size / 4, model, size, size // 4) for name, size in sizes.items() if name.startswith("top")
+    ]
     return layers
 
 

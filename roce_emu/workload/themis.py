@@ -26,6 +26,7 @@ it starts. The packet-level expansion (collectives.py) builds the stages in that
 chains the stages on one dimension in it, so the run follows the plan's orders while the
 network decides the times.
 """
+
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass

@@ -24,6 +24,7 @@ Both take (m + pp - 1) (f + b) / m on uniform stages of f forward and b backward
 1F1B holds at most pp - s micro-batches' activations on stage s, GPipe all m. Gradients
 accumulate over the micro-batches and are all-reduced after the stage's last backward.
 """
+
 import numpy as np
 
 from ..config.schema import Training
@@ -39,11 +40,15 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
     tp, pp = spec.tp, spec.pp
     dp = spec.dp if spec.dp is not None else fabric.n_hosts // (tp * pp)
     if dp < 1 or tp * pp * dp > fabric.n_hosts:
-        raise ScenarioError(source, f"{key}.dp", f"tp x pp x dp = {tp} x {pp} x {dp or 0} ranks is not allowed: the "
-                                                 f"topology has {fabric.n_hosts} hosts")
+        raise ScenarioError(
+            source,
+            f"{key}.dp",
+            f"tp x pp x dp = {tp} x {pp} x {dp or 0} ranks is not allowed: the topology has {fabric.n_hosts} hosts",
+        )
     if pp > len(layers):
-        raise ScenarioError(source, f"{key}.pp", f"{pp} is not allowed: more pipeline stages than the "
-                                                 f"{len(layers)} layers")
+        raise ScenarioError(
+            source, f"{key}.pp", f"{pp} is not allowed: more pipeline stages than the {len(layers)} layers"
+        )
 
     def host(t, s, d):
         return rank_host(t, s, d, tp, pp)
@@ -71,8 +76,20 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         g = groups(s, comm_spec.group)
         if len(g[0]) < 2:  # a group of one rank has nothing to exchange
             return after
-        return [add(Item(key, name, "collective", after, groups=g, collective=comm_spec.kind,
-                         algorithm=comm_spec.algorithm, nbytes=max(1, comm_spec.bytes // m)))]
+        return [
+            add(
+                Item(
+                    key,
+                    name,
+                    "collective",
+                    after,
+                    groups=g,
+                    collective=comm_spec.kind,
+                    algorithm=comm_spec.algorithm,
+                    nbytes=max(1, comm_spec.bytes // m),
+                )
+            )
+        ]
 
     runs = [_stage_ops(spec.schedule, s, pp, m) for s in range(pp)]
 
@@ -96,13 +113,33 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         prev = waits(s, k)
         for i in stages[s]:
             layer = layers[i]
-            prev = [add(Item(key, f"fwd.{layer.name}{tag(j)}", "compute", prev, hosts=stage_hosts(s),
-                             duration_ps=int(round(layer.forward_ns * 1000 / m))))]
+            prev = [
+                add(
+                    Item(
+                        key,
+                        f"fwd.{layer.name}{tag(j)}",
+                        "compute",
+                        prev,
+                        hosts=stage_hosts(s),
+                        duration_ps=int(round(layer.forward_ns * 1000 / m)),
+                    )
+                )
+            ]
             if layer.forward_comm is not None:
                 prev = comm(f"fwd_comm.{layer.name}{tag(j)}", layer.forward_comm, s, prev)
         if s + 1 < pp and pipe:
-            prev = [add(Item(key, f"pipe_fwd.{s}{tag(j)}", "send", prev, nbytes=pipe,
-                             pairs=[(host(t, s, d), host(t, s + 1, d)) for d in range(dp) for t in range(tp)]))]
+            prev = [
+                add(
+                    Item(
+                        key,
+                        f"pipe_fwd.{s}{tag(j)}",
+                        "send",
+                        prev,
+                        nbytes=pipe,
+                        pairs=[(host(t, s, d), host(t, s + 1, d)) for d in range(dp) for t in range(tp)],
+                    )
+                )
+            ]
         out[(s, ("F", j))] = prev
 
     def backward(s, k):
@@ -113,15 +150,36 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
 
         def all_reduce_bucket(after):
             name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
-            add(Item(key, f"grad_ar.{name}", "collective", after, groups=groups(s, "dp"),
-                     collective="all_reduce", algorithm=spec.dp_algorithm, scheduler=spec.scheduler,
-                     nbytes=sum(layer.weight_grad_bytes for layer in bucket), chunks=spec.chunks))
+            add(
+                Item(
+                    key,
+                    f"grad_ar.{name}",
+                    "collective",
+                    after,
+                    groups=groups(s, "dp"),
+                    collective="all_reduce",
+                    algorithm=spec.dp_algorithm,
+                    scheduler=spec.scheduler,
+                    nbytes=sum(layer.weight_grad_bytes for layer in bucket),
+                    chunks=spec.chunks,
+                )
+            )
             bucket.clear()
 
         for i in stages[s][::-1]:
             layer = layers[i]
-            prev = [add(Item(key, f"bwd.{layer.name}{tag(j)}", "compute", prev, hosts=stage_hosts(s),
-                             duration_ps=int(round(layer.backward_ns * 1000 / m))))]
+            prev = [
+                add(
+                    Item(
+                        key,
+                        f"bwd.{layer.name}{tag(j)}",
+                        "compute",
+                        prev,
+                        hosts=stage_hosts(s),
+                        duration_ps=int(round(layer.backward_ns * 1000 / m)),
+                    )
+                )
+            ]
             computed = prev
             if layer.backward_comm is not None:
                 prev = comm(f"bwd_comm.{layer.name}{tag(j)}", layer.backward_comm, s, prev)
@@ -132,8 +190,18 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         if bucket:
             all_reduce_bucket(computed)
         if s > 0 and pipe:
-            prev = [add(Item(key, f"pipe_bwd.{s}{tag(j)}", "send", prev, nbytes=pipe,
-                             pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)]))]
+            prev = [
+                add(
+                    Item(
+                        key,
+                        f"pipe_bwd.{s}{tag(j)}",
+                        "send",
+                        prev,
+                        nbytes=pipe,
+                        pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)],
+                    )
+                )
+            ]
         out[(s, ("B", j))] = prev
 
     for s, k in _build_order(runs):

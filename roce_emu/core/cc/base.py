@@ -8,6 +8,7 @@ most N_TIMERS timer events per flow however often the algorithms restart them.
 
 World arrays: reads none; writes meta, ev, qp, ccs, timer.
 """
+
 from ..heap import heap_push
 from ..jit import njit
 from ..kinds import EV_CC_TIMER, FL_ACTIVE, I64, TIMER_SPAN

@@ -10,6 +10,7 @@ CNP; a timer T and a byte counter B drive the increase stages.
 
 World arrays: reads ccp; writes ccs.
 """
+
 from ..jit import njit
 from ..kinds import TM_ALPHA, TM_DECREASE, TM_INCREASE
 from .base import arm_timer, set_rate

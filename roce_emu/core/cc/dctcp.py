@@ -8,6 +8,7 @@ window follows the rate: W = R T.
 
 World arrays: reads pkt, qp, ccp; writes ccs.
 """
+
 from ..jit import njit
 from .base import set_rate, set_window_for_rate
 from .registry import DCTCP as SPEC

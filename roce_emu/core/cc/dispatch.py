@@ -8,6 +8,7 @@ branches cost one comparison.
 
 World arrays: reads cfg, pkt, ccp; writes stats, qp.
 """
+
 import numpy as np
 
 from ..jit import njit

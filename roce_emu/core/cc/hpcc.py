@@ -9,6 +9,7 @@ R from them (fast reaction). The window is W = R T.
 
 World arrays: reads port, qp, ccp, int_prev; writes pkt, ccs, int_rec.
 """
+
 from ..jit import njit
 from ..state import INT_FIELDS, INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
 from .base import set_rate, set_window_for_rate

@@ -12,6 +12,7 @@ Adding an algorithm: write its module, add its entry to ``ALGORITHMS`` and its h
 ``dispatch.py``. This module imports no Numba, so the configuration can use it without
 loading the engine. Units and sources: docs/model.md §1-4.
 """
+
 from dataclasses import dataclass
 from typing import Callable, Union
 
@@ -64,8 +65,10 @@ class Algorithm:
 
 def per_line(mbps_per_gbps: float, rule: str):
     """A rate step that scales with the NIC rate, as the HPCC run.py profiles scale it."""
+
     def default(line_gbps: float) -> float:
         return mbps_per_gbps * line_gbps
+
     default.rule = rule
     return default
 
@@ -74,68 +77,242 @@ HPCC_RUN = "HPCC ns-3 run.py profile (docs/model.md §{})"
 
 NONE = Algorithm("none", "PFC only")
 
-DCQCN = Algorithm("dcqcn", "DCQCN", (
-    Param("variant", "", 1, "cx", 0, 1,
-          "cx: the ConnectX model of the HPCC simulator (timer-driven cuts, CNP flag on ACKs); "
-          "paper: Zhu et al. (cut per CNP packet, byte counter)", "docs/model.md §1.4-1.5", ("cx", "paper")),
-    Param("g", "", 1, 1 / 256, 0, 1, "alpha EWMA gain", "paper; HPCC run.py (§1.1)"),
-    Param("alpha_interval_us", "us", US, {"cx": 1.0, "paper": 55.0}, 1e-3, 1e6,
-          "alpha update period (cx: every period; paper: K without a CNP)", "HPCC run.py dcqcn; paper K (§1.1)"),
-    Param("decrease_interval_us", "us", US, 4.0, 1e-3, 1e6,
-          "cx only: rate-decrease check period T_dec", "HPCC run.py dcqcn (§1.1)"),
-    Param("increase_interval_us", "us", US, {"cx": 300.0, "paper": 55.0}, 1e-3, 1e6,
-          "rate-increase timer period (cx: T_inc; paper: T)", "HPCC run.py dcqcn; htsim / paper (§1.1)"),
-    Param("byte_counter_bytes", "bytes", 1, 10_000_000.0, 1, HUGE,
-          "paper only: one increase event per this many bytes sent", "paper; htsim (§1.1)"),
-    Param("fast_recovery_steps", "", 1, {"cx": 1.0, "paper": 5.0}, 0, 1e6,
-          "F: fast-recovery stages before additive increase", "HPCC run.py dcqcn; paper (§1.1)"),
-    Param("rate_ai_mbps", "Mb/s", MBPS, per_line(0.2, "5 Mb/s per 25 Gb/s of NIC rate"),
-          0, HUGE, "additive increase R_AI", HPCC_RUN.format("1.1")),
-    Param("rate_hai_mbps", "Mb/s", MBPS, per_line(2.0, "50 Mb/s per 25 Gb/s of NIC rate"),
-          0, HUGE, "hyper increase R_HAI", HPCC_RUN.format("1.1")),
-    Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("1.1")),
-    Param("cnp_interval_us", "us", US, 50.0, 0, 1e6,
-          "paper only: at most one CNP per flow per interval N at the receiver", "paper; htsim (§1.3)"),
-    Param("rate_on_first_cnp", "", 1, 1.0, 1e-6, 1,
-          "cx only: fraction of the rate kept on a flow's first CNP", "HPCC RdmaHw default (§1.1)"),
-    Param("clamp_target_rate", "", 1, False, 0, 1,
-          "cx only: the target rate follows every cut", "HPCC run.py dcqcn (§1.1)"),
-))
+DCQCN = Algorithm(
+    "dcqcn",
+    "DCQCN",
+    (
+        Param(
+            "variant",
+            "",
+            1,
+            "cx",
+            0,
+            1,
+            "cx: the ConnectX model of the HPCC simulator (timer-driven cuts, CNP flag on ACKs); "
+            "paper: Zhu et al. (cut per CNP packet, byte counter)",
+            "docs/model.md §1.4-1.5",
+            ("cx", "paper"),
+        ),
+        Param("g", "", 1, 1 / 256, 0, 1, "alpha EWMA gain", "paper; HPCC run.py (§1.1)"),
+        Param(
+            "alpha_interval_us",
+            "us",
+            US,
+            {"cx": 1.0, "paper": 55.0},
+            1e-3,
+            1e6,
+            "alpha update period (cx: every period; paper: K without a CNP)",
+            "HPCC run.py dcqcn; paper K (§1.1)",
+        ),
+        Param(
+            "decrease_interval_us",
+            "us",
+            US,
+            4.0,
+            1e-3,
+            1e6,
+            "cx only: rate-decrease check period T_dec",
+            "HPCC run.py dcqcn (§1.1)",
+        ),
+        Param(
+            "increase_interval_us",
+            "us",
+            US,
+            {"cx": 300.0, "paper": 55.0},
+            1e-3,
+            1e6,
+            "rate-increase timer period (cx: T_inc; paper: T)",
+            "HPCC run.py dcqcn; htsim / paper (§1.1)",
+        ),
+        Param(
+            "byte_counter_bytes",
+            "bytes",
+            1,
+            10_000_000.0,
+            1,
+            HUGE,
+            "paper only: one increase event per this many bytes sent",
+            "paper; htsim (§1.1)",
+        ),
+        Param(
+            "fast_recovery_steps",
+            "",
+            1,
+            {"cx": 1.0, "paper": 5.0},
+            0,
+            1e6,
+            "F: fast-recovery stages before additive increase",
+            "HPCC run.py dcqcn; paper (§1.1)",
+        ),
+        Param(
+            "rate_ai_mbps",
+            "Mb/s",
+            MBPS,
+            per_line(0.2, "5 Mb/s per 25 Gb/s of NIC rate"),
+            0,
+            HUGE,
+            "additive increase R_AI",
+            HPCC_RUN.format("1.1"),
+        ),
+        Param(
+            "rate_hai_mbps",
+            "Mb/s",
+            MBPS,
+            per_line(2.0, "50 Mb/s per 25 Gb/s of NIC rate"),
+            0,
+            HUGE,
+            "hyper increase R_HAI",
+            HPCC_RUN.format("1.1"),
+        ),
+        Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("1.1")),
+        Param(
+            "cnp_interval_us",
+            "us",
+            US,
+            50.0,
+            0,
+            1e6,
+            "paper only: at most one CNP per flow per interval N at the receiver",
+            "paper; htsim (§1.3)",
+        ),
+        Param(
+            "rate_on_first_cnp",
+            "",
+            1,
+            1.0,
+            1e-6,
+            1,
+            "cx only: fraction of the rate kept on a flow's first CNP",
+            "HPCC RdmaHw default (§1.1)",
+        ),
+        Param(
+            "clamp_target_rate",
+            "",
+            1,
+            False,
+            0,
+            1,
+            "cx only: the target rate follows every cut",
+            "HPCC run.py dcqcn (§1.1)",
+        ),
+    ),
+)
 
-HPCC = Algorithm("hpcc", "HPCC", (
-    Param("eta", "", 1, 0.95, 0.01, 1, "target utilisation", "paper; HPCC run.py (§2.1)"),
-    Param("max_stage", "", 1, 0.0, 0, 1e6,
-          "additive-increase stages before multiplicative ones (the paper suggests 5)", HPCC_RUN.format("2.1")),
-    Param("rate_ai_mbps", "Mb/s", MBPS, per_line(0.4, "10 Mb/s per 25 Gb/s of NIC rate"),
-          0, HUGE, "R_AI = W_AI / T, the additive step", HPCC_RUN.format("2.1")),
-    Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("2.1")),
-    Param("base_rtt_ns", "ns", NS, None, 1, 1e12,
-          "T: reference RTT for U and the window", "paper: the network's largest base RTT (§2.4)"),
-), int_header_bytes=42)  # the INT stack: 5 hops x 8 B + 2 B hop count (the HPCC simulator's NORMAL mode)
+HPCC = Algorithm(
+    "hpcc",
+    "HPCC",
+    (
+        Param("eta", "", 1, 0.95, 0.01, 1, "target utilisation", "paper; HPCC run.py (§2.1)"),
+        Param(
+            "max_stage",
+            "",
+            1,
+            0.0,
+            0,
+            1e6,
+            "additive-increase stages before multiplicative ones (the paper suggests 5)",
+            HPCC_RUN.format("2.1"),
+        ),
+        Param(
+            "rate_ai_mbps",
+            "Mb/s",
+            MBPS,
+            per_line(0.4, "10 Mb/s per 25 Gb/s of NIC rate"),
+            0,
+            HUGE,
+            "R_AI = W_AI / T, the additive step",
+            HPCC_RUN.format("2.1"),
+        ),
+        Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("2.1")),
+        Param(
+            "base_rtt_ns",
+            "ns",
+            NS,
+            None,
+            1,
+            1e12,
+            "T: reference RTT for U and the window",
+            "paper: the network's largest base RTT (§2.4)",
+        ),
+    ),
+    int_header_bytes=42,
+)  # the INT stack: 5 hops x 8 B + 2 B hop count (the HPCC simulator's NORMAL mode)
 
-TIMELY = Algorithm("timely", "TIMELY", (  # its timestamps are NIC completion times: no header bytes
-    Param("alpha", "", 1, 0.875, 0, 1, "EWMA weight of the newest RTT difference",
-          "HPCC RdmaHw default (§3; the authors' snippet uses 0.02)"),
-    Param("beta", "", 1, 0.8, 0, 1, "multiplicative decrease factor", "paper; HPCC (§3)"),
-    Param("t_low_us", "us", US, 50.0, 0, 1e6, "below this RTT: additive increase", "HPCC RdmaHw default (§3)"),
-    Param("t_high_us", "us", US, 500.0, 1e-3, 1e6, "above this RTT: cut by beta", "HPCC RdmaHw default (§3)"),
-    Param("min_rtt_us", "us", US, 20.0, 1e-3, 1e6, "normaliser of the RTT gradient", "HPCC RdmaHw default (§3)"),
-    Param("rate_ai_mbps", "Mb/s", MBPS, per_line(1.0, "1 Mb/s per Gb/s of NIC rate"),
-          0, HUGE, "additive increase delta", HPCC_RUN.format("3")),
-    Param("rate_hai_mbps", "Mb/s", MBPS, per_line(5.0, "5 Mb/s per Gb/s of NIC rate"),
-          0, HUGE, "hyperactive increase", HPCC_RUN.format("3")),
-    Param("hai_after", "", 1, 5.0, 0, 1e6, "increases in a row before the hyperactive step", "paper N = 5; HPCC (§3)"),
-    Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("3")),
-), ordered=(("t_low_us", "t_high_us"),))  # below T_low the rule adds delta before it looks at T_high
+TIMELY = Algorithm(
+    "timely",
+    "TIMELY",
+    (  # its timestamps are NIC completion times: no header bytes
+        Param(
+            "alpha",
+            "",
+            1,
+            0.875,
+            0,
+            1,
+            "EWMA weight of the newest RTT difference",
+            "HPCC RdmaHw default (§3; the authors' snippet uses 0.02)",
+        ),
+        Param("beta", "", 1, 0.8, 0, 1, "multiplicative decrease factor", "paper; HPCC (§3)"),
+        Param("t_low_us", "us", US, 50.0, 0, 1e6, "below this RTT: additive increase", "HPCC RdmaHw default (§3)"),
+        Param("t_high_us", "us", US, 500.0, 1e-3, 1e6, "above this RTT: cut by beta", "HPCC RdmaHw default (§3)"),
+        Param("min_rtt_us", "us", US, 20.0, 1e-3, 1e6, "normaliser of the RTT gradient", "HPCC RdmaHw default (§3)"),
+        Param(
+            "rate_ai_mbps",
+            "Mb/s",
+            MBPS,
+            per_line(1.0, "1 Mb/s per Gb/s of NIC rate"),
+            0,
+            HUGE,
+            "additive increase delta",
+            HPCC_RUN.format("3"),
+        ),
+        Param(
+            "rate_hai_mbps",
+            "Mb/s",
+            MBPS,
+            per_line(5.0, "5 Mb/s per Gb/s of NIC rate"),
+            0,
+            HUGE,
+            "hyperactive increase",
+            HPCC_RUN.format("3"),
+        ),
+        Param(
+            "hai_after", "", 1, 5.0, 0, 1e6, "increases in a row before the hyperactive step", "paper N = 5; HPCC (§3)"
+        ),
+        Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("3")),
+    ),
+    ordered=(("t_low_us", "t_high_us"),),
+)  # below T_low the rule adds delta before it looks at T_high
 
-DCTCP = Algorithm("dctcp", "DCTCP", (
-    Param("g", "", 1, 1 / 16, 0, 1, "alpha EWMA gain", "paper; RFC 8257; HPCC run.py (§4)"),
-    Param("rate_ai_mbps", "Mb/s", MBPS, 615.0, 0, HUGE,
-          "additive increase per window (one 1 KB MTU per 13 us RTT)", HPCC_RUN.format("4")),
-    Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("4")),
-    Param("base_rtt_ns", "ns", NS, None, 1, 1e12,
-          "T: the window is rate x T", "HPCC VAR_WIN: maxBdp = line x largest base RTT (§2.4, §4)"),
-), ecn=(300_000, 300_000, 1.0))  # one threshold K, 300 KB at 100 Gb/s (the HPCC run.py dctcp profile)
+DCTCP = Algorithm(
+    "dctcp",
+    "DCTCP",
+    (
+        Param("g", "", 1, 1 / 16, 0, 1, "alpha EWMA gain", "paper; RFC 8257; HPCC run.py (§4)"),
+        Param(
+            "rate_ai_mbps",
+            "Mb/s",
+            MBPS,
+            615.0,
+            0,
+            HUGE,
+            "additive increase per window (one 1 KB MTU per 13 us RTT)",
+            HPCC_RUN.format("4"),
+        ),
+        Param("min_rate_mbps", "Mb/s", MBPS, 1000.0, 1e-3, HUGE, "the rate never goes below", HPCC_RUN.format("4")),
+        Param(
+            "base_rtt_ns",
+            "ns",
+            NS,
+            None,
+            1,
+            1e12,
+            "T: the window is rate x T",
+            "HPCC VAR_WIN: maxBdp = line x largest base RTT (§2.4, §4)",
+        ),
+    ),
+    ecn=(300_000, 300_000, 1.0),
+)  # one threshold K, 300 KB at 100 Gb/s (the HPCC run.py dctcp profile)
 
 #: every algorithm; the position is the engine's kind code (CFG_CC)
 ALGORITHMS = (NONE, DCQCN, HPCC, TIMELY, DCTCP)

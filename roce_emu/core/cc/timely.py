@@ -8,6 +8,7 @@ N increases in a row the step is the hyperactive R_HAI.
 
 World arrays: reads pkt, qp, ccp; writes ccs.
 """
+
 from ..jit import njit
 from .base import set_rate
 from .registry import TIMELY as SPEC
