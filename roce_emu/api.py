@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .cc_params import params_from_engine
+from .config.cc_params import params_from_engine
 from .config import load_scenario
 from .config.schema import Scenario
 from .core.state import World

@@ -356,7 +356,7 @@ def cc_command(algorithm):
       roce-emu cc dcqcn
       roce-emu run scenarios/cc_dcqcn.yaml --set network.cc.params.variant=paper
     """
-    from .cc_params import markdown_table
+    from .config.cc_params import markdown_table
 
     for name in [algorithm] if algorithm else CC_NAMES:
         click.echo(f"{name}:\n{markdown_table(name)}\n")

@@ -272,7 +272,7 @@ def test_defaults_follow_the_nic_rate_and_are_reported():
 def test_readme_and_the_model_document_every_parameter_table():
     from pathlib import Path
 
-    from roce_emu.cc_params import markdown_table
+    from roce_emu.config.cc_params import markdown_table
     from roce_emu.core.cc.registry import ALGORITHMS
 
     root = Path(__file__).resolve().parent.parent

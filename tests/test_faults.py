@@ -16,7 +16,8 @@ import yaml
 from conftest import assert_conservation, scenario, simulate
 from roce_emu.api import prepare, prepare_scenario, run
 from roce_emu.core import kinds as K
-from roce_emu.core.paths import flow_path, ideal_fct_ps
+from roce_emu.core.ideal import ideal_fct_ps
+from roce_emu.core.paths import flow_path
 from roce_emu.errors import ScenarioError
 from roce_emu.results.tables import flow_paths
 from roce_emu.fabric.routing import build_routes

@@ -10,7 +10,7 @@ from typing import Annotated, ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ..cc_params import check_params
+from .cc_params import check_params
 from ..core.cc.registry import BY_NAME, NAMES
 from .profiles import PROFILES, with_defaults
 from ..errors import AT

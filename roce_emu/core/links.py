@@ -4,7 +4,7 @@ Python compiles the scenario's ``faults:`` into rows (a link goes down or up, ch
 rate or loss, the switches install the routes computed without the dead links); each
 row is one EV_LINK event, scheduled before anything else so ties go to the fault.
 
-World arrays: reads link_plan; writes stats, meta, ev, port, pq.
+World arrays: reads link_plan; writes stats, meta, ev, port.
 """
 
 from .heap import heap_push
@@ -21,8 +21,8 @@ from .kinds import (
     M_PLAN_LEFT,
     M_ROUTE_EPOCH,
     NO_ARG,
-    NPRIO,
 )
+from . import pfc
 from .port import kick
 
 
@@ -57,8 +57,5 @@ def apply_link_action(w, i, t):
     down = 1 if action == LA_DOWN else 0
     for side in (p, q):
         w.port[side]["down"] = down
-        # the peer's pauses and our own lapse with the link: PFC restarts from scratch
-        for prio in range(NPRIO):
-            w.pq[side, prio]["paused"] = 0
-            w.pq[side, prio]["xoff_sent"] = 0
+        pfc.reset(w, side)
         kick(w, side)

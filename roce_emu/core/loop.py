@@ -3,7 +3,7 @@
 The Python driver calls it in slices; every stopping test happens before an event
 is taken, so slicing never changes the result.
 
-World arrays: reads cfg, pkt, node, flow, qp, trace, task; writes stats, meta, ev, port, pq.
+World arrays: reads cfg, pkt, node, flow, qp, trace, task; writes stats, meta, ev, port.
 """
 
 from .cc import dispatch as cc
@@ -37,8 +37,6 @@ from .kinds import (
     M_QP_FREE,
     M_TRACE_ROWS,
     NO_ARG,
-    PK_PAUSE,
-    PK_RESUME,
     POOL_MARGIN,
     ST_BUDGET,
     ST_HEAP_LOW,
@@ -55,10 +53,12 @@ from .kinds import (
 )
 from .links import apply_link_action, schedule_link_plan
 from .nic import flow_start, on_host_arrive, on_rto, train_due_ps
-from .packets import is_pfc, pkt_free, pkt_lose
+from . import pfc
+from .packets import pkt_free, pkt_lose
+from .pfc import is_pfc
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
 from .tasks import schedule_roots, task_done
-from .trace import log_pfc, rows_per_event, rows_per_sample, sample
+from .trace import rows_per_event, rows_per_sample, sample
 
 
 @njit
@@ -69,11 +69,7 @@ def _on_arrive(w, k, p_in, t):
     pk = w.pkt[k]
     kind = pk["kind"]
     if is_pfc(kind):
-        # PFC acts on our egress port of the same link, for the priority it names
-        w.pq[p_in, pk["seq"]]["paused"] = 1 if kind == PK_PAUSE else 0
-        log_pfc(w, t, p_in, pk["seq"], kind == PK_PAUSE)
-        pkt_free(w, k)
-        if kind == PK_RESUME:
+        if pfc.on_frame(w, k, p_in, t):
             kick(w, p_in)
         return
     node = w.port[p_in]["node"]

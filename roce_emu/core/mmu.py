@@ -1,11 +1,11 @@
-"""Switch shared-buffer MMU: ingress admission, PFC XOFF/XON, and RED ECN marking at dequeue.
+"""Switch shared-buffer MMU: ingress admission and release, and RED ECN marking at dequeue.
 
 The accounting follows the HPCC ns-3 model (docs/model.md §5.1): each ingress
 (port, priority) has a small reserve, then shares a pool whose dynamic threshold is
 ``(buffer - headroom - reserve - shared_used) >> shift(port)``; bytes past the
-threshold go to the port's headroom, and any headroom use or a full share pauses the
-upstream sender. XON when headroom is empty and the share is back below the
-threshold by the resume offset. With PFC off, a packet is dropped when the buffer is full.
+threshold go to the port's headroom. pfc.py pauses the upstream sender from this
+accounting (any headroom use, or a full share). With PFC off, a packet is dropped when
+the buffer is full.
 
 World arrays: reads cfg; writes stats, rng, port, pq, node, qp.
 """
@@ -13,35 +13,28 @@ World arrays: reads cfg; writes stats, rng, port, pq, node, qp.
 from .jit import njit
 from .kinds import (
     CFG_ECN_ON,
-    CFG_PFC_BYTES,
     CFG_PFC_ON,
     CFG_RESERVE,
-    CFG_RESUME_OFF,
-    CTRL_PRIO,
     C_BUFFER_OVERFLOW,
     C_DATA_DROPPED,
     C_ECN_MARKS,
-    C_PAUSES,
-    C_RESUMES,
     F_BUFFER_NEGATIVE,
     F_BUFFER_OVER,
-    I64,
-    NO_ID,
-    PK_PAUSE,
-    PK_RESUME,
 )
-from .packets import fault, fifo_push, pkt_alloc
+from .packets import fault
 from .rng import rand_unit
 
 
 @njit
 def pfc_threshold(w, node, p):
+    """The dynamic threshold of an ingress queue's share (pfc.py pauses at it)."""
     nd = w.node[node]
     return max(nd["pfc_free_bytes"] - nd["shared_used"], 0) >> w.port[p]["pfc_shift"]
 
 
 @njit
-def _shared_used(w, p, prio):
+def shared_used(w, p, prio):
+    """Bytes of ingress (p, prio) beyond its reserve: its use of the shared pool."""
     return max(w.pq[p, prio]["in_bytes"] - w.cfg[CFG_RESERVE], 0)
 
 
@@ -57,7 +50,7 @@ def admit(w, node, p_in, prio, size):
     reserve = w.cfg[CFG_RESERVE]
     thr = pfc_threshold(w, node, p_in)
     if w.cfg[CFG_PFC_ON] != 0:
-        if size + q["hdrm_bytes"] > w.port[p_in]["headroom_bytes"] and size + _shared_used(w, p_in, prio) > thr:
+        if size + q["hdrm_bytes"] > w.port[p_in]["headroom_bytes"] and size + shared_used(w, p_in, prio) > thr:
             return False  # headroom exhausted: PFC is mis-sized for this link
     new_bytes = q["in_bytes"] + size
     if new_bytes <= reserve:
@@ -88,7 +81,7 @@ def release(w, node, p_in, prio, size):
     """Undo the admission of a frame that leaves the switch (at dequeue)."""
     q = w.pq[p_in, prio]
     from_hdrm = min(q["hdrm_bytes"], size)
-    from_shared = min(size - from_hdrm, _shared_used(w, p_in, prio))
+    from_shared = min(size - from_hdrm, shared_used(w, p_in, prio))
     q["hdrm_bytes"] -= from_hdrm
     q["in_bytes"] -= size - from_hdrm
     nd = w.node[node]
@@ -96,45 +89,6 @@ def release(w, node, p_in, prio, size):
     nd["used_bytes"] -= size
     if nd["used_bytes"] < 0 or nd["shared_used"] < 0 or q["in_bytes"] < 0:
         fault(w, F_BUFFER_NEGATIVE, node)
-
-
-@njit
-def _send_pfc(w, p, prio, kind):
-    """Queue a PFC frame for priority prio on port p (towards the upstream sender)."""
-    k = pkt_alloc(w, kind, NO_ID, I64(prio), w.cfg[CFG_PFC_BYTES], CTRL_PRIO, NO_ID)
-    fifo_push(w, I64(p), CTRL_PRIO, I64(k))
-
-
-@njit
-def check_pause(w, node, p_in, prio):
-    """After an admission: XOFF upstream if the ingress queue uses headroom or its full share.
-
-    Returns True when a PAUSE frame was queued on p_in (the caller kicks the port)."""
-    q = w.pq[p_in, prio]
-    if w.cfg[CFG_PFC_ON] == 0 or q["xoff_sent"] != 0:
-        return False
-    if q["hdrm_bytes"] > 0 or _shared_used(w, p_in, prio) >= pfc_threshold(w, node, p_in):
-        q["xoff_sent"] = 1
-        w.port[p_in]["pauses_sent"] += 1
-        w.stats[C_PAUSES] += 1
-        _send_pfc(w, p_in, prio, PK_PAUSE)
-        return True
-    return False
-
-
-@njit
-def check_resume(w, node, p_in, prio):
-    """After a release: XON upstream once headroom is empty and the share is below threshold."""
-    q = w.pq[p_in, prio]
-    if q["xoff_sent"] == 0 or q["hdrm_bytes"] != 0:
-        return False
-    shared = _shared_used(w, p_in, prio)
-    if shared == 0 or shared + w.cfg[CFG_RESUME_OFF] <= pfc_threshold(w, node, p_in):
-        q["xoff_sent"] = 0
-        w.stats[C_RESUMES] += 1
-        _send_pfc(w, p_in, prio, PK_RESUME)
-        return True
-    return False
 
 
 @njit

@@ -15,7 +15,7 @@ delay, and have one length per round of the NIC's round robin; a queue pair join
 NIC cuts the train in progress, and a round cut short is settled by credits that later
 trains repay. docs/fast_forward.md gives the model and its error.
 
-World arrays: reads cfg, pq; writes stats, meta, ev, pkt, port, qp, ccs.
+World arrays: reads cfg; writes stats, meta, ev, pkt, port, qp, ccs.
 """
 
 import numpy as np
@@ -59,6 +59,7 @@ from .kinds import (
 )
 from .packets import fifo_push, pkt_alloc
 from .paths import PATH_END, next_egress, next_hop, ser_ps
+from .pfc import is_paused
 from .qp import qp_open
 from .rng import mix64
 from .tasks import task_done
@@ -148,7 +149,7 @@ def next_data_packet(w, p, t):
     for _ in range(pt["act_count"]):
         r = fl[f]
         nxt = r["act_next"]
-        eligible = w.pq[p, r["prio"]]["paused"] == 0
+        eligible = not is_paused(w, p, r["prio"])
         if eligible and r["window_bytes"] > 0:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
         if eligible and r["next_tx_ps"] > t:

@@ -17,8 +17,6 @@ from .kinds import (
     M_FREE,
     PK_DATA,
     PK_FREE,
-    PK_PAUSE,
-    PK_RESUME,
 )
 from .qp import qp_release
 
@@ -76,12 +74,6 @@ def pkt_free(w, k):
     f = w.pkt[k]["flow"]
     if f >= 0:
         qp_release(w, I64(f))
-
-
-@njit
-def is_pfc(kind):
-    """PFC PAUSE or RESUME: link-local frames that act on the port they arrive at."""
-    return kind == PK_PAUSE or kind == PK_RESUME
 
 
 @njit

@@ -26,9 +26,10 @@ from .kinds import (
     NPRIO,
     PK_DATA,
 )
-from .mmu import admit, check_pause, check_resume, count_drop, ecn_mark, release
+from .mmu import admit, count_drop, ecn_mark, release
 from .nic import next_data_packet
-from .packets import fault, fifo_pop, fifo_push, is_pfc, pkt_free, pkt_lose, wire_bytes
+from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
+from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import next_hop, ser_ps
 from .rng import rand_unit
 
@@ -61,7 +62,7 @@ def _switch_dequeue(w, p):
     for i in range(1, NPRIO):
         prio = 1 + (start + i - 1) % (NPRIO - 1)
         q = w.pq[p, prio]
-        if q["head"] >= 0 and q["paused"] == 0:
+        if q["head"] >= 0 and not is_paused(w, p, prio):
             pt["rr_prio"] = prio % (NPRIO - 1)
             k = fifo_pop(w, p, prio)
             _leave_switch(w, p, k)

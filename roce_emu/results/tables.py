@@ -3,9 +3,10 @@
 import numpy as np
 
 from .. import __version__
-from ..cc_params import params_from_engine
+from ..config.cc_params import params_from_engine
 from ..core import kinds as K
-from ..core.paths import flow_hops_and_ideal_fcts, flow_path
+from ..core.ideal import flow_hops_and_ideal_fcts
+from ..core.paths import flow_path
 from ..core.state import QP_COUNTERS, World
 from ..fabric.topology import Fabric
 from .metrics import io_streaming, size_buckets

@@ -2,13 +2,14 @@
 
 import numpy as np
 
-from ..cc_params import engine_params, resolved_params
+from ..config.cc_params import engine_params, resolved_params
 from ..config.schema import Scenario
 from ..core import fastforward as ff
 from ..core import kinds as K
 from ..core.cc.registry import BY_NAME, code
 from ..core.loop import schedule_start
-from ..core.paths import base_rtt_extremes, first_hops
+from ..core.ideal import base_rtt_extremes
+from ..core.paths import first_hops
 from ..core.state import (
     CC_DTYPE,
     EV_DTYPE,

@@ -10,8 +10,8 @@ that tool scales with the NIC rate are scaled here the same way.
 
 import numpy as np
 
-from .core.cc.registry import BY_NAME, Param
-from .errors import AT
+from ..core.cc.registry import BY_NAME, Param
+from ..errors import AT
 
 
 def default_for(param: Param, variant: str, line_gbps: float):

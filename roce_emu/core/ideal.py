@@ -1,0 +1,125 @@
+"""Closed forms of an idle network, computed before and after a run, never in the event loop:
+a flow's ideal FCT on its path (flows.csv's ``ideal_fct_ns``, the FCT slowdown's denominator)
+and the largest base RTT over all routes (HPCC's T, docs/model.md §2.4).
+
+World arrays: reads none; writes none.
+"""
+
+import numpy as np
+
+from .jit import njit_alloc
+from .paths import flow_path, route_pick, ser_ps
+
+
+@njit_alloc
+def _pipeline(arrive, sizes, rate_bps, prop_ps):
+    """Store-and-forward finish times (plus propagation) of packets crossing one hop in order."""
+    out = np.empty_like(arrive)
+    free_at = np.int64(0)
+    for i in range(arrive.shape[0]):
+        start = max(arrive[i], free_at)
+        free_at = start + ser_ps(sizes[i], rate_bps)
+        out[i] = free_at + prop_ps
+    return out
+
+
+@njit_alloc
+def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_rate, r_prop):
+    """FCT of a flow alone on an idle network, sent at line rate, ACKed per packet.
+
+    Exact to the picosecond under the engine's rules: back-to-back packets with wire
+    overhead, store-and-forward at every hop, propagation, and the last packet's ACK
+    back to the sender (which may queue behind the previous ACK). Full-size packets
+    obey the closed form F_k(i) = sum_{j<=k} s_j + sum_{j<k} p_j + i * max_{j<=k} s_j,
+    so only the tail of the flow is stepped explicitly.
+    """
+    n = (size_bytes + mtu - 1) // mtu
+    tail = min(n, 64)
+    first = n - tail  # index of the first packet stepped explicitly
+    sizes = np.full(tail, mtu + data_hdr + ifg, np.int64)
+    sizes[tail - 1] = size_bytes - (n - 1) * mtu + data_hdr + ifg
+    # arrival times at each hop's input: the host's packets are all ready at 0
+    arrive = np.zeros(tail, np.int64)
+    s_sum = np.int64(0)
+    p_sum = np.int64(0)
+    s_max = np.int64(0)
+    for h in range(f_rate.shape[0]):
+        s_full = ser_ps(mtu + data_hdr + ifg, f_rate[h])
+        s_sum += s_full
+        s_max = max(s_max, s_full)
+        hop = _pipeline(arrive, sizes, f_rate[h], f_prop[h])
+        if first > 0:
+            # packet first-1 (full size) finishes here at the closed-form time: later
+            # packets cannot start before it
+            prev_done = s_sum + p_sum + (first - 1) * s_max
+            free_at = prev_done
+            for i in range(tail):
+                start = max(arrive[i], free_at)
+                free_at = start + ser_ps(sizes[i], f_rate[h])
+                hop[i] = free_at + f_prop[h]
+        p_sum += f_prop[h]
+        arrive = hop
+    acks = np.full(tail, ack_bytes + ifg, np.int64)
+    for h in range(r_rate.shape[0]):
+        arrive = _pipeline(arrive, acks, r_rate[h], r_prop[h])
+    return arrive[tail - 1]
+
+
+@njit_alloc
+def flow_hops_and_ideal_fcts(
+    route_off,
+    route_ports,
+    port_node,
+    peer_port,
+    n_hosts,
+    src,
+    dst,
+    ecmp_hash,
+    size,
+    mtu,
+    data_hdr,
+    ack_bytes,
+    ifg,
+    rate_bps,
+    prop_ps,
+):
+    """For every flow: the links its data crosses and its ideal FCT (ideal_fct_ps) on its
+    healthy paths (route epoch 0), in one pass without Python per flow."""
+    n = src.shape[0]
+    hops = np.empty(n, np.int64)
+    ideal = np.empty(n, np.int64)
+    for f in range(n):
+        fwd = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src[f], dst[f], ecmp_hash[f])
+        rev = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, dst[f], src[f], ecmp_hash[f])
+        hops[f] = fwd.shape[0]
+        ideal[f] = ideal_fct_ps(
+            size[f], mtu, data_hdr, ack_bytes, ifg, rate_bps[fwd], prop_ps[fwd], rate_bps[rev], prop_ps[rev]
+        )
+    return hops, ideal
+
+
+@njit_alloc
+def base_rtt_extremes(route_off, route_ports, port_node, peer_port, rate_bps, prop_ps, n_hosts, frame_wire):
+    """(largest base RTT in ps, most switch hops) over all host pairs' routes (first ECMP choice).
+
+    The base RTT is the HPCC simulator's: twice the propagation delays plus one data
+    frame's serialisation at every hop of the forward path (docs/model.md §2.4)."""
+    worst_rtt = np.int64(0)
+    worst_hops = 0
+    for src in range(n_hosts):
+        for dst in range(n_hosts):
+            if src == dst:
+                continue
+            node = src
+            prop = np.int64(0)
+            ser = np.int64(0)
+            hops = 0
+            while node != dst and hops < 1024:
+                p = route_pick(route_off, route_ports, n_hosts, node, dst, np.int64(0))
+                prop += prop_ps[p]
+                ser += ser_ps(frame_wire, rate_bps[p])
+                node = port_node[peer_port[p]]
+                hops += 1
+            worst_rtt = max(worst_rtt, 2 * prop + ser)
+            worst_hops = max(worst_hops, hops - 1)  # links minus one: the switches crossed
+    return worst_rtt, worst_hops
