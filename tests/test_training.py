@@ -157,6 +157,7 @@ def test_a_bucket_starts_when_its_last_layer_backward_ends():
             workload={
                 "training": {
                     "bucket_bytes": bucket_bytes,
+                    "concurrent_all_reduces": True,  # each bucket starts when it is ready (see below)
                     "layers": [
                         {
                             "name": f"l{i}",
@@ -184,6 +185,51 @@ def test_a_bucket_starts_when_its_last_layer_backward_ends():
     assert float(colls["grad_ar.l2-l1"]["start_ns"]) == bwd_end["l1"] == 300 * US + 400 * US
     assert float(colls["grad_ar.l0"]["start_ns"]) == bwd_end["l0"] == 300 * US + 600 * US
     assert [c["name"] for c in run_three(0)[1]] == ["grad_ar.l2", "grad_ar.l1", "grad_ar.l0"]
+
+
+def _quick_buckets(concurrent: bool):
+    """Three layers of 1 MB gradients whose backward takes 10 us each: all three per-layer
+    all-reduces are ready within 30 us, and each takes about 135 us."""
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={
+            "training": {
+                "bucket_bytes": 0,
+                "concurrent_all_reduces": concurrent,
+                "layers": [
+                    {"name": f"l{i}", "forward_ns": 100 * US, "backward_ns": 10 * US, "weight_grad_bytes": 1_000_000}
+                    for i in range(3)
+                ],
+            }
+        },
+    )
+    prepared = prepare_scenario(sc)
+    result = run(prepared, write=False, progress=False)
+    world = result.outcome.world
+    sends = []  # per all-reduce, in launch order: {host: (first flow start, last flow finish)} in ps
+    for c in prepared.workload.collectives:
+        ids = np.asarray(c.flows)
+        src = world.flow["src"][ids]
+        start, finish = world.task["start_ps"][ids], world.task["finish_ps"][ids]
+        sends.append({h: (int(start[src == h].min()), int(finish[src == h].max())) for h in set(src.tolist())})
+    return result.summary, sends
+
+
+def test_gradient_all_reduces_run_one_at_a_time_as_on_one_nccl_stream():
+    """By default a rank starts its next gradient all-reduce only when its part of the one
+    before is done (DDP's process group runs its collectives in order on one NCCL stream), so
+    the iteration is the forward pass, the first backward and three all-reduces back to back.
+    concurrent_all_reduces lets them run at once: each host then sends for two at a time."""
+    summary, sends = _quick_buckets(concurrent=False)
+    for before, after in zip(sends, sends[1:]):
+        for h in after:
+            assert after[h][0] >= before[h][1]
+    tau = (1082 + 86) * 8 / 100e9 / 1000 * 1e9  # ns per payload byte, data and reverse ACKs
+    ring = 6 * (250_000 * tau + 2 * US + ser_ps(1082, 100 * 10**9) / 1000)
+    assert summary["iteration_ns"][0] == pytest.approx(300 * US + 10 * US + 3 * ring, rel=0.02)
+
+    _, sends = _quick_buckets(concurrent=True)
+    assert any(after[h][0] < before[h][1] for before, after in zip(sends, sends[1:]) for h in after)
 
 
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 100), st.integers(-5, 40)), max_size=40))

@@ -551,6 +551,10 @@ class Training(Strict):
     #: gradients all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb,
     #: 25 MiB); 0: one all-reduce per layer
     bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)
+    #: false: a stage's gradient all-reduces run one at a time, in the order their buckets fill,
+    #: as NCCL runs the collectives of one process group on one stream (PyTorch DDP);
+    #: true: each starts once its bucket is ready, and they share the network
+    concurrent_all_reduces: bool = False
 
     @model_validator(mode="after")
     def _one_source(self):

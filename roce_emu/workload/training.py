@@ -147,21 +147,26 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
         prev = waits(s, k)
         last = k == len(runs[s]) - 1  # the stage's last backward: its gradients are complete
         bucket: list = []  # the layers whose gradients wait in the open bucket (the last micro-batch's)
+        launched: list = []  # the stage's gradient all-reduces so far
 
         def all_reduce_bucket(after):
             name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
-            add(
-                Item(
-                    key,
-                    f"grad_ar.{name}",
-                    "collective",
-                    after,
-                    groups=groups(s, "dp"),
-                    collective="all_reduce",
-                    algorithm=spec.dp_algorithm,
-                    scheduler=spec.scheduler,
-                    nbytes=sum(layer.weight_grad_bytes for layer in bucket),
-                    chunks=spec.chunks,
+            if launched and not spec.concurrent_all_reduces:  # one stream: after the one before
+                after = after + launched[-1:]
+            launched.append(
+                add(
+                    Item(
+                        key,
+                        f"grad_ar.{name}",
+                        "collective",
+                        after,
+                        groups=groups(s, "dp"),
+                        collective="all_reduce",
+                        algorithm=spec.dp_algorithm,
+                        scheduler=spec.scheduler,
+                        nbytes=sum(layer.weight_grad_bytes for layer in bucket),
+                        chunks=spec.chunks,
+                    )
                 )
             )
             bucket.clear()
