@@ -4,14 +4,17 @@
     python benchmarks/scale.py --case ring --npus 16 # one case, fewer NPUs
     python benchmarks/scale.py --bytes-scale 0.25    # the ring all-reduce a quarter as large
     python benchmarks/scale.py --fast exact          # the exact fast-forward instead of trains
+    python benchmarks/scale.py --case resnet --npus 64 --cc dcqcn --seeds 1 2 3 4   # one row per seed, and their mean
+    python benchmarks/scale.py --case ring --npus 128 --set workload.collectives.0.bytes=26214400
 
 Cases (the scale issue's table): "resnet" (ResNet-50 data parallel, ring, on a 2-level
 leaf-spine at 200 Gb/s, under none, DCQCN and HPCC), "ring" (a 1 GiB ring all-reduce),
 "transformer" (TP 8 x DP 16 on multi_dim). Each (case, cc, mode) runs in a fresh process,
 after one that warms the Numba cache. It reports its wall time (everything: loading the
 kernels, building, the engine, the results), the engine's share, its peak RSS and the
-iteration or collective time. The error column compares the fast mode ("on", packet trains,
-or "exact") with "off": it is 0 when the skipping was exact.
+iteration or collective time. The error column is the fast mode's ("on", packet trains, or
+"exact") time minus off's, over off's, signed: 0 when the skipping was exact. With several
+``--seeds``, a last row gives the mean speed-up and the mean and largest error.
 """
 
 import argparse
@@ -122,40 +125,57 @@ def warm_cache() -> None:
 
 
 def main() -> None:
+    from roce_emu.config.load import apply_override, parse_override
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", choices=sorted(CASES), action="append", help="repeatable; default: all")
     ap.add_argument("--npus", type=int, default=128)
     ap.add_argument("--bytes-scale", type=float, default=1.0, help="scale the ring case's size")
     ap.add_argument("--cc", action="append", help="only these algorithms (repeatable)")
     ap.add_argument("--fast", choices=["on", "exact"], default="on", help="the mode compared with off")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1], help="one row per seed (ECMP hashes, CC draws)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key")
     args = ap.parse_args()
     warm_cache()
     f = args.fast
     print(
-        f"| case | NPUs | cc | off: wall s | off: engine s | off: RSS MB | {f}: wall s | {f}: engine s | "
+        f"| case | NPUs | cc | seed | off: wall s | off: engine s | off: RSS MB | {f}: wall s | {f}: engine s | "
         f"{f}: RSS MB | speed-up (wall) | events off / {f} | time error |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.case or sorted(CASES):
         build, ccs = CASES[name]
         for cc in args.cc or ccs:
-            doc = {"name": f"scale_{name}", "seed": 1, **build(args.npus, args.bytes_scale)}
-            doc["network"] = {"cc": {"algorithm": cc}}
-            runs = {}
-            for mode in ("off", args.fast):
-                doc["sim"] = {"fast_forward": mode}
-                runs[mode] = measure(doc)
-            off, on = runs["off"], runs[args.fast]
-            if "error" in off or "error" in on:
-                print(f"| {name} | {args.npus} | {cc} | {off.get('error', '')} {on.get('error', '')} |")
-                continue
-            err = abs(on["time_ns"] - off["time_ns"]) / off["time_ns"]
-            print(
-                f"| {name} | {args.npus} | {cc} | {off['wall_s']:.1f} | {off['engine_s']:.1f} | "
-                f"{off['rss_mb']:.0f} | {on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
-                f"{off['wall_s'] / on['wall_s']:.2f}x | {off['events']:,} / {on['events']:,} | {err:.2e} |",
-                flush=True,
-            )
+            errors, ratios = [], []
+            for seed in args.seeds:
+                doc = {"name": f"scale_{name}", "seed": seed, **build(args.npus, args.bytes_scale)}
+                doc["network"] = {"cc": {"algorithm": cc}}
+                for item in args.set:  # as roce-emu run --set reads them
+                    apply_override(doc, *parse_override(item))
+                runs = {}
+                for mode in ("off", args.fast):
+                    doc["sim"] = {"fast_forward": mode}
+                    runs[mode] = measure(doc)
+                off, on = runs["off"], runs[args.fast]
+                row = f"| {name} | {args.npus} | {cc} | {seed} |"
+                if "error" in off or "error" in on:
+                    print(f"{row} {off.get('error', '')} {on.get('error', '')} |")
+                    continue
+                errors.append((on["time_ns"] - off["time_ns"]) / off["time_ns"])
+                ratios.append(off["wall_s"] / on["wall_s"])
+                print(
+                    f"{row} {off['wall_s']:.1f} | {off['engine_s']:.1f} | "
+                    f"{off['rss_mb']:.0f} | {on['wall_s']:.1f} | {on['engine_s']:.1f} | {on['rss_mb']:.0f} | "
+                    f"{ratios[-1]:.2f}x | {off['events']:,} / {on['events']:,} | {100 * errors[-1]:+.3f} % |",
+                    flush=True,
+                )
+            if len(errors) > 1:
+                print(
+                    f"| {name} | {args.npus} | {cc} | mean of {len(errors)} | | | | | | | "
+                    f"{sum(ratios) / len(ratios):.2f}x | | {100 * sum(errors) / len(errors):+.3f} % "
+                    f"(largest {100 * max(map(abs, errors)):.3f} %) |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
