@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_conservation
+from conftest import assert_conservation, scenario, simulate
 from roce_emu.api import prepare, run
 from roce_emu.results.iteration import collective_rows
 
@@ -150,3 +150,35 @@ def test_trains_are_deterministic_however_the_run_is_sliced():
     assert whole.summary["trains_sent"] > 0
     assert whole.rows == sliced.rows
     assert np.array_equal(whole.outcome.world.task["finish_ps"], sliced.outcome.world.task["finish_ps"])
+
+
+MISS = "known miss: trains run 2.9 % early here, 10 % on 128 ranks (docs/fast_forward.md, Long rings)"
+
+
+@pytest.mark.parametrize(
+    "leaves,hosts_per_leaf",
+    [(4, 4), pytest.param(8, 4, marks=pytest.mark.xfail(strict=True, reason=MISS))],
+    ids=["16 ranks", "32 ranks over 8 leaves"],
+)
+def test_a_ring_whose_steps_overlap_stays_within_one_percent(leaves, hosts_per_leaf):
+    """A ring All-Reduce (200 KB steps) on a leaf-spine: the steps that cross leaves are slower,
+    the ranks drift, and a rank's next send starts before its previous one ends. The trains
+    must stay within 1 % of the exact engine. They do with 16 ranks; with 32 over 8 leaves they
+    do not yet (strict: the test says so once they do)."""
+    times = {}
+    for mode in ("off", "on"):
+        sc = scenario(
+            sim={"fast_forward": mode},
+            topology={
+                "kind": "leaf_spine",
+                "leaves": leaves,
+                "hosts_per_leaf": hosts_per_leaf,
+                "spines": 4,
+                "link": {"rate_gbps": 200, "delay_ns": 1000},
+            },
+            workload={
+                "collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 204800 * leaves * hosts_per_leaf}]
+            },
+        )
+        times[mode] = simulate(sc).summary["last_finish_ns"]
+    assert abs(times["on"] / times["off"] - 1) < 0.01, times
