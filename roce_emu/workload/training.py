@@ -12,7 +12,9 @@ The iteration ends when every rank's compute and collectives are done.
 
 Gradients are all-reduced in buckets, as PyTorch DDP sends them (``bucket_cap_mb``): in
 backward order, layers join the open bucket until it holds at least ``bucket_bytes``; the
-bucket's all-reduce starts when the backward pass has produced its last layer's gradients.
+bucket's all-reduce starts when the backward pass has produced its last layer's gradients
+and, on each rank, once that rank's part of the stage's previous all-reduce is done (DDP's
+process group runs them in order on one NCCL stream; ``concurrent_all_reduces`` lifts this).
 A stage's last bucket holds what is left. ``bucket_bytes: 0`` all-reduces every layer alone.
 
 Micro-batches (``micro_batches``, m): each rank's batch is cut into m micro-batches, each
