@@ -36,7 +36,7 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import check_inputs
+from .run.inputs import accuracy_warnings, check_inputs
 from .run.invariants import engine_fault
 from .run.world import build_world
 from .workload import Workload, collective_flow_mask, ns_to_ps
@@ -165,6 +165,9 @@ def run(
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
+    warnings = accuracy_warnings(sc, prepared.workload)
+    if warnings:
+        info["warnings"] = warnings
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     target = None
     if write:

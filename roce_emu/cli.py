@@ -51,10 +51,13 @@ def _fail_input(err: ScenarioError) -> None:
     sys.exit(2)
 
 
-def _echo_notes(notes) -> None:
-    """What an imported input held that roce-emu has no equivalent for (also in summary.json)."""
+def _echo_notes(notes, warnings=()) -> None:
+    """What an imported input held that roce-emu has no equivalent for, and what the run should
+    say about the accuracy of an approximation it uses (both also in summary.json)."""
     for note in notes:
         click.echo(f"note: {note}", err=True)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.group(context_settings=CONTEXT)
@@ -117,6 +120,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
       roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
     """
     from . import api
+    from .run.inputs import accuracy_warnings
 
     _stop_on_sigterm()
     try:
@@ -124,7 +128,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
             prepared = api.prepare(scenario, list(overrides))
         except ScenarioError as err:
             _fail_input(err)
-        _echo_notes(prepared.workload.notes)
+        _echo_notes(prepared.workload.notes, accuracy_warnings(prepared.scenario, prepared.workload))
         target = out if out is not None else api.default_out_dir(prepared.scenario)
         if target.exists() and not overwrite:
             _fail_input(
@@ -223,12 +227,12 @@ def validate(scenario, overrides, print_normalized):
             prepared = api.prepare(scenario, list(overrides))
             click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
             return
-        from .run.inputs import load_inputs
+        from .run.inputs import accuracy_warnings, load_inputs
 
         inputs = load_inputs(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
-    _echo_notes(inputs.workload.notes)
+    _echo_notes(inputs.workload.notes, accuracy_warnings(inputs.scenario, inputs.workload))
     click.echo(
         f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
         f"{inputs.fabric.n_hosts} hosts)"

@@ -51,6 +51,24 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
     return Inputs(scenario, source, fabric, workload, plan, port, node)
 
 
+#: ring collectives of more ranks than this run early with packet trains (docs/fast_forward.md, "Long rings")
+TRAINS_RING_RANKS = 16
+
+
+def accuracy_warnings(scenario: Scenario, workload: Workload) -> list[str]:
+    """What the run should say about the accuracy of the approximation it uses (one line each)."""
+    if scenario.sim.fast_forward != "on":
+        return []
+    longest = max((len(c.ranks) for c in workload.collectives if c.algorithm == "ring"), default=0)
+    if longest <= TRAINS_RING_RANKS:
+        return []
+    return [
+        f"sim.fast_forward: on with a ring of {longest} ranks: packet trains run rings of more than "
+        f"{TRAINS_RING_RANKS} ranks early (2.9 % at 32 ranks over 8 leaves, 10 % at 128; docs/fast_forward.md, "
+        "Long rings). Check against off on a smaller case."
+    ]
+
+
 def load_inputs(path: Path | str, overrides: Sequence[str] = ()) -> Inputs:
     """Load a scenario file (with --set overrides) and check it."""
     return check_inputs(load_scenario(path, list(overrides)), str(path))
