@@ -11,6 +11,7 @@ time of each point normalised to PFC only, as a Markdown table.
 import argparse
 import csv
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -40,22 +41,40 @@ def main():
     shutil.copy(args.out / "plots" / "policy_time.png", ROOT / "docs" / "cc_ablation.png")
     with open(results, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    table: dict[tuple, dict] = {}
+    times: dict[tuple, dict] = {}  # (workload, topology) -> {(policy, seed): ns or a status}
     for r in rows:
         key = (r["workload.training.model.name"], r["topology.kind"])  # swept mappings are flattened
         ok = r["status"] == "finished"
-        table.setdefault(key, {})[r["network.cc.algorithm"]] = float(r["mean_iteration_ns"]) if ok else r["status"]
-    print(f"\n{ran} of {total} points run in {wall:.0f} s (--jobs {args.jobs})\n")
+        times.setdefault(key, {})[r["network.cc.algorithm"], r["seed"]] = (
+            float(r["mean_iteration_ns"]) if ok else r["status"]
+        )
+    seeds = sorted({seed for by in times.values() for _, seed in by}, key=int)
+    print(f"\n{ran} of {total} points run in {wall:.0f} s (--jobs {args.jobs}), seeds {', '.join(seeds)}\n")
+    print("Mean over seeds, and the standard deviation where there are several:\n")
     print("| workload | topology | PFC only (ms) | " + " | ".join(POLICIES[1:]) + " |")
     print("|---|---|---|" + "---|" * (len(POLICIES) - 1))
-    for (workload, topology), by_policy in sorted(table.items()):
-        base = by_policy.get("none")
-        cells = []
+    for (workload, topology), by in sorted(times.items()):
+        cells = [_cell([by.get(("none", seed)) for seed in seeds], 1e-6)]
         for p in POLICIES[1:]:
-            v = by_policy.get(p)
-            cells.append(f"{v / base:.3f}" if isinstance(v, float) and isinstance(base, float) else str(v))
-        base_txt = f"{base / 1e6:.3f}" if isinstance(base, float) else str(base)
-        print(f"| {workload} | {topology} | {base_txt} | " + " | ".join(cells) + " |")
+            ratios = [_ratio(by.get((p, seed)), by.get(("none", seed))) for seed in seeds]
+            cells.append(_cell(ratios, 1.0))
+        print(f"| {workload} | {topology} | " + " | ".join(cells) + " |")
+
+
+def _ratio(value, base):
+    return value / base if isinstance(value, float) and isinstance(base, float) else (value or base)
+
+
+def _cell(values: list, scale: float) -> str:
+    """The mean of values (times scale) with its standard deviation over seeds, or the first
+    status of a point that did not finish."""
+    bad = [v for v in values if not isinstance(v, float)]
+    if bad:
+        return str(bad[0])
+    mean = statistics.fmean(values) * scale
+    if len(values) < 2:
+        return f"{mean:.3f}"
+    return f"{mean:.3f} ± {statistics.stdev(values) * scale:.3f}"
 
 
 if __name__ == "__main__":
