@@ -62,7 +62,10 @@ def main():
 
 
 def _ratio(value, base):
-    return value / base if isinstance(value, float) and isinstance(base, float) else (value or base)
+    """value / base, or the status of whichever of the two points did not finish."""
+    if isinstance(value, float) and isinstance(base, float):
+        return value / base
+    return base if isinstance(value, float) else value
 
 
 def _cell(values: list, scale: float) -> str:
