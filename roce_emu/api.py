@@ -55,6 +55,11 @@ class Prepared:
     def flows(self):
         return self.workload.flows
 
+    @cached_property
+    def warnings(self) -> list[str]:
+        """What a run of it should say about the accuracy of an approximation it uses."""
+        return accuracy_warnings(self.scenario, self.workload)
+
 
 @dataclass
 class RunResult:
@@ -165,9 +170,8 @@ def run(
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
-    warnings = accuracy_warnings(sc, prepared.workload)
-    if warnings:
-        info["warnings"] = warnings
+    if prepared.warnings:
+        info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     target = None
     if write:

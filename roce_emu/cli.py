@@ -120,7 +120,6 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
       roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
     """
     from . import api
-    from .run.inputs import accuracy_warnings
 
     _stop_on_sigterm()
     try:
@@ -128,7 +127,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
             prepared = api.prepare(scenario, list(overrides))
         except ScenarioError as err:
             _fail_input(err)
-        _echo_notes(prepared.workload.notes, accuracy_warnings(prepared.scenario, prepared.workload))
+        _echo_notes(prepared.workload.notes, prepared.warnings)
         target = out if out is not None else api.default_out_dir(prepared.scenario)
         if target.exists() and not overwrite:
             _fail_input(

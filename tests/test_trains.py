@@ -6,10 +6,13 @@ for the shipped scenarios, and to the promise that they never form where they ar
 modelled (windowed congestion control, faults), in which case the run is exact.
 """
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from conftest import assert_conservation, scenario, simulate
 from roce_emu.api import prepare, run
@@ -187,10 +190,6 @@ def test_a_ring_whose_steps_overlap_stays_within_one_percent(leaves, hosts_per_l
 def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     """Rings of more than 16 ranks run early with trains (the miss above): a run with
     fast_forward on says so in summary.json and on stderr; off, or a shorter ring, says nothing."""
-    import subprocess
-    import sys
-
-    import yaml
 
     def ring(ranks, mode):
         return {
