@@ -126,6 +126,7 @@ def warm_cache() -> None:
 
 def main() -> None:
     from roce_emu.config.load import apply_override, parse_override
+    from roce_emu.errors import ScenarioError
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", choices=sorted(CASES), action="append", help="repeatable; default: all")
@@ -136,6 +137,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1], help="one row per seed (ECMP hashes, CC draws)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key")
     args = ap.parse_args()
+    try:  # as roce-emu run --set reads them; a bad one stops here, in one line, exit code 2
+        overrides = [parse_override(item) for item in args.set]
+        for name in args.case or sorted(CASES):
+            trial = CASES[name][0](args.npus, args.bytes_scale)
+            for key, value in overrides:
+                apply_override(trial, key, value)
+    except ScenarioError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     warm_cache()
     f = args.fast
     print(
@@ -150,8 +160,8 @@ def main() -> None:
             for seed in args.seeds:
                 doc = {"name": f"scale_{name}", "seed": seed, **build(args.npus, args.bytes_scale)}
                 doc["network"] = {"cc": {"algorithm": cc}}
-                for item in args.set:  # as roce-emu run --set reads them
-                    apply_override(doc, *parse_override(item))
+                for key, value in overrides:
+                    apply_override(doc, key, value)
                 runs = {}
                 for mode in ("off", args.fast):
                     doc["sim"] = {"fast_forward": mode}
