@@ -36,6 +36,8 @@ ARRAYS = (
     "task",
     "succ_off",
     "succ",
+    "qtask",
+    "queue",
     "link_plan",
 )
 #: no World access of their own (constants, the registry, the JIT switch, the generator's kernels),

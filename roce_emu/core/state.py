@@ -239,7 +239,34 @@ TASK_DTYPE = np.dtype(
         ("finish_ps", np.int64),  # -1 until done
         ("host", np.int32),  # compute: where it runs (-1 for a join)
         ("deps_left", np.int32),  # unfinished predecessors
+        ("qrow", np.int32),  # its row of World.qtask if it takes part in a runtime queue, else -1
         ("kind", np.int8),  # TK_*
+    ],
+    align=True,
+)
+
+#: a task's part in the runtime queues (tasks.py), one row per task that has one
+QTASK_DTYPE = np.dtype(
+    [
+        ("key", np.int64),  # dispatch queue: its rank (smaller first); ordered queue: its ticket
+        ("ready_ps", np.int64),  # when its predecessors were done
+        ("ticket", np.int64),  # dispatch queue: the ticket it was granted (its place in the order)
+        ("task", np.int32),  # the task of this row
+        ("queue", np.int32),  # the queue it waits for, -1 for none
+        ("frees", np.int32),  # the dispatch queue it frees when it finishes, -1 for none
+        ("gate", np.int32),  # ordered queue: the task whose ticket it follows
+        ("next", np.int32),  # the task after it in its queue's waiting list, -1 at the end
+    ],
+    align=True,
+)
+
+#: a runtime queue (tasks.py)
+QUEUE_DTYPE = np.dtype(
+    [
+        ("first", np.int64),  # the first waiting task, -1 if none
+        ("next_ticket", np.int64),  # dispatch: the ticket it grants next; ordered: the ticket it serves next
+        ("busy", np.int8),  # dispatch: granted and not yet freed
+        ("ordered", np.int8),  # 1: an ordered queue, 0: a dispatch queue
     ],
     align=True,
 )
@@ -271,6 +298,8 @@ class World(NamedTuple):
     task: np.ndarray  # TASK_DTYPE: flows first, then compute tasks
     succ_off: np.ndarray  # int64[tasks + 1]: CSR rows of each task's successors
     succ: np.ndarray  # int32: successor task ids
+    qtask: np.ndarray  # QTASK_DTYPE: the runtime-queue part of the tasks that have one
+    queue: np.ndarray  # QUEUE_DTYPE: the runtime queues
     link_plan: np.ndarray  # LINK_PLAN_DTYPE: the scenario's faults as timed actions, in time order
 
 

@@ -18,13 +18,15 @@ from ..core.state import (
     PKT_DTYPE,
     PQ_DTYPE,
     QP_DTYPE,
+    QTASK_DTYPE,
+    QUEUE_DTYPE,
     TASK_DTYPE,
     FastForward,
     World,
 )
 from ..fabric.topology import Fabric
 from ..workload import ns_to_ps
-from ..workload.dag import FlowTable, TaskTable
+from ..workload.dag import FlowTable, QueueTable, TaskTable
 from .inputs import Inputs
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
@@ -119,7 +121,9 @@ def build_world(inputs: Inputs) -> World:
     n_ports = len(port)
     pool_cap = pool_capacity(n_ports, n_qps)
     fanout = np.diff(workload.tasks.succ_off)
-    cfg[K.CFG_HEAP_ROOM] = K.HEAP_MARGIN + (int(fanout.max()) if len(fanout) else 0)
+    # a finishing task releases its successors, and may start a task of each of two runtime queues
+    queues = workload.tasks.queues
+    cfg[K.CFG_HEAP_ROOM] = K.HEAP_MARGIN + (int(fanout.max()) if len(fanout) else 0) + 2 * (len(queues.task) > 0)
     roots = int(np.count_nonzero(workload.tasks.n_deps == 0))
     pq = np.zeros((n_ports, K.NPRIO), PQ_DTYPE)
     pq["head"] = -1
@@ -156,6 +160,8 @@ def build_world(inputs: Inputs) -> World:
         task=_tasks(workload.tasks),
         succ_off=workload.tasks.succ_off,
         succ=workload.tasks.succ,
+        qtask=_queued_tasks(queues),
+        queue=_queues(queues),
         link_plan=plan.actions,
     )
     schedule_start(world)
@@ -210,6 +216,21 @@ def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
     return fast
 
 
+def _queued_tasks(queues: QueueTable) -> np.ndarray:
+    rows = np.zeros(len(queues.task), QTASK_DTYPE)
+    for name in ("task", "queue", "key", "gate", "frees"):
+        rows[name] = getattr(queues, name)
+    rows["next"] = -1
+    return rows
+
+
+def _queues(queues: QueueTable) -> np.ndarray:
+    out = np.zeros(len(queues.ordered), QUEUE_DTYPE)
+    out["first"] = -1
+    out["ordered"] = queues.ordered
+    return out
+
+
 def _tasks(table: TaskTable) -> np.ndarray:
     task = np.zeros(len(table), TASK_DTYPE)
     task["kind"] = np.where(table.is_flow, K.TK_FLOW, K.TK_COMPUTE)
@@ -217,6 +238,8 @@ def _tasks(table: TaskTable) -> np.ndarray:
     task["earliest_ps"] = table.earliest_ps
     task["host"] = table.host
     task["deps_left"] = table.n_deps
+    task["qrow"] = -1
+    task["qrow"][table.queues.task] = np.arange(len(table.queues.task))
     task["start_ps"] = -1
     task["finish_ps"] = -1
     return task

@@ -31,6 +31,18 @@ class FlowTable:
 
 
 @dataclass(frozen=True)
+class QueueTable:
+    """The runtime queues (core/tasks.py) and the tasks that take part in them, one row each."""
+
+    ordered: np.ndarray  # int8 per queue: 1 ordered, 0 dispatch
+    task: np.ndarray  # int32 per row: the task (final id)
+    queue: np.ndarray  # int32: the queue it waits for, -1 for none
+    key: np.ndarray  # int64: dispatch: its rank in the queue
+    gate: np.ndarray  # int32: ordered: the task whose ticket it follows (final id), -1
+    frees: np.ndarray  # int32: the dispatch queue it frees when it finishes, -1
+
+
+@dataclass(frozen=True)
 class TaskTable:
     """All tasks, flows first. ``succ_off``/``succ`` is the CSR of each task's successors."""
 
@@ -45,6 +57,7 @@ class TaskTable:
     names: list
     iteration: np.ndarray  # int32
     role: np.ndarray  # int8: index into ROLES
+    queues: "QueueTable"  # the runtime queues (core/tasks.py)
 
     def __len__(self) -> int:
         return len(self.is_flow)
@@ -102,6 +115,9 @@ class DagBuilder:
         self._computes = _Rows(2)  # host (-1 for a join), duration
         self._nodes = _Rows(3)  # is flow, index into its rows, label
         self._edges = _Rows(2)  # before, after
+        self._waits = _Rows(4)  # task, runtime queue, key, gate task (-1)
+        self._frees = _Rows(2)  # task, dispatch queue
+        self._queues: dict = {}  # a caller's queue name -> (queue id, ordered)
         self._labels: dict[tuple, int] = {}  # (name, iteration, role) -> label id
 
     def __len__(self) -> int:
@@ -128,6 +144,29 @@ class DagBuilder:
         """Add the edges before[i] -> after[i] (arrays of task ids)."""
         if len(before):
             self._edges.extend(before, after)
+
+    def queue_ids(self, names, ordered: bool) -> np.ndarray:
+        """Ids of runtime queues (core/tasks.py) by any hashable names, new ones numbered as
+        they come: dispatch queues, or ordered ones."""
+        ids = []
+        for name in names:
+            qid, kind = self._queues.setdefault(name, (len(self._queues), ordered))
+            assert kind == ordered, name
+            ids.append(qid)
+        return np.array(ids, np.int64)
+
+    def dispatched(self, tasks, queues, keys, frees_after) -> None:
+        """Each of ``tasks`` waits to be granted dispatch queue ``queues[i]``, ranked by
+        ``keys[i]``; task ``frees_after[i]`` frees it again when it finishes."""
+        if len(tasks):
+            self._waits.extend(tasks, queues, keys, -1)
+            self._frees.extend(frees_after, queues)
+
+    def ordered(self, tasks, queues, gates) -> None:
+        """Each of ``tasks`` starts in ordered queue ``queues[i]`` in the order of the tickets
+        its gate ``gates[i]`` (a dispatched task) was granted."""
+        if len(tasks):
+            self._waits.extend(tasks, queues, 0, gates)
 
     def compute(self, host: int, duration_ps: int, name: str, iteration: int = 0, after=()) -> int:
         self._computes.add((host, duration_ps))
@@ -199,8 +238,28 @@ class DagBuilder:
             names=names,
             iteration=label_iteration[label],
             role=label_role[label],
+            queues=self._queue_table(new_id),
         )
         return table, tasks, new_id
+
+    def _queue_table(self, new_id: np.ndarray) -> QueueTable:
+        waits, frees = self._waits.array(), self._frees.array()
+        ordered = np.zeros(len(self._queues), np.int8)
+        for qid, kind in self._queues.values():
+            ordered[qid] = kind
+        task = np.unique(np.concatenate([waits[:, 0], frees[:, 0]]))
+        queue, gate, freed = (np.full(len(task), -1, np.int32) for _ in range(3))
+        key = np.zeros(len(task), np.int64)
+        at = np.searchsorted(task, waits[:, 0])
+        assert len(np.unique(at)) == len(at), "a task waits for one runtime queue at most"
+        queue[at], key[at] = waits[:, 1], waits[:, 2]
+        gate[at] = np.where(waits[:, 3] >= 0, new_id[waits[:, 3]], -1)
+        at = np.searchsorted(task, frees[:, 0])
+        assert len(np.unique(at)) == len(at), "a task frees one runtime queue at most"
+        freed[at] = frees[:, 1]
+        return QueueTable(
+            ordered=ordered, task=new_id[task].astype(np.int32), queue=queue, key=key, gate=gate, frees=freed
+        )
 
 
 def has_cycle(tasks: TaskTable) -> bool:
