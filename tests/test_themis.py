@@ -105,22 +105,25 @@ def two_dims(rate0, rate1):
 
 def test_just_enough_bandwidth_leaves_nothing_to_balance():
     """BW(dim 0) = 4 x BW(dim 1) on a 4 x 4 fabric: the baseline's loads are equal
-    (2 x 3/4 x S / 4B on both), so Themis keeps the baseline's orders and time within 3 %."""
+    (2 x 3/4 x S / 4B on both), so Themis keeps the baseline's orders for every chunk, and then
+    the baseline runs: the same time to the picosecond (the issue asks within 3 %)."""
     base = run_all_reduce(two_dims(400, 100), "baseline")[1]
     for scheduler in ("themis_fifo", "themis_scf"):
         row = run_all_reduce(two_dims(400, 100), scheduler)[1]
-        assert float(row["time_ns"]) == pytest.approx(float(base["time_ns"]), rel=0.03)
+        assert row["time_ns"] == base["time_ns"]
 
 
 def test_with_less_first_dimension_bandwidth_themis_wins():
     """Equal rates on a 4 x 4 fabric: the baseline loads dimension 0 four times as much as
     dimension 1 (its pieces are 4x larger), a model time of 2 x 3/4 x S/B against 5/4 of the
-    balanced 2 x 3/4 x (S + S/4)/(2B) = 0.625: Themis is at least 1.3x faster, and both
-    dimensions move the same bytes."""
+    balanced 2 x 3/4 x (S + S/4)/(2B) = 0.625, at best 1.6x: both dimensions move the same
+    bytes, smallest-chunk-first is at least 1.3x faster (measured 1.43x) and FIFO at least 1.15x
+    (measured 1.21x: at run time it serves the large pieces that are ready first, and the small
+    ones the other dimension waits for come after them; docs/themis.md)."""
     base_res, base = run_all_reduce(two_dims(100, 100), "baseline")
-    for scheduler in ("themis_fifo", "themis_scf"):
+    for scheduler, least in (("themis_fifo", 1.15), ("themis_scf", 1.3)):
         _, row = run_all_reduce(two_dims(100, 100), scheduler)
-        assert float(base["time_ns"]) / float(row["time_ns"]) > 1.3
+        assert float(base["time_ns"]) / float(row["time_ns"]) > least
         assert row["dim0_bytes"] == row["dim1_bytes"]
     assert base["dim0_utilization"] > 3 * base["dim1_utilization"]
 
@@ -153,13 +156,12 @@ def test_per_dimension_figures_against_closed_forms():
     ],
 )
 def test_themis_is_never_slower_than_the_baseline(dims):
-    """The threshold rule at packet level, on 3-dimension fabrics. Smallest-chunk-first: within
-    3 % or faster. FIFO: within 5 %; it was measured 2.6 % slower on the first fabric with 16
-    chunks, where the model plans it 5.6 % faster (docs/themis.md: a static plan's order
-    against the packet-level timing)."""
+    """The threshold rule at packet level, on 3-dimension fabrics: both Themis variants within
+    3 % of the baseline or faster. (With the dimensions' service order fixed by the plan, FIFO
+    was 2.6 % slower on the first fabric; decided at run time it is 7 % faster.)"""
     base = float(run_all_reduce(dims, "baseline")[1]["time_ns"])
-    assert float(run_all_reduce(dims, "themis_scf")[1]["time_ns"]) <= base * 1.03
-    assert float(run_all_reduce(dims, "themis_fifo")[1]["time_ns"]) <= base * 1.05
+    for scheduler in ("themis_fifo", "themis_scf"):
+        assert float(run_all_reduce(dims, scheduler)[1]["time_ns"]) <= base * 1.03
 
 
 def test_scheduler_needs_a_hierarchical_all_reduce():
@@ -216,3 +218,62 @@ def test_torus_runs_themis():
     row = collective_rows(res.outcome.world, res.prepared.workload)[0]
     assert res.summary["status"] == "finished" and row["scheduler"] == "themis_scf"
     assert np.isclose(row["dim0_bytes"], row["dim1_bytes"], rtol=0.01)
+
+
+def _queue_rows(world):
+    """The runtime queues' rows (core/tasks.py) with each task's start and finish."""
+    q = world.qtask
+    task = world.task[q["task"]]
+    return q, task["start_ps"], task["finish_ps"]
+
+
+@pytest.mark.parametrize("scheduler", ["themis_fifo", "themis_scf"])
+def test_dimension_queues_serve_by_the_rule(scheduler):
+    """At run time, each dimension's dispatch queue in each group serves one stage at a time: a
+    stage is granted it only once the stage before it has its first ring step through, and
+    among the stages waiting, by size (SCF) and then by when they became ready. Every later
+    ring step on every rank runs in the order of the tickets, each after the one before it."""
+    res, _ = run_all_reduce(two_dims(100, 100), scheduler)
+    world = res.outcome.world
+    q, start, finish = _queue_rows(world)
+    assert (finish >= 0).all()
+    gates = np.flatnonzero((q["queue"] >= 0) & (q["gate"] < 0))
+    freed_at: dict = {}
+    for i in np.flatnonzero(q["frees"] >= 0):  # the first step's join frees the gate's queue
+        freed_at.setdefault(int(q["frees"][i]), []).append(int(finish[i]))
+    assert len(gates) and world.queue["busy"].max() == 0
+    for queue in np.unique(q["queue"][gates]):
+        mine = gates[q["queue"][gates] == queue]
+        mine = mine[np.argsort(q["ticket"][mine])]
+        assert list(q["ticket"][mine]) == list(range(len(mine)))
+        assert (np.diff(start[mine]) >= 0).all()
+        free_times = sorted(freed_at[int(queue)])
+        for n in range(1, len(mine)):
+            b = mine[n]
+            # granted no sooner than the stage before it freed the queue
+            assert start[b] >= free_times[n - 1]
+            # ...and ahead of no stage that was waiting and ranks before it
+            for later in mine[n + 1 :]:
+                if q["ready_ps"][later] < start[b]:  # it was waiting when b was granted
+                    assert (q["key"][b], q["ready_ps"][b]) <= (q["key"][later], q["ready_ps"][later])
+    ordered = np.flatnonzero(q["gate"] >= 0)
+    assert len(ordered)
+    ticket = q["ticket"][world.task[q["gate"][ordered]]["qrow"]]
+    for queue in np.unique(q["queue"][ordered]):
+        mine = ordered[q["queue"][ordered] == queue]
+        mine = mine[np.argsort(ticket[q["queue"][ordered] == queue])]
+        assert (start[mine[1:]] >= finish[mine[:-1]]).all()
+
+
+def test_dimension_queues_are_the_same_however_the_run_is_sliced():
+    sc = scenario(
+        topology={"kind": "multi_dim", "dims": two_dims(100, 100)},
+        workload={
+            "collectives": [
+                {"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 400_000, "chunks": 8, "scheduler": s}
+                for s in ("themis_fifo", "themis_scf")
+            ]
+        },
+    )
+    one, many = (simulate(sc, slice_events=n).outcome.world for n in (1 << 30, 997))
+    assert np.array_equal(one.task, many.task) and np.array_equal(one.qtask, many.qtask)

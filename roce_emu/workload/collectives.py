@@ -130,7 +130,7 @@ def expand(
     prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
     planned = c.algorithm == "hierarchical" and c.scheduler != "baseline"
     if planned:
-        _hierarchical_planned(x, c.ranks, ready, prev, coords, dims, dim_rates)
+        planned = _hierarchical_planned(x, c.ranks, ready, prev, coords, dims, dim_rates)
     for chunk in range(0 if planned else c.chunks):
         size = per_chunk[chunk]
         starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
@@ -313,18 +313,32 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims, revers
         done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, key, coords)
 
 
-def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates_bps):
-    """Hierarchical all-reduce in the chunk orders and per-dimension service order of a
-    scheduler's plan (themis.py): the stages are built in the order the plan starts them, and
-    the reduce-scatter stages on one dimension are chained in that order (each ring step waits
-    for the same step of the stage before it, on the same rank), and so are its all-gather
-    stages, as the baseline chains each phase's chunks."""
+def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates_bps) -> bool:
+    """Hierarchical all-reduce in the chunks' dimension orders of a scheduler's plan
+    (themis.py), its dimensions serving their stages in an order decided at run time. In each
+    group of ranks a dimension forms a ring in, a stage waits until every rank of the group is
+    ready for it, then for the group's dispatch queue of its phase (reduce-scatter or
+    all-gather on that dimension), which serves one stage at a time: the first ready
+    (``themis_fifo``) or the smallest (``themis_scf``), ties in the plan's order. The queue is
+    free again once the stage's first ring step is through, so stages pipeline step by step,
+    and every rank runs the later steps in the order the stages were dispatched (ordered
+    queues, core/tasks.py), as the baseline chains its chunks. Returns False, having built
+    nothing, when the plan gives every chunk the baseline's order (the baseline then runs)."""
     c = x.c
     per_chunk = split(c.nbytes, c.chunks)
+    rates, step_s = rates_bps
+    stages = plan(dims, rates, per_chunk, c.scheduler, step_s)
+    forward = [d for d in range(len(dims)) if dims[d] > 1]
+    baseline = [(d, False) for d in forward] + [(d, True) for d in reversed(forward)]
+    paths: dict[int, list] = {}
+    for stage in stages:
+        paths.setdefault(stage.chunk, []).append((stage.index, stage.dim, stage.gather))
+    if all([(d, g) for _, d, g in sorted(path)] == baseline for path in paths.values()):
+        return False
     held = [{r: per_chunk[k] for r in ranks} for k in range(c.chunks)]
     done = [{r: _start_join(x.b, c, ready.get(r, [])) for r in ranks} for _ in range(c.chunks)]
-    rates, step_s = rates_bps
-    for stage in plan(dims, rates, per_chunk, c.scheduler, step_s):
+    smallest_first = c.scheduler == "themis_scf"
+    for stage in stages:  # in the order the plan starts them: ties in the queues go that way
         done[stage.chunk] = _dimension_phase(
             x,
             ranks,
@@ -335,13 +349,17 @@ def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates
             prev,
             ("dim", stage.dim, stage.gather),
             coords,
+            dispatch_key=int(stage.nbytes) if smallest_first else 0,
         )
+    return True
 
 
-def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, coords):
+def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, coords, dispatch_key=None):
     """One reduce-scatter (or all-gather) along dimension k: a ring in every group of ranks
     that differ only in coordinate k, on what each rank holds (updated). Returns what each
-    rank's next phase waits for: everything it received in this one."""
+    rank's next phase waits for: everything it received in this one. With ``dispatch_key``, each
+    group's ring goes through the runtime queues of _hierarchical_planned instead of waiting
+    for the previous chunk's ring of the phase."""
     groups: dict[tuple, list[int]] = {}
     for r in ranks:
         groups.setdefault(coords[r][:k] + coords[r][k + 1 :], []).append(r)
@@ -351,7 +369,10 @@ def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, c
         if len(group) < 2:
             continue
         totals = [held[r] * len(group) for r in group] if gather else [held[r] for r in group]
-        ids, _, dst = _ring(x, group, totals, len(group) - 1, done, prev, phase=phase)
+        if dispatch_key is None:
+            ids, _, dst = _ring(x, group, totals, len(group) - 1, done, prev, phase=phase)
+        else:
+            ids, dst = _dispatched_ring(x, group, totals, done, phase, key, dispatch_key)
         x.dim_of.append((ids, k))
         received.append((ids, dst))
         for r in group:
@@ -363,6 +384,26 @@ def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, c
     joins = {r: x.b.join(x.c.name, x.c.iteration) for r in set(ranks) if r in receivers}
     x.b.edges(ids, _by_rank(joins)[dst])
     return {r: joins.get(r, done[r]) for r in set(ranks)}
+
+
+def _dispatched_ring(x: _Expansion, group, totals, done, phase, where, dispatch_key):
+    """One stage's ring in one group, through the group's runtime queues: a gate that waits
+    for the whole group and is dispatched by the group's queue of the phase, freed when the
+    first step is through; the later steps in each sender's ordered queue of that step."""
+    p = len(group)
+    gate = x.b.join(x.c.name, x.c.iteration, after=[done[r] for r in group if done[r] is not None])
+    ids, src, dst = _ring(x, group, totals, p - 1, {r: gate for r in group}, {}, phase=phase)
+    first_step = x.b.join(x.c.name, x.c.iteration, after=ids[:p])
+    name = id(x.c)  # the collective's own queues
+    x.b.dispatched([gate], x.b.queue_ids([(name, phase, where)], ordered=False), dispatch_key, [first_step])
+    later = np.arange(p, len(ids))
+    step = later // p
+    x.b.ordered(
+        ids[later],
+        x.b.queue_ids([(name, phase, int(j), int(r)) for j, r in zip(step, src[later])], ordered=True),
+        gate,
+    )
+    return ids, dst
 
 
 def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int):

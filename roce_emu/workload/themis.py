@@ -22,9 +22,10 @@ last ones idle. Themis picks each chunk's order to balance the dimensions:
 
 ``plan`` simulates that schedule on the model (a dimension serves one stage at a time; a
 chunk's stage is ready when its previous stage ends) and returns every stage in the order
-it starts. The packet-level expansion (collectives.py) builds the stages in that order and
-chains the stages on one dimension in it, so the run follows the plan's orders while the
-network decides the times.
+it starts. The packet-level run (collectives.py) takes from it each chunk's dimension
+order, and whether Themis gives way to the baseline; the order in which a dimension serves
+the stages is then decided while the run goes, by the same rule, in runtime queues
+(core/tasks.py), from when the stages really become ready.
 """
 
 import heapq
