@@ -189,7 +189,9 @@ def test_a_ring_whose_steps_overlap_stays_within_one_percent(leaves, hosts_per_l
 
 def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     """Rings of more than 16 ranks run early with trains (the miss above): a run with
-    fast_forward on says so in summary.json and on stderr; off, or a shorter ring, says nothing."""
+    fast_forward on says so in summary.json and on stderr, also for a hierarchical all-reduce
+    whose largest dimension is such a ring; off, a shorter ring, or all-to-all's pairwise
+    exchange (no chain of steps around a ring) says nothing."""
 
     def ring(ranks, mode):
         return {
@@ -202,6 +204,18 @@ def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     assert len(warned["warnings"]) == 1 and "ring of 24 ranks" in warned["warnings"][0]
     assert "warnings" not in simulate(scenario(**ring(24, "off"))).summary
     assert "warnings" not in simulate(scenario(**ring(16, "on"))).summary
+    hierarchical = {
+        "sim": {"fast_forward": "on"},
+        "topology": {"kind": "torus", "dims": [24, 2]},
+        "workload": {"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 48_000}]},
+    }
+    assert "ring of 24 ranks" in simulate(scenario(**hierarchical)).summary["warnings"][0]
+    pairwise = {
+        "sim": {"fast_forward": "on"},
+        "topology": {"kind": "single_switch", "hosts": 24},
+        "workload": {"collectives": [{"kind": "all_to_all", "algorithm": "ring", "bytes": 24_000}]},
+    }
+    assert "warnings" not in simulate(scenario(**pairwise)).summary
     path = tmp_path / "ring.yaml"
     path.write_text(yaml.safe_dump({"name": "ring", **ring(24, "on")}))
     p = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)

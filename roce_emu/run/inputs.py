@@ -19,6 +19,7 @@ from ..fabric.routing import build_routes
 from ..fabric.topology import Fabric, build_fabric, fabric_size
 from ..results.output import parquet_missing
 from ..workload import Workload, build_workload
+from ..workload.collectives import HIERARCHICAL, Collective
 from .sizing import check_fabric_memory, check_memory
 
 
@@ -59,7 +60,7 @@ def accuracy_warnings(scenario: Scenario, workload: Workload) -> list[str]:
     """What the run should say about the accuracy of the approximation it uses (one line each)."""
     if scenario.sim.fast_forward != "on":
         return []
-    longest = max((len(c.ranks) for c in workload.collectives if c.algorithm == "ring"), default=0)
+    longest = max((_ring_ranks(scenario, c) for c in workload.collectives), default=0)
     if longest <= TRAINS_RING_RANKS:
         return []
     return [
@@ -67,6 +68,17 @@ def accuracy_warnings(scenario: Scenario, workload: Workload) -> list[str]:
         f"{TRAINS_RING_RANKS} ranks early (2.9 % at 32 ranks over 8 leaves, 10 % at 128; docs/fast_forward.md, "
         "Long rings). Check against off on a smaller case."
     ]
+
+
+def _ring_ranks(scenario: Scenario, c: Collective) -> int:
+    """The ranks of the longest ring a collective runs its steps around: all of them for a ring
+    (not all-to-all's pairwise exchange), the largest dimension for a hierarchical one."""
+    if c.algorithm == "ring" and c.kind != "all_to_all":
+        return len(c.ranks)
+    if c.algorithm in HIERARCHICAL:
+        dims = getattr(scenario.topology, "dims", [])
+        return max((d if isinstance(d, int) else d.size for d in dims), default=0)
+    return 0
 
 
 def load_inputs(path: Path | str, overrides: Sequence[str] = ()) -> Inputs:
