@@ -277,3 +277,40 @@ def test_dimension_queues_are_the_same_however_the_run_is_sliced():
     )
     one, many = (simulate(sc, slice_events=n).outcome.world for n in (1 << 30, 997))
     assert np.array_equal(one.task, many.task) and np.array_equal(one.qtask, many.qtask)
+
+
+def test_training_gradients_run_with_themis():
+    """workload.training.scheduler drives every gradient all-reduce (four 2 MiB buckets, one at a
+    time) through the runtime queues. On the equal-rate 4 x 4 fabric, where the baseline loads
+    dimension 0 four times as much, the iteration is faster: SCF by at least 1.25x (measured
+    1.38x), FIFO by at least 1.1x (measured 1.19x)."""
+
+    def iteration(scheduler):
+        res = simulate(
+            scenario(
+                topology={"kind": "multi_dim", "dims": two_dims(100, 100)},
+                workload={
+                    "training": {
+                        "model": {
+                            "name": "transformer",
+                            "layers": 2,
+                            "hidden": 512,
+                            "sequence": 128,
+                            "batch_per_rank": 1,
+                        },
+                        "dp_algorithm": "hierarchical",
+                        "scheduler": scheduler,
+                        "chunks": 8,
+                        "bucket_bytes": 2 * 2**20,
+                    }
+                },
+            )
+        )
+        rows = collective_rows(res.outcome.world, res.prepared.workload)
+        assert res.summary["status"] == "finished" and len(rows) == 4
+        assert {row["scheduler"] for row in rows} == {scheduler}
+        return float(res.summary["iteration_ns"][0])
+
+    base = iteration("baseline")
+    assert base / iteration("themis_scf") >= 1.25
+    assert base / iteration("themis_fifo") >= 1.1
