@@ -37,7 +37,8 @@ How it runs, all inside the event loop:
   exists they stay a bounded share of the run. (The larger cost there is ``advance_ff``
   calling the exact kernel once per event: runs without jumps measured 10-60 % slower.)
 
-Reads and writes every world array except the task DAG, the route tables and the trace.
+Reads and writes every world array except the task DAG (with its runtime queues), the route
+tables and the trace.
 """
 
 import numpy as np
