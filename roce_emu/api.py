@@ -58,7 +58,7 @@ class Prepared:
     @cached_property
     def warnings(self) -> list[str]:
         """What a run of it should say about the accuracy of an approximation it uses."""
-        return accuracy_warnings(self.scenario, self.workload)
+        return accuracy_warnings(self.scenario, self.fabric, self.workload)
 
 
 @dataclass

@@ -231,7 +231,7 @@ def validate(scenario, overrides, print_normalized):
         inputs = load_inputs(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
-    _echo_notes(inputs.workload.notes, accuracy_warnings(inputs.scenario, inputs.workload))
+    _echo_notes(inputs.workload.notes, accuracy_warnings(inputs.scenario, inputs.fabric, inputs.workload))
     click.echo(
         f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
         f"{inputs.fabric.n_hosts} hosts)"

@@ -56,11 +56,11 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
 TRAINS_RING_RANKS = 16
 
 
-def accuracy_warnings(scenario: Scenario, workload: Workload) -> list[str]:
+def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """What the run should say about the accuracy of the approximation it uses (one line each)."""
     if scenario.sim.fast_forward != "on":
         return []
-    longest = max((_ring_ranks(scenario, c) for c in workload.collectives), default=0)
+    longest = max((_ring_ranks(fabric, c) for c in workload.collectives), default=0)
     if longest <= TRAINS_RING_RANKS:
         return []
     return [
@@ -70,14 +70,13 @@ def accuracy_warnings(scenario: Scenario, workload: Workload) -> list[str]:
     ]
 
 
-def _ring_ranks(scenario: Scenario, c: Collective) -> int:
+def _ring_ranks(fabric: Fabric, c: Collective) -> int:
     """The ranks of the longest ring a collective runs its steps around: all of them for a ring
     (not all-to-all's pairwise exchange), the largest dimension for a hierarchical one."""
     if c.algorithm == "ring" and c.kind != "all_to_all":
         return len(c.ranks)
     if c.algorithm in HIERARCHICAL:
-        dims = getattr(scenario.topology, "dims", [])
-        return max((d if isinstance(d, int) else d.size for d in dims), default=0)
+        return max(fabric.dims, default=0)
     return 0
 
 

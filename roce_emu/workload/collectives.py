@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dag import DagBuilder
-from .themis import plan
+from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
@@ -130,7 +130,7 @@ def expand(
     prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
     planned = c.algorithm == "hierarchical" and c.scheduler != "baseline"
     if planned:
-        planned = _hierarchical_planned(x, c.ranks, ready, prev, coords, dims, dim_rates)
+        planned = _hierarchical_planned(x, c.ranks, ready, coords, dims, dim_rates)
     for chunk in range(0 if planned else c.chunks):
         size = per_chunk[chunk]
         starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
@@ -313,7 +313,7 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims, revers
         done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, key, coords)
 
 
-def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates_bps) -> bool:
+def _hierarchical_planned(x: _Expansion, ranks, ready, coords, dims, rates_bps) -> bool:
     """Hierarchical all-reduce in the chunks' dimension orders of a scheduler's plan
     (themis.py), its dimensions serving their stages in an order decided at run time. In each
     group of ranks a dimension forms a ring in, a stage waits until every rank of the group is
@@ -328,12 +328,7 @@ def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates
     per_chunk = split(c.nbytes, c.chunks)
     rates, step_s = rates_bps
     stages = plan(dims, rates, per_chunk, c.scheduler, step_s)
-    forward = [d for d in range(len(dims)) if dims[d] > 1]
-    baseline = [(d, False) for d in forward] + [(d, True) for d in reversed(forward)]
-    paths: dict[int, list] = {}
-    for stage in stages:
-        paths.setdefault(stage.chunk, []).append((stage.index, stage.dim, stage.gather))
-    if all([(d, g) for _, d, g in sorted(path)] == baseline for path in paths.values()):
+    if keeps_baseline(dims, stages):
         return False
     held = [{r: per_chunk[k] for r in ranks} for k in range(c.chunks)]
     done = [{r: _start_join(x.b, c, ready.get(r, [])) for r in ranks} for _ in range(c.chunks)]
@@ -346,7 +341,7 @@ def _hierarchical_planned(x: _Expansion, ranks, ready, prev, coords, dims, rates
             stage.gather,
             held[stage.chunk],
             done[stage.chunk],
-            prev,
+            {},  # the queues order the stages, not chains to the previous chunk's
             ("dim", stage.dim, stage.gather),
             coords,
             dispatch_key=int(stage.nbytes) if smallest_first else 0,

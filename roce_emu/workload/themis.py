@@ -87,6 +87,17 @@ def plan(sizes, rates_bps, chunk_bytes: Sequence[float], scheduler: str, step_s=
     return stages
 
 
+def keeps_baseline(sizes, stages: list[Stage]) -> bool:
+    """Whether every chunk of a plan goes through the dimensions in the baseline's order
+    (0, 1, ..., then back): the threshold kept it for each, or the plan gave way."""
+    forward = [d for d in range(len(sizes)) if sizes[d] > 1]
+    baseline = [(d, False) for d in forward] + [(d, True) for d in reversed(forward)]
+    paths: dict[int, list] = {}
+    for stage in stages:
+        paths.setdefault(stage.chunk, []).append((stage.index, stage.dim, stage.gather))
+    return all([(d, g) for _, d, g in sorted(path)] == baseline for path in paths.values())
+
+
 def makespan(stages: list[Stage]) -> float:
     """When the plan's last stage ends, on the model (seconds)."""
     return max((s.end_s for s in stages), default=0.0)
