@@ -415,16 +415,48 @@ def on_rto(w, f, t):
 @njit
 def train_due_ps(w, k, node):
     """When host node takes train k, which is reaching it: an ACK train once all of it is in;
-    a data train so that the ACK train answering it ends when the last of its ACKs would
-    (the flow's last packets travel alone, so no flow completes early)."""
+    a data train when the ACK train answering it should start (_ack_lead_ps; the flow's last
+    packets travel alone, so no flow completes early)."""
     pk = w.pkt[k]
     due = pk["tail_ps"]
     if pk["kind"] == PK_DATA:
-        r = w.qp[pk["flow"]]
-        p = next_hop(w, node, I64(r["src"]), r["ecmp_hash"])
-        ack_wire = w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
-        due -= ser_ps((pk["n_sub"] - 1) * ack_wire, w.port[p]["rate_bps"])
+        due -= _ack_lead_ps(w, k, node)
     return due
+
+
+@njit
+def _ack_lead_ps(w, k, node):
+    """How long before data train k's last packet is in, host node answers it. Exactly, the
+    host sends an ACK as each of the train's n packets arrives, a data packet's time apart.
+    The ACK train stands for them as one block; it is centred on them (it starts half of
+    (n - 1) data and ACK times before the last ACK would), so that on average its ACKs are
+    neither early nor late where they meet data: at the host's NIC, which also sends, and at
+    the switch ports towards the data's sender. (Ending it when the last ACK would, it was
+    late by half a train, and data went ahead of ACKs that would have delayed it.)"""
+    pk = w.pkt[k]
+    n = I64(pk["n_sub"])
+    data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
+    return ser_ps((n - 1) * (_ack_wire(w) + data_wire) // 2, _uplink_rate(w, k, node))
+
+
+@njit
+def _ack_train_early_ps(w, k, node):
+    """How much sooner than the exact last ACK the ACK train answering data train k ends. Its
+    echo of the send time moves as much, so the sender measures the last ACK's RTT."""
+    n = I64(w.pkt[k]["n_sub"])
+    return _ack_lead_ps(w, k, node) - ser_ps((n - 1) * _ack_wire(w), _uplink_rate(w, k, node))
+
+
+@njit
+def _ack_wire(w):
+    return w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
+
+
+@njit
+def _uplink_rate(w, k, node):
+    """The rate of the port by which host node answers packet k (a host's one uplink)."""
+    r = w.qp[w.pkt[k]["flow"]]
+    return w.port[next_hop(w, node, I64(r["src"]), r["ecmp_hash"])]["rate_bps"]
 
 
 @njit
@@ -441,6 +473,8 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     w.pkt[k]["n_sub"] = n
     w.pkt[k]["ecn"] = ecn
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
+    if w.pkt[k_data]["n_sub"] > 1:  # answered at train_due_ps
+        w.pkt[k]["sent_ps"] -= _ack_train_early_ps(w, k_data, I64(node))
     if kind != PK_CNP:
         cc.on_reply(w, k_data, k)
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
