@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import assert_conservation, scenario, simulate
+from conftest import advance_to, assert_conservation, qp_of, scenario, simulate
 from roce_emu.api import prepare, run
 from roce_emu.core import kinds as K
 from roce_emu.results.iteration import collective_rows
@@ -56,8 +56,6 @@ def test_an_ack_train_carries_the_rtt_of_its_last_ack():
     ACK (centred on the ACKs it stands for) and so arrives early; its echo of the send time
     moves as much, so a lone flow measures the exact engine's RTT all along (checked mid-flow,
     by which time it has sent trains)."""
-    from conftest import advance_to, qp_of
-
     rtt = {}
     for mode in ("off", "on"):
         prepared = prepare(

@@ -436,7 +436,7 @@ def _ack_lead_ps(w, k, node):
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
     data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
-    return ser_ps((n - 1) * (_ack_wire(w) + data_wire) // 2, _uplink_rate(w, k, node))
+    return ser_ps((n - 1) * (_ack_wire_bytes(w) + data_wire) // 2, _uplink_rate(w, k, node))
 
 
 @njit
@@ -444,11 +444,11 @@ def _ack_train_early_ps(w, k, node):
     """How much sooner than the exact last ACK the ACK train answering data train k ends. Its
     echo of the send time moves as much, so the sender measures the last ACK's RTT."""
     n = I64(w.pkt[k]["n_sub"])
-    return _ack_lead_ps(w, k, node) - ser_ps((n - 1) * _ack_wire(w), _uplink_rate(w, k, node))
+    return _ack_lead_ps(w, k, node) - ser_ps((n - 1) * _ack_wire_bytes(w), _uplink_rate(w, k, node))
 
 
 @njit
-def _ack_wire(w):
+def _ack_wire_bytes(w):
     return w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
 
 
