@@ -155,7 +155,7 @@ def doc(topology, algorithm, nbytes, chunks):
 
 def measure(document, child=CHILD) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", child, json.dumps(document)], capture_output=True, text=True, check=True
+        [sys.executable, "-P", "-c", child, json.dumps(document)], capture_output=True, text=True, check=True
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -100,10 +100,12 @@ CASES = {
 
 
 def measure(doc: dict, timeout: float | None = None) -> dict:
-    """Run one scenario document in a fresh process; its figures, or {"error": the last line}."""
+    """Run one scenario document in a fresh process; its figures, or {"error": the last line}.
+    The child imports roce_emu as ``python -P`` does (PYTHONPATH, then the installed package),
+    not from the current directory, so that a tree named on PYTHONPATH is the one measured."""
     try:
         p = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-P", "-c", CHILD, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return {"error": f"stopped after {timeout:.0f} s"}

@@ -90,7 +90,7 @@ def doc(dims, nbytes, chunks, scheduler):
 
 
 def measure(d: dict) -> dict:
-    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(d)], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-P", "-c", CHILD, json.dumps(d)], capture_output=True, text=True)
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
     return json.loads(p.stdout.strip().splitlines()[-1])
