@@ -25,6 +25,7 @@ from .heap import heap_push
 from .jit import njit
 from .kinds import (
     CFG_ACK_BYTES,
+    CFG_ACK_EVERY,
     CFG_ACK_WITH_DATA,
     CFG_CNP_BYTES,
     CFG_DATA_HDR,
@@ -510,10 +511,23 @@ def on_host_arrive(w, k, node, t):
 
 
 @njit
+def _acks_due(w, before, after, n_pkts, flag):
+    """ACKs owed when the in-order packets grow from ``before`` to ``after``: one per multiple
+    of cfg[CFG_ACK_EVERY] passed (so one per packet by default), and at least one for the
+    flow's last packet or a mark to echo."""
+    every = w.cfg[CFG_ACK_EVERY]
+    acks = after // every - before // every
+    if acks == 0 and (after == n_pkts or flag != 0):
+        return I64(1)
+    return acks
+
+
+@njit
 def _on_data(w, k, f, node, t):
-    """Receiver: ACK in-order data, re-ACK duplicates, NACK a gap (once per interval);
-    answer a CE mark as the algorithm wants (flagged ACK or a CNP packet). A train is
-    n in-order packets, answered by one ACK train of n ACKs."""
+    """Receiver: ACK in-order data (every cfg[CFG_ACK_EVERY] packets, _acks_due), re-ACK
+    duplicates, NACK a gap (once per interval); answer a CE mark as the algorithm wants
+    (flagged ACK or a CNP packet). A train is n in-order packets, answered by one ACK train
+    of n ACKs."""
     r = w.qp[f]
     n = I64(w.pkt[k]["n_sub"])
     r["pkts_delivered"] += n
@@ -530,8 +544,11 @@ def _on_data(w, k, f, node, t):
         r["rcv_nxt"] = new
         if new == r["n_pkts"]:  # the receiver holds the whole flow
             task_done(w, I64(r["flow"]), t)
-        w.stats[C_ACKS] += new - expected
-        return _reply(w, f, PK_ACK, new, I64(flag), node, k, new - expected)
+        acks = _acks_due(w, expected, new, r["n_pkts"], flag)
+        if acks == 0:
+            return port
+        w.stats[C_ACKS] += acks
+        return _reply(w, f, PK_ACK, new, I64(flag), node, k, acks)
     if seq < expected:  # duplicate after a go-back: re-ACK
         w.stats[C_ACKS] += 1
         return _reply(w, f, PK_ACK, expected, I64(flag), node, k, I64(1))

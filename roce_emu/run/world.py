@@ -33,8 +33,9 @@ from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
 def train_limit(scenario: Scenario, n_link_actions: int) -> int:
     """Packets a steady flow may send as one train: sim.train_max_packets with fast-forward on,
-    0 (every packet alone) otherwise, and with faults, whose losses and detours trains do not model."""
-    if scenario.sim.fast_forward != "on" or n_link_actions:
+    0 (every packet alone) otherwise, and with faults, whose losses and detours trains do not
+    model, or with coalesced ACKs (an ACK train stands for one ACK per packet)."""
+    if scenario.sim.fast_forward != "on" or n_link_actions or scenario.network.nic.ack_every_packets > 1:
         return 0
     return scenario.sim.train_max_packets
 
@@ -53,6 +54,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_IFG] = net.wire.preamble_ifg_bytes
     cfg[K.CFG_RTO_PS] = ns_to_ps(net.nic.rto_ns)
     cfg[K.CFG_NACK_PS] = ns_to_ps(net.nic.nack_interval_ns)
+    cfg[K.CFG_ACK_EVERY] = net.nic.ack_every_packets
     cfg[K.CFG_PFC_ON] = int(net.switch.pfc.enabled)
     cfg[K.CFG_ECN_ON] = int(net.switch.ecn.enabled)
     cfg[K.CFG_RESERVE] = net.switch.pfc.reserve_bytes

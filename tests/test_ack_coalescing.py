@@ -1,0 +1,92 @@
+"""Coalesced ACKs (network.nic.ack_every_packets): a receiver acknowledges every N in-order
+packets, and always a flow's last packet and a mark it echoes.
+
+Checked against what can be derived: a lone flow's data and last ACK do not depend on the ACKs
+before it, the number of ACKs is a count of multiples, the exact fast-forward stays exact, and
+fewer ACKs leave a ring more of its links."""
+
+import pytest
+
+from conftest import scenario, simulate
+from roce_emu.config import load_scenario
+from roce_emu.core.kinds import CFG_ACK_EVERY
+from roce_emu.core.nic import _acks_due
+from roce_emu.errors import ScenarioError
+from test_fast_forward import _prepared, _results, assert_identical
+
+pytestmark = pytest.mark.quick
+
+ONE_SWITCH = {"kind": "single_switch", "hosts": 2, "link": {"rate_gbps": 100, "delay_ns": 1000}}
+
+
+def _lone_flow(every: int):
+    sc = scenario(
+        network={"nic": {"ack_every_packets": every}},
+        topology=ONE_SWITCH,
+        workload={"flows": [{"src": 0, "dst": 1, "bytes": 102_500}]},  # 103 packets, the last of 500 B
+    )
+    return simulate(sc)
+
+
+@pytest.mark.parametrize("every", [4, 7, 200])
+def test_a_lone_flow_keeps_its_timing_with_fewer_acks(every):
+    """Nothing shares the lone flow's path, so its data arrives as with one ACK per packet, and
+    its last packet is acknowledged at once: receiver and sender finish at the same picosecond.
+    The ACKs are one per multiple of N passed, plus the last packet's (103 is no multiple)."""
+    base, res = _lone_flow(1), _lone_flow(every)
+    for field in ("task", "flow"):
+        assert getattr(res.outcome.world, field)["finish_ps"][0] == getattr(base.outcome.world, field)["finish_ps"][0]
+    assert base.summary["acks_sent"] == 103
+    assert res.summary["acks_sent"] == 103 // every + 1
+    assert res.summary["events"] < base.summary["events"]
+
+
+def test_acks_are_due_at_multiples_at_the_end_and_for_marks():
+    class W:  # the one World array the rule reads: an ACK every four packets
+        cfg = {CFG_ACK_EVERY: 4}
+
+    due = _acks_due.py_func
+    assert [due(W, k, k + 1, 10, 0) for k in range(10)] == [0, 0, 0, 1, 0, 0, 0, 1, 0, 1]
+    assert due(W, 0, 9, 10, 0) == 2  # a train of nine passes 4 and 8
+    assert due(W, 4, 5, 10, 1) == 1  # a mark to echo: at once
+
+
+def test_coalesced_acks_stay_exact_with_fast_forward():
+    """A ring all-reduce on a k=4 fat-tree with an ACK every four packets: the exact
+    fast-forward gives the same flows, tasks, collectives and summary; `on` sends no trains
+    (an ACK train stands for one ACK per packet) and is exact too."""
+    sc = scenario(
+        network={"nic": {"ack_every_packets": 4}},
+        topology={"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}},
+        workload={"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 4_000_000}]},
+    )
+    off, _ = _results(_prepared(sc, None, (), "off"))
+    for mode in ("exact", "on"):
+        fast, summary = _results(_prepared(sc, None, (), mode))
+        assert_identical(off, fast)
+        assert summary["fast_forward_exact"] is True and summary.get("trains_sent", 0) == 0
+
+
+def test_fewer_acks_leave_a_ring_more_of_its_links():
+    """Sixteen ranks on one switch, 200 KB steps: each link into a rank carries its data and the
+    ACKs of the data it sends. With an ACK every eight packets the ring is faster, and no
+    faster than its data alone at line rate allows."""
+    times = {}
+    for every in (1, 8):
+        sc = scenario(
+            network={"nic": {"ack_every_packets": every}},
+            topology={"kind": "single_switch", "hosts": 16, "link": {"rate_gbps": 200, "delay_ns": 1000}},
+            workload={"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 16 * 204_800}]},
+        )
+        times[every] = simulate(sc).summary["last_finish_ns"]
+    frames = 2 * 15 * 205  # steps x packets of a 204,800-byte step (the last of 800 B)
+    line_ns = frames * (1000 + 62 + 20) * 8 / 200  # every frame full: a bound from below
+    assert line_ns * 0.99 < times[8] < times[1]
+
+
+def test_a_bad_ack_interval_is_one_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("network: {nic: {ack_every_packets: 0}}\nworkload: {flows: [{src: 0, dst: 1, bytes: 1000}]}\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert "network.nic.ack_every_packets" in str(err.value) and "\n" not in str(err.value)
