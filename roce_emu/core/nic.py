@@ -421,14 +421,15 @@ def train_due_ps(w, k, node):
     pk = w.pkt[k]
     due = pk["tail_ps"]
     if pk["kind"] == PK_DATA:
-        due -= _ack_lead_ps(w, k, node)
+        due -= _ack_lead_ps(w, k, _uplink_rate(w, k, node))
     return due
 
 
 @njit
-def _ack_lead_ps(w, k, node):
-    """How long before data train k's last packet is in, host node answers it. Exactly, the
-    host sends an ACK as each of the train's n packets arrives, a data packet's time apart.
+def _ack_lead_ps(w, k, rate):
+    """How long before data train k's last packet is in, its receiver answers it (by its uplink
+    of ``rate`` bit/s). Exactly, the host sends an ACK as each of the train's n packets
+    arrives, a data packet's time apart.
     The ACK train stands for them as one block; it is centred on them (it starts half of
     (n - 1) data and ACK times before the last ACK would), so that on average its ACKs are
     neither early nor late where they meet data: at the host's NIC, which also sends, and at
@@ -437,15 +438,15 @@ def _ack_lead_ps(w, k, node):
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
     data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
-    return ser_ps((n - 1) * (_ack_wire_bytes(w) + data_wire) // 2, _uplink_rate(w, k, node))
+    return ser_ps((n - 1) * (_ack_wire_bytes(w) + data_wire) // 2, rate)
 
 
 @njit
-def _ack_train_early_ps(w, k, node):
+def _ack_train_early_ps(w, k, rate):
     """How much sooner than the exact last ACK the ACK train answering data train k ends. Its
     echo of the send time moves as much, so the sender measures the last ACK's RTT."""
     n = I64(w.pkt[k]["n_sub"])
-    return _ack_lead_ps(w, k, node) - ser_ps((n - 1) * _ack_wire_bytes(w), _uplink_rate(w, k, node))
+    return _ack_lead_ps(w, k, rate) - ser_ps((n - 1) * _ack_wire_bytes(w), rate)
 
 
 @njit
@@ -473,12 +474,12 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     k = pkt_alloc(w, kind, I64(f), seq, n * size, prio, I64(r["src"]))
     w.pkt[k]["n_sub"] = n
     w.pkt[k]["ecn"] = ecn
+    p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if w.pkt[k_data]["n_sub"] > 1:  # answered at train_due_ps
-        w.pkt[k]["sent_ps"] -= _ack_train_early_ps(w, k_data, I64(node))
+        w.pkt[k]["sent_ps"] -= _ack_train_early_ps(w, k_data, w.port[p]["rate_bps"])
     if kind != PK_CNP:
         cc.on_reply(w, k_data, k)
-    p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))
     return p
 
