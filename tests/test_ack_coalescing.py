@@ -2,8 +2,8 @@
 packets, and always a flow's last packet and a mark it echoes.
 
 Checked against what can be derived: a lone flow's data and last ACK do not depend on the ACKs
-before it, the number of ACKs is a count of multiples, the exact fast-forward stays exact, and
-fewer ACKs leave a ring more of its links."""
+before it, the number of ACKs is a count of multiples, the exact fast-forward stays exact (and
+trains close), and fewer ACKs leave a ring more of its links."""
 
 from pathlib import Path
 
@@ -54,20 +54,23 @@ def test_acks_are_due_at_multiples_at_the_end_and_for_marks():
     assert due(W, 4, 5, 10, 1) == 1  # a mark to echo: at once
 
 
-def test_coalesced_acks_stay_exact_with_fast_forward():
+def test_coalesced_acks_with_fast_forward():
     """A ring all-reduce on a k=4 fat-tree with an ACK every four packets: the exact
-    fast-forward gives the same flows, tasks, collectives and summary; `on` sends no trains
-    (an ACK train stands for one ACK per packet) and is exact too."""
+    fast-forward gives the same flows, tasks, collectives and summary; `on` sends trains,
+    answered by ACK trains of an ACK per four packets, and stays within 0.5 % of the exact
+    engine's time (measured +0.06 % with 2 MB)."""
     sc = scenario(
         network={"nic": {"ack_every_packets": 4}},
         topology={"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}},
         workload={"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 4_000_000}]},
     )
-    off, _ = _results(_prepared(sc, None, (), "off"))
-    for mode in ("exact", "on"):
-        fast, summary = _results(_prepared(sc, None, (), mode))
-        assert_identical(off, fast)
-        assert summary["fast_forward_exact"] is True and summary.get("trains_sent", 0) == 0
+    off, summary_off = _results(_prepared(sc, None, (), "off"))
+    fast, summary = _results(_prepared(sc, None, (), "exact"))
+    assert_identical(off, fast)
+    assert summary["fast_forward_exact"] is True
+    _, summary = _results(_prepared(sc, None, (), "on"))
+    assert summary["trains_sent"] > 0 and summary["acks_sent"] == summary_off["acks_sent"]
+    assert abs(summary["last_finish_ns"] / summary_off["last_finish_ns"] - 1) < 0.005
 
 
 def test_fewer_acks_leave_a_ring_more_of_its_links():

@@ -6,10 +6,10 @@ priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queu
 
 Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
 pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
-whose path's egress ports carry only flows of the same path key (same NIC, destination, and rate and
-delay at each hop) and are no slower than it,
-sends its next packets as one train packet that stands for ``n_sub`` packets; its receiver
-answers with one ACK train of as many ACKs. Trains grow by doubling, shrink towards the
+whose path's egress ports carry only flows of the same path key (same NIC, destination, and
+rate and delay at each hop) and are no slower than it, sends its next packets as one train
+packet that stands for ``n_sub`` packets; its receiver answers with one ACK train of the ACKs
+they are owed (one per packet by default). Trains grow by doubling, shrink towards the
 flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
 delay, and have one length per round of the NIC's round robin; a queue pair joining the
 NIC cuts the train in progress, and a round cut short is settled by credits that later
@@ -426,27 +426,46 @@ def train_due_ps(w, k, node):
 
 
 @njit
-def _ack_lead_ps(w, k, rate):
-    """How long before data train k's last packet is in, its receiver answers it (by its uplink
-    of ``rate`` bit/s). Exactly, the host sends an ACK as each of the train's n packets
-    arrives, a data packet's time apart.
-    The ACK train stands for them as one block; it is centred on them (it starts half of
-    (n - 1) data and ACK times before the last ACK would), so that on average its ACKs are
-    neither early nor late where they meet data: at the host's NIC, which also sends, and at
-    the switch ports towards the data's sender. (Ending it when the last ACK would, it was
-    late by half a train, and data went ahead of ACKs that would have delayed it.)"""
+def _train_acks(w, k):
+    """The ACKs that answer data train k exactly, if its packets arrive in order: how many
+    (m), and the indices in the train of the first and last packets answered. A receiver
+    acknowledges when its in-order count reaches a multiple of cfg[CFG_ACK_EVERY] (_acks_due);
+    a train that passes none is answered once, at its last packet."""
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
-    data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
-    return ser_ps((n - 1) * (_ack_wire_bytes(w) + data_wire) // 2, rate)
+    every = w.cfg[CFG_ACK_EVERY]
+    first = (every - (I64(pk["seq"]) + 1) % every) % every
+    if first > n - 1:
+        return I64(1), n - 1, n - 1
+    m = (n - 1 - first) // every + 1
+    return m, first, first + (m - 1) * every
 
 
 @njit
-def _ack_train_early_ps(w, k, rate):
-    """How much sooner than the exact last ACK the ACK train answering data train k ends. Its
-    echo of the send time moves as much, so the sender measures the last ACK's RTT."""
-    n = I64(w.pkt[k]["n_sub"])
-    return _ack_lead_ps(w, k, rate) - ser_ps((n - 1) * _ack_wire_bytes(w), rate)
+def _ack_lead_ps(w, k, rate):
+    """How long before data train k's last packet is in, its receiver answers it (by its uplink
+    of ``rate`` bit/s). Exactly, the host sends an ACK as each answered packet of the train
+    arrives (every packet by default), each a data packet's time after the one before.
+    The ACK train stands for them as one block; it is centred on them (its ACKs' mean end is
+    theirs), so that on average its ACKs are neither early nor late where they meet data: at
+    the host's NIC, which also sends, and at the switch ports towards the data's sender.
+    (Ending it when the last ACK would, it was late by half a train, and data went ahead of
+    ACKs that would have delayed it.) With one ACK per packet the lead is half of (n - 1) data
+    and ACK times."""
+    pk = w.pkt[k]
+    n = I64(pk["n_sub"])
+    m, first, last = _train_acks(w, k)
+    data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
+    return ser_ps(((2 * (n - 1) - first - last) * data_wire + (m - 1) * _ack_wire_bytes(w)) // 2, rate)
+
+
+@njit
+def _ack_echo_shift_ps(w, k, rate):
+    """How much earlier than data train k's last packet's send time the ACK train answering it
+    echoes: the exact last ACK echoes its own packet's send time, and the ACK train ends sooner
+    than that ACK by as much again, so the sender measures the last ACK's RTT (TIMELY's)."""
+    m, _, _ = _train_acks(w, k)
+    return _ack_lead_ps(w, k, rate) - ser_ps((m - 1) * _ack_wire_bytes(w), rate)
 
 
 @njit
@@ -477,7 +496,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if w.pkt[k_data]["n_sub"] > 1:  # answered at train_due_ps
-        w.pkt[k]["sent_ps"] -= _ack_train_early_ps(w, k_data, w.port[p]["rate_bps"])
+        w.pkt[k]["sent_ps"] -= _ack_echo_shift_ps(w, k_data, w.port[p]["rate_bps"])
     if kind != PK_CNP:
         cc.on_reply(w, k_data, k)
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))

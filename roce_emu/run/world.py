@@ -34,8 +34,8 @@ from .sizing import first_qp_slots, heap_capacity, pool_capacity
 def train_limit(scenario: Scenario, n_link_actions: int) -> int:
     """Packets a steady flow may send as one train: sim.train_max_packets with fast-forward on,
     0 (every packet alone) otherwise, and with faults, whose losses and detours trains do not
-    model, or with coalesced ACKs (an ACK train stands for one ACK per packet)."""
-    if scenario.sim.fast_forward != "on" or n_link_actions or scenario.network.nic.ack_every_packets > 1:
+    model."""
+    if scenario.sim.fast_forward != "on" or n_link_actions:
         return 0
     return scenario.sim.train_max_packets
 
