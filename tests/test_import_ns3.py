@@ -165,6 +165,18 @@ def test_dcqcn_parameters_and_faults(tmp_path):
     check_inputs(load_scenario_doc(tmp_path, doc))
 
 
+def test_an_ack_interval_in_bytes_is_noted_not_mapped(tmp_path):
+    """The HPCC simulator's L2_ACK_INTERVAL is in bytes, and its receiver resets the milestone
+    to the interval at every packet: past a flow's first interval bytes it ACKs every packet.
+    So it is not roce-emu's ack_every_packets (an ACK per N packets all along): the import keeps
+    one ACK per packet and says why."""
+    doc, notes, _ = ns3.scenario(files(tmp_path, "L2_ACK_INTERVAL 4000\nL2_CHUNK_SIZE 4000\n"))
+    assert "nic" not in doc["network"]
+    (note,) = [n for n in notes if n.startswith("L2_ACK_INTERVAL")]
+    assert note.startswith("L2_ACK_INTERVAL 4000: not modelled (the simulator resets its ACK milestone")
+    assert note.endswith("roce-emu acknowledges every packet, as with 1)")
+
+
 def load_scenario_doc(tmp_path, doc):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc))

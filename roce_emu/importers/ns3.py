@@ -217,7 +217,14 @@ CC_KEYS = {
 #: keys roce-emu models with one value only: another value is named in the notes
 FIXED = {
     "USE_DYNAMIC_PFC_THRESHOLD": ("1", "roce-emu's PFC thresholds are dynamic (alpha_shift)"),
-    "L2_ACK_INTERVAL": ("1", "roce-emu acknowledges every packet"),
+    # rdma-hw.cc's ReceiveUdp sets the receiver's ACK milestone to the interval at every packet,
+    # so ReceiverCheckSeq ACKs every packet once a flow's first interval bytes are in
+    "L2_ACK_INTERVAL": (
+        "1",
+        "the simulator resets its ACK milestone to the interval at every packet (rdma-hw.cc, "
+        "ReceiveUdp), so it acknowledges every packet past a flow's first L2_ACK_INTERVAL bytes; "
+        "roce-emu acknowledges every packet",
+    ),
     "GLOBAL_T": ("1", "roce-emu's base RTT is the fabric's largest"),
     "VAR_WIN": ("1", "roce-emu's window follows the rate"),
     "FAST_REACT": ("1", "roce-emu's HPCC reacts to every ACK"),
