@@ -53,6 +53,14 @@ def leaf_spine(npus: int) -> dict:
     }
 
 
+def fat_tree(npus: int) -> dict:
+    """The k-ary fat-tree of k**3 / 4 hosts (k = 16 for 1024), at the leaf-spine's rate and delay."""
+    k = round((4 * npus) ** (1 / 3))
+    if k % 2 or k**3 // 4 != npus:
+        raise ValueError(f"{npus} NPUs is no k-ary fat-tree (k**3 / 4 hosts: 16, 128, 432, 1024, ...)")
+    return {"kind": "fat_tree", "k": k, "link": {"rate_gbps": 200, "delay_ns": 1000}}
+
+
 def case_resnet(npus: int, scale: float) -> dict:
     return {
         "topology": leaf_spine(npus),
