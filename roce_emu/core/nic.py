@@ -445,7 +445,7 @@ def _train_acks(w, k):
 def _ack_lead_ps(w, k, rate):
     """How long before data train k's last packet is in, its receiver answers it (by its uplink
     of ``rate`` bit/s). Exactly, the host sends an ACK as each answered packet of the train
-    arrives (every packet by default), each a data packet's time after the one before.
+    arrives (every packet by default; the train's packets arrive a data packet's time apart).
     The ACK train stands for them as one block; it is centred on them (its ACKs' mean end is
     theirs), so that on average its ACKs are neither early nor late where they meet data: at
     the host's NIC, which also sends, and at the switch ports towards the data's sender.

@@ -67,9 +67,10 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
         return []
     return [
         f"sim.fast_forward: on with a ring of {longest} ranks: packet trains run rings of more than "
-        f"{TRAINS_RING_RANKS} ranks early when every packet or every other one is acknowledged (up to 2.5 % "
-        f"at 32 ranks, 7-12 % at 128; docs/fast_forward.md, Long rings). Check against off on a smaller "
-        f"case, or acknowledge every {TRAINS_ACK_EVERY} packets (network.nic.ack_every_packets)."
+        f"{TRAINS_RING_RANKS} ranks early when receivers acknowledge more often than every {TRAINS_ACK_EVERY} "
+        f"packets (up to 2.5 % at 32 ranks, 7-12 % at 128 with an ACK per packet; docs/fast_forward.md, Long "
+        f"rings). Check against off on a smaller case, or acknowledge every {TRAINS_ACK_EVERY} packets "
+        f"(network.nic.ack_every_packets)."
     ]
 
 
