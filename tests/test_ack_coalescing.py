@@ -7,12 +7,14 @@ trains close), and fewer ACKs leave a ring more of its links."""
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import scenario, simulate
 from roce_emu.config import load_scenario
 from roce_emu.core.kinds import CFG_ACK_EVERY
-from roce_emu.core.nic import _acks_due
+from roce_emu.core.nic import _acks_due, _train_acks
+from roce_emu.core.state import PKT_DTYPE
 from roce_emu.errors import ScenarioError
 from test_fast_forward import _prepared, _results, assert_identical
 
@@ -52,6 +54,29 @@ def test_acks_are_due_at_multiples_at_the_end_and_for_marks():
     assert [due(W, k, k + 1, 10, 0) for k in range(10)] == [0, 0, 0, 1, 0, 0, 0, 1, 0, 1]
     assert due(W, 0, 9, 10, 0) == 2  # a train of nine passes 4 and 8
     assert due(W, 4, 5, 10, 1) == 1  # a mark to echo: at once
+
+
+def test_a_trains_acks_are_the_packets_exact_acks():
+    """The ACKs an ACK train stands for (nic._train_acks): as many as the receiver owes the
+    train's packets one by one (_acks_due), at the first and last of the packets it answers;
+    a train that passes no multiple is answered at its last packet."""
+    train_acks, due = _train_acks.py_func, _acks_due.py_func
+
+    class W:  # the World arrays _train_acks reads
+        cfg = {CFG_ACK_EVERY: 1}
+        pkt = np.zeros(1, PKT_DTYPE)
+
+    for every in (1, 2, 3, 4, 7):
+        W.cfg[CFG_ACK_EVERY] = every
+        for seq in range(0, 20):
+            for n in range(2, 30):
+                W.pkt[0]["seq"], W.pkt[0]["n_sub"] = seq, n
+                answered = [i for i in range(n) if due(W, seq + i, seq + i + 1, 10**6, 0) > 0]
+                m, first, last = train_acks(W, 0)
+                if answered:
+                    assert (m, first, last) == (len(answered), answered[0], answered[-1])
+                else:
+                    assert (m, first, last) == (1, n - 1, n - 1)
 
 
 def test_coalesced_acks_with_fast_forward():
