@@ -300,17 +300,12 @@ def workloads(draw):
                 {"name": "after", "duration_ns": draw(st.integers(1, 200_000)), "after": ["coll"], "hosts": [0]}
             )
             collectives[0]["after"] = ["before"]
-    return scenario(
-        topology=topology,
-        network={"cc": {"algorithm": cc}},
-        workload={
-            "flows": flows,
-            "collectives": collectives,
-            "compute": compute,
-            "iterations": draw(st.integers(1, 2)),
-        },
-        seed=draw(st.integers(0, 1000)),
-    )
+    workload = {"flows": flows, "collectives": collectives, "compute": compute, "iterations": draw(st.integers(1, 2))}
+    seed = draw(st.integers(0, 1000))
+    network: dict = {"cc": {"algorithm": cc}}
+    if cc not in ("hpcc", "dctcp") and draw(st.booleans()):  # drawn last: the draws above stay as they were
+        network["nic"] = {"ack_every_packets": draw(st.sampled_from([2, 4, 8]))}  # coalesced ACKs, ACK trains
+    return scenario(topology=topology, network=network, workload=workload, seed=seed)
 
 
 @pytest.mark.extensive
