@@ -303,8 +303,8 @@ def workloads(draw):
     workload = {"flows": flows, "collectives": collectives, "compute": compute, "iterations": draw(st.integers(1, 2))}
     seed = draw(st.integers(0, 1000))
     network: dict = {"cc": {"algorithm": cc}}
-    if cc not in ("hpcc", "dctcp") and draw(st.booleans()):  # drawn last: the draws above stay as they were
-        network["nic"] = {"ack_every_packets": draw(st.sampled_from([2, 4, 8]))}  # coalesced ACKs, ACK trains
+    if cc not in ("hpcc", "dctcp") and draw(st.booleans()):  # coalesced ACKs (windows want them every packet)
+        network["nic"] = {"ack_every_packets": draw(st.sampled_from([2, 4, 8]))}
     return scenario(topology=topology, network=network, workload=workload, seed=seed)
 
 
