@@ -59,7 +59,7 @@ def test_acks_are_due_at_multiples_at_the_end_and_for_marks():
 def test_a_trains_acks_are_the_packets_exact_acks():
     """The ACKs an ACK train stands for (nic._train_acks): as many as the receiver owes the
     train's packets one by one (_acks_due), at the first and last of the packets it answers;
-    a train that passes no multiple is answered at its last packet."""
+    a train that passes no multiple is taken at its last packet."""
     train_acks, due = _train_acks.py_func, _acks_due.py_func
 
     class W:  # the World arrays _train_acks reads

@@ -429,8 +429,9 @@ def train_due_ps(w, k, node):
 def _train_acks(w, k):
     """The ACKs that answer data train k exactly, if its packets arrive in order: how many
     (m), and the indices in the train of the first and last packets answered. A receiver
-    acknowledges when its in-order count reaches a multiple of cfg[CFG_ACK_EVERY] (_acks_due);
-    a train that passes none is answered once, at its last packet."""
+    acknowledges when its in-order count reaches a multiple of cfg[CFG_ACK_EVERY] (_acks_due).
+    A train that passes none gives (1, n - 1, n - 1): it is taken when all of it is in, and
+    answered then only if it ends the flow or carries a mark to echo."""
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
     every = w.cfg[CFG_ACK_EVERY]
