@@ -548,7 +548,7 @@ def _on_data(w, k, f, node, t):
     """Receiver: ACK in-order data (every cfg[CFG_ACK_EVERY] packets, _acks_due), re-ACK
     duplicates, NACK a gap (once per interval); answer a CE mark as the algorithm wants
     (flagged ACK or a CNP packet). A train is n in-order packets, answered by one ACK train
-    of n ACKs."""
+    of the ACKs they are owed."""
     r = w.qp[f]
     n = I64(w.pkt[k]["n_sub"])
     r["pkts_delivered"] += n
