@@ -135,6 +135,7 @@ def test_torus_detours_around_a_cut_dimension_order_path():
                 w.route_ports,
                 w.port["node"],
                 w.port["peer_port"],
+                w.port["pass_to"],
                 16,
                 0,
                 2,
@@ -174,7 +175,7 @@ def test_routes_avoid_dead_links_and_reach_every_host(topology):
             if src == dst:
                 continue
             for h in (0, 7, 12345):
-                path = flow_path(off, ports, fabric.port_node, fabric.port_peer, H, src, dst, h)
+                path = flow_path(off, ports, fabric.port_node, fabric.port_peer, fabric.port_pass, H, src, dst, h)
                 assert fabric.port_node[fabric.port_peer[path[-1]]] == dst, (src, dst)
                 assert not dead & set(path.tolist()), (src, dst)
                 assert len(path) < 2 * fabric.n_nodes

@@ -36,7 +36,9 @@ def test_fat_tree_paths_are_shortest_for_every_pair():
     for src in range(16):
         for dst in range(16):
             if src != dst:
-                path = flow_path(off, ports, fabric.port_node, fabric.port_peer, 16, src, dst, src * 31 + dst)
+                path = flow_path(
+                    off, ports, fabric.port_node, fabric.port_peer, fabric.port_pass, 16, src, dst, src * 31 + dst
+                )
                 assert fabric.port_node[fabric.port_peer[path[-1]]] == dst
                 lengths.add(len(path))
     assert lengths == {2, 4, 6}
@@ -46,7 +48,7 @@ def test_torus_dimension_order_goes_the_short_way_round():
     fabric, off, ports = _fabric_routes({"kind": "torus", "dims": [5, 4]})
     # host 0 at (0,0) to host at (4,1): dimension 0 first, 1 hop backwards over the wrap, then 1 hop
     dst = 4 * 4 + 1
-    path = flow_path(off, ports, fabric.port_node, fabric.port_peer, fabric.n_hosts, 0, dst, 7)
+    path = flow_path(off, ports, fabric.port_node, fabric.port_peer, fabric.port_pass, fabric.n_hosts, 0, dst, 7)
     routers = [fabric.graph.nodes[int(fabric.port_node[fabric.port_peer[p]])].get("coord") for p in path]
     assert routers == [(0, 0), (4, 0), (4, 1), None]
 

@@ -165,13 +165,17 @@ class Dimension(Strict):
 class MultiDim(_TopologyBase):
     """NPUs on a grid of dimensions (ASTRA-sim / LIBRA style), dimension 0 varying fastest.
 
-    Each NPU is a host behind its own router; the host-router link (tier ``host``) defaults
-    to the NPU's total injection bandwidth over all dimensions and zero delay."""
+    Each NPU is a host behind its own router, which forwards what crosses the NPU. The link
+    into the NPU (tier ``host``) defaults to the NPU's total injection bandwidth over all
+    dimensions and zero delay. ``nic`` says how the NPU sends: ``per_link`` (default), a NIC
+    port for each of its dimension links, at that link's rate, straight onto it; ``shared``,
+    one NIC port on the host link, whose round robin serves the flows of every dimension."""
 
     kind: Literal["multi_dim"] = "multi_dim"
     dims: list[Dimension] = Field(
         default_factory=lambda: [Dimension(size=4), Dimension(size=4, kind="switch")], min_length=1, max_length=6
     )
+    nic: Literal["per_link", "shared"] = "per_link"
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
 
 

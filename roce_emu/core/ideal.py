@@ -8,7 +8,7 @@ World arrays: reads none; writes none.
 import numpy as np
 
 from .jit import njit_alloc
-from .paths import flow_path, route_pick, ser_ps
+from .paths import egress_after, flow_path, ser_ps
 
 
 @njit_alloc
@@ -71,6 +71,7 @@ def flow_hops_and_ideal_fcts(
     route_ports,
     port_node,
     peer_port,
+    pass_to,
     n_hosts,
     src,
     dst,
@@ -89,8 +90,8 @@ def flow_hops_and_ideal_fcts(
     hops = np.empty(n, np.int64)
     ideal = np.empty(n, np.int64)
     for f in range(n):
-        fwd = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src[f], dst[f], ecmp_hash[f])
-        rev = flow_path(route_off, route_ports, port_node, peer_port, n_hosts, dst[f], src[f], ecmp_hash[f])
+        fwd = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src[f], dst[f], ecmp_hash[f])
+        rev = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, dst[f], src[f], ecmp_hash[f])
         hops[f] = fwd.shape[0]
         ideal[f] = ideal_fct_ps(
             size[f], mtu, data_hdr, ack_bytes, ifg, rate_bps[fwd], prop_ps[fwd], rate_bps[rev], prop_ps[rev]
@@ -99,7 +100,7 @@ def flow_hops_and_ideal_fcts(
 
 
 @njit_alloc
-def base_rtt_extremes(route_off, route_ports, port_node, peer_port, rate_bps, prop_ps, n_hosts, frame_wire):
+def base_rtt_extremes(route_off, route_ports, port_node, peer_port, pass_to, rate_bps, prop_ps, n_hosts, frame_wire):
     """(largest base RTT in ps, most switch hops) over all host pairs' routes (first ECMP choice).
 
     The base RTT is the HPCC simulator's: twice the propagation delays plus one data
@@ -114,8 +115,9 @@ def base_rtt_extremes(route_off, route_ports, port_node, peer_port, rate_bps, pr
             prop = np.int64(0)
             ser = np.int64(0)
             hops = 0
+            p = np.int64(-1)
             while node != dst and hops < 1024:
-                p = route_pick(route_off, route_ports, n_hosts, node, dst, np.int64(0))
+                p = egress_after(route_off, route_ports, peer_port, pass_to, n_hosts, p, node, dst, np.int64(0))
                 prop += prop_ps[p]
                 ser += ser_ps(frame_wire, rate_bps[p])
                 node = port_node[peer_port[p]]

@@ -476,7 +476,7 @@ def _ack_wire_bytes(w):
 
 @njit
 def _uplink_rate(w, k, node):
-    """The rate of the port by which host node answers packet k (a host's one uplink)."""
+    """The rate of the port by which host node answers packet k."""
     r = w.qp[w.pkt[k]["flow"]]
     return w.port[next_hop(w, node, I64(r["src"]), r["ecmp_hash"])]["rate_bps"]
 
@@ -494,7 +494,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     k = pkt_alloc(w, kind, I64(f), seq, n * size, prio, I64(r["src"]))
     w.pkt[k]["n_sub"] = n
     w.pkt[k]["ecn"] = ecn
-    p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host's one uplink: always a route
+    p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host always has a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if w.pkt[k_data]["n_sub"] > 1:  # answered at train_due_ps
         w.pkt[k]["sent_ps"] -= _ack_echo_shift_ps(w, k_data, w.port[p]["rate_bps"])

@@ -26,6 +26,15 @@ def route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash):
     return np.int64(route_ports[lo + np.int64(mix64(ecmp_hash, node) % np.uint64(n))])
 
 
+@njit
+def egress_after(route_off, route_ports, peer_port, pass_to, n_hosts, p, node, dst, ecmp_hash):
+    """route_pick at ``node`` for a packet that came over port p (-1: it starts there), unless
+    the port it arrived on passes it on (``pass_to``, the engine's rule in next_egress)."""
+    if p >= 0 and pass_to[peer_port[p]] >= 0:
+        return np.int64(pass_to[peer_port[p]])
+    return route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash)
+
+
 @njit_alloc
 def first_hops(route_off, route_ports, n_hosts, src, dst, ecmp_hash):
     """route_pick at each flow's source host: the NIC port every flow leaves by."""
@@ -49,21 +58,26 @@ NO_ROUTE = np.int64(-2)  #: next_egress: the next node has no route to the desti
 def next_egress(w, p, dst, ecmp_hash):
     """The egress port after port p on a flow's path to host ``dst`` (the routes in use now),
     PATH_END where p's link ends at dst, NO_ROUTE where the next node has none."""
-    node = np.int64(w.port[w.port[p]["peer_port"]]["node"])
+    q = w.port[p]["peer_port"]
+    node = np.int64(w.port[q]["node"])
     if node == dst:
         return PATH_END
-    e = next_hop(w, node, dst, ecmp_hash)
+    e = np.int64(w.port[q]["pass_to"])
+    if e < 0:
+        e = next_hop(w, node, dst, ecmp_hash)
     return e if e >= 0 else NO_ROUTE
 
 
 @njit_alloc
-def flow_path(route_off, route_ports, port_node, peer_port, n_hosts, src, dst, ecmp_hash):
+def flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src, dst, ecmp_hash):
     """Ports a packet of the flow crosses from host src to host dst (its node is src, then switches)."""
     out = np.empty(64, np.int32)
     n = 0
     node = src
     while node != dst or n == 0:
-        p = route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash)
+        p = egress_after(
+            route_off, route_ports, peer_port, pass_to, n_hosts, out[n - 1] if n else -1, node, dst, ecmp_hash
+        )
         if p < 0:
             break
         out[n] = p

@@ -83,6 +83,7 @@ PORT_DTYPE = np.dtype(
         ("act_count", np.int32),
         ("round_left", np.int32),  # queue pairs still to send a train of round_len this round
         ("round_qps", np.int32),  # queue pairs in this round when it started
+        ("pass_to", np.int32),  # a packet arriving here leaves its node by this port (-1: by the routes)
         ("busy", np.uint8),
         ("at_host", np.uint8),
         ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it

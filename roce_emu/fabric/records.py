@@ -27,7 +27,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
         )
     else:
         headroom = np.full(P, pfc.headroom_bytes, np.int64)
-    host_rate = rate[fabric.port_node < fabric.n_hosts].min()
+    host_rate = rate[[ports[0] for ports in fabric.node_ports[: fabric.n_hosts]]].min()  # the host links
     doublings = np.round(np.log2(np.maximum(rate / host_rate, 1.0))).astype(np.int64)
     port = np.zeros(P, PORT_DTYPE)
     port["node"] = fabric.port_node
@@ -36,6 +36,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["nominal_bps"] = rate
     port["prop_ps"] = fabric.port_prop_ps
     port["at_host"] = is_host_port
+    port["pass_to"] = fabric.port_pass
     port["tx_pkt"] = -1
     port["act_head"] = -1
     kmin, kmax, pmax = ecn.resolved(net.cc.algorithm)

@@ -69,7 +69,7 @@ def add_units(fabric: Fabric, ports: list[tuple[int, int]]) -> Fabric:
     def new_id(v: int) -> int:
         return v if v < H else v + U
 
-    g = nx.Graph()
+    g = type(old)()  # a multi_dim fabric's NICs: several links between an NPU and its router
     names = list(fabric.names[:H])
     for h in range(H):
         g.add_node(h, **old.nodes[h])

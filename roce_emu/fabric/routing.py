@@ -19,7 +19,9 @@ from .topology import Fabric
 
 def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, ports): CSR rows node * n_endpoints + dst, avoiding the ports in dead (both ports
-    of every dead link). A host's row keeps its one uplink: it has no other way out."""
+    of every dead link). A host's row keeps its uplink: it has no other way out. A multi_dim NPU
+    with a NIC link per dimension link (``port_pass``) sends by those onto its router's
+    choices, so that the NIC and the router agree."""
     H = fabric.n_endpoints
     if fabric.routing == "dor":
         per_switch = _dor_choices(fabric, dead)
@@ -27,10 +29,20 @@ def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np
         per_switch = _shortest_path_choices(fabric, dead)
     rows: list[tuple[int, ...]] = []
     attach = [fabric.host_attachment(h) for h in range(H)]
+    nic_link = {int(fabric.port_pass[fabric.port_peer[p]]): p for p in range(len(fabric.port_node))}
+    nic_link.pop(-1, None)  # the dimension link a multi_dim NIC link sends onto -> the NIC's port
     for node in range(fabric.n_nodes):
         if node < H:
-            uplinks = tuple(fabric.node_ports[node])
-            rows.extend(() if h == node else uplinks for h in range(H))
+            uplinks = tuple(p for p in fabric.node_ports[node] if fabric.port_pass[fabric.port_peer[p]] < 0)
+            if len(uplinks) == len(fabric.node_ports[node]):
+                rows.extend(() if h == node else uplinks for h in range(H))
+                continue
+            # NIC links: those onto the router's choices, where it has any (else the host
+            # link, to be dropped by the router like any packet with no route)
+            router = per_switch[attach[node]]
+            for h in range(H):
+                choices = () if h == node else tuple(nic_link[p] for p in router.get(attach[h], ()))
+                rows.append(() if h == node else (choices or uplinks))
             continue
         table = per_switch[node]
         for h in range(H):

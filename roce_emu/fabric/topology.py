@@ -40,6 +40,8 @@ class Fabric:
     port_prop_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     port_tier: list[str] = field(default_factory=list)
     node_ports: list[list[int]] = field(default_factory=list)  # ports owned by each node
+    # where a packet arriving on this port must leave its node, -1: by the routes
+    port_pass: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     @property
     def n_nodes(self) -> int:
@@ -269,11 +271,20 @@ def _edge_routers(dims: tuple[int, ...]) -> list[tuple[int, int]]:
 def _multi_dim(topo: MultiDim) -> Fabric:
     """NPU i has coordinate (i mod s0, i // s0 mod s1, ...); it is host i behind router i.
     Per dimension, the NPUs that differ only in that coordinate form a ring, a full mesh or
-    hang off one switch. Shortest-path ECMP routes between them."""
+    hang off one switch. Shortest-path ECMP routes between them.
+
+    Every NPU has a host link from its router (tier ``host``), by which all its traffic
+    arrives. With ``nic: shared`` it also sends by it. With ``nic: per_link`` it sends by one
+    link per dimension link of its router (tier ``nic``, that link's rate, the host link's
+    delay): a packet sent by it leaves the router by that dimension link (``port_pass``), and
+    the NIC picks among them by the routes of its router."""
     sizes = tuple(d.size for d in topo.dims)
     n = int(np.prod(sizes))
     coords = [tuple(int(x) for x in np.unravel_index(i, sizes, order="F")) for i in range(n)]
     b = _Builder(topo, n)
+    per_link = topo.nic == "per_link"
+    if per_link:  # a host and its router share several links
+        b.graph = nx.MultiGraph(b.graph)
     routers = [b.switch(f"npu{i}", layer=1, coord=coords[i]) for i in range(n)]
     injection = sum(d.rate_gbps * _links_per_npu(d) for d in topo.dims)
     host_link = topo.tiers.get("host")
@@ -281,6 +292,7 @@ def _multi_dim(topo: MultiDim) -> Fabric:
     delay = host_link.delay_ns if host_link and host_link.delay_ns is not None else 0.0
     for i in range(n):
         b.graph.add_edge(i, routers[i], tier="host", rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
+    nic_links = []  # (router, dimension link id, rate)
     for k, dim in enumerate(topo.dims):
         link = {
             "tier": f"dim{k}",
@@ -298,7 +310,14 @@ def _multi_dim(topo: MultiDim) -> Fabric:
                 pairs = [(members[a], members[(a + 1) % len(members)]) for a in range(len(members))]
                 pairs = pairs[:1] if len(members) == 2 else pairs
             for u, v in pairs:
-                b.graph.add_edge(u, v, **link)
+                link_id = b.graph.number_of_edges()
+                b.graph.add_edge(u, v, link_id=link_id, **link)
+                nic_links += [(r, link_id, link["rate_bps"]) for r in (u, v) if r < routers[0] + n]
+    if per_link:
+        for r, link_id, rate_bps in sorted(nic_links):
+            b.graph.add_edge(
+                r - routers[0], r, tier="nic", rate_bps=rate_bps, prop_ps=int(round(delay * 1000)), mirrors=link_id
+            )
     return Fabric(
         "multi_dim",
         b.graph,
@@ -372,4 +391,21 @@ def flatten(fabric: Fabric) -> Fabric:
     fabric.port_node, fabric.port_peer = node, peer
     fabric.port_rate_bps, fabric.port_prop_ps = rate, prop
     fabric.port_tier, fabric.node_ports = tiers, node_ports
+    fabric.port_pass = _pass_ports(edges, node)
     return fabric
+
+
+def _pass_ports(edges: list, port_node: np.ndarray) -> np.ndarray:
+    """port_pass for flattened edges: the switch end of a link that ``mirrors`` another (a
+    multi_dim NIC link) passes what arrives on it to its own port on the mirrored link."""
+    out = np.full(len(port_node), -1, np.int32)
+    own = {}  # (link id, owner node) -> port
+    for i, (_, _, data) in enumerate(edges):
+        if "link_id" in data:
+            own[data["link_id"], int(port_node[2 * i])] = 2 * i
+            own[data["link_id"], int(port_node[2 * i + 1])] = 2 * i + 1
+    for i, (_, _, data) in enumerate(edges):
+        if "mirrors" in data:
+            switch_end = 2 * i + 1  # the larger node id: switches come after hosts
+            out[switch_end] = own[data["mirrors"], int(port_node[switch_end])]
+    return out

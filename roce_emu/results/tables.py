@@ -40,7 +40,8 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
     """The ports a flow's data and its ACKs cross in the healthy fabric (route epoch 0)."""
     r = world.flow[f]
     n_hosts = int(world.cfg[K.CFG_N_HOSTS])
-    args = (world.route_off[0], world.route_ports, world.port["node"], world.port["peer_port"], n_hosts)
+    port = world.port
+    args = (world.route_off[0], world.route_ports, port["node"], port["peer_port"], port["pass_to"], n_hosts)
     fwd = flow_path(*args, int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
     rev = flow_path(*args, int(r["dst"]), int(r["src"]), int(r["ecmp_hash"]))
     return fwd, rev
@@ -66,6 +67,7 @@ def flow_table(world: World) -> dict[str, np.ndarray]:
         world.route_ports,
         world.port["node"],
         world.port["peer_port"],
+        world.port["pass_to"],
         int(cfg[K.CFG_N_HOSTS]),
         flow["src"].astype(np.int64),
         flow["dst"].astype(np.int64),

@@ -28,6 +28,7 @@ def _cut_off(world: World, f: int) -> bool:
         world.route_ports,
         world.port["node"],
         world.port["peer_port"],
+        world.port["pass_to"],
         int(world.cfg[K.CFG_N_HOSTS]),
         int(r["src"]),
         int(r["dst"]),

@@ -88,6 +88,7 @@ def route_extremes(inputs: Inputs, cfg: np.ndarray) -> tuple[int, int]:
         plan.route_ports,
         port["node"],
         port["peer_port"],
+        port["pass_to"],
         port["rate_bps"],
         port["prop_ps"],
         inputs.fabric.n_endpoints,
