@@ -11,7 +11,8 @@ from roce_emu.config.schema import MultiDim
 from roce_emu.core.paths import flow_path
 from roce_emu.fabric.routing import build_routes
 from roce_emu.fabric.topology import build_fabric
-from roce_emu.results.tables import flow_table
+from roce_emu.core import kinds as K
+from roce_emu.results.tables import flow_table, flows_now
 
 DIMS_3D = [
     {"size": 4, "kind": "ring", "rate_gbps": 400, "delay_ns": 100},
@@ -93,3 +94,45 @@ def test_per_link_flows_of_two_dimensions_do_not_share_the_nic(cc):
     assert both[0] == fast_alone
     shared, shared_ideal, _ = _fcts("shared", [FAST, SLOW])
     assert shared[0] > 1.4 * shared_ideal[0]
+
+
+def test_per_link_nic_follows_the_routes_around_a_dead_dimension_link():
+    """A ring of 4 NPUs whose link npu0-npu1 fails as NPU 0 starts a flow to NPU 1, the routes
+    converging at once. The routes after the failure send NPU 0's packets for NPU 1 by its NIC
+    link onto npu0-npu3, the long way round; a packet that still arrives on the NIC link of the
+    dead link is routed the same way by the router (not dropped), so the flow finishes with
+    nothing lost."""
+    dims = [{"size": 4, "kind": "ring", "rate_gbps": 100, "delay_ns": 500}]
+    res = simulate(
+        scenario(
+            topology={"kind": "multi_dim", "dims": dims},
+            workload={"flows": [{"src": 0, "dst": 1, "bytes": 1_000_000}]},
+            faults=[{"kind": "link_down", "link": ["npu0", "npu1"], "at_ns": 0}],
+            network={"routing": {"convergence_ns": 0}},
+        )
+    )
+    world, fabric = res.outcome.world, res.prepared.fabric
+    port = world.port
+    path = flow_path(
+        world.route_off[-1],
+        world.route_ports,
+        port["node"],
+        port["peer_port"],
+        port["pass_to"],
+        fabric.n_hosts,
+        0,
+        1,
+        int(world.flow[0]["ecmp_hash"]),
+    )
+    assert [fabric.names[int(port["node"][port["peer_port"][p]])] for p in path] == [
+        "npu0",
+        "npu3",
+        "npu2",
+        "npu1",
+        "h1",
+    ]
+    assert fabric.port_tier[path[0]] == "nic"
+    flow = flows_now(world)[0]
+    assert flow["finish_ps"] > 0 and flow["pkts_dropped"] == 0 and world.stats[K.C_DATA_SENT] == flow["pkts_delivered"]
+    around = fabric.port_towards(fabric.names.index("npu0"), fabric.names.index("npu3"))
+    assert port["tx_bytes"][around] >= 1_000_000

@@ -63,7 +63,7 @@ def next_egress(w, p, dst, ecmp_hash):
     if node == dst:
         return PATH_END
     e = np.int64(w.port[q]["pass_to"])
-    if e < 0:
+    if e < 0 or w.port[e]["down"] != 0:  # on_switch_arrive's rule
         e = next_hop(w, node, dst, ecmp_hash)
     return e if e >= 0 else NO_ROUTE
 

@@ -191,7 +191,7 @@ def on_switch_arrive(w, k, p_in, t):
     node = w.port[p_in]["node"]
     f = pk["flow"]
     e = I64(w.port[p_in]["pass_to"])
-    if e < 0:
+    if e < 0 or w.port[e]["down"] != 0:  # a dead link's NIC link: by the routes instead
         e = next_hop(w, I64(node), I64(pk["dst"]), w.qp[f]["ecmp_hash"])
     if e < 0 or w.port[e]["down"] != 0:  # cut off, or a stale route to a dead link
         pkt_lose(w, k)
