@@ -136,3 +136,19 @@ def test_per_link_nic_follows_the_routes_around_a_dead_dimension_link():
     assert flow["finish_ps"] > 0 and flow["pkts_dropped"] == 0 and world.stats[K.C_DATA_SENT] == flow["pkts_delivered"]
     around = fabric.port_towards(fabric.names.index("npu0"), fabric.names.index("npu3"))
     assert port["tx_bytes"][around] >= 1_000_000
+
+
+def test_per_link_sends_as_a_nic_on_the_dimension_link_itself():
+    """NPU 0 to NPU 1 through a 2-NPU switch dimension (800 Gb/s, 100 ns): its router passes the
+    NIC link's packets on cut-through, so the flow takes exactly as long as from a host whose
+    own NIC is on that link. The same path as a custom fabric: host 0 - hub - router 1 - host 1,
+    the last link at the NPU's injection rate (an ACK crosses it at host 1's end there, at host
+    0's end on the multi_dim fabric: the same delay alone)."""
+    nbytes = 1_000_000
+    flows = {"flows": [{"src": 0, "dst": 1, "bytes": nbytes}]}
+    dims = [{"size": 2, "kind": "switch", "rate_gbps": 800, "delay_ns": 100}]
+    multi = simulate(scenario(topology={"kind": "multi_dim", "dims": dims}, workload=flows))
+    links = [[0, 2, 800, 100], [2, 3, 800, 100], [3, 1, 800, 0]]  # host 0 - hub - router 1 - host 1
+    custom = simulate(scenario(topology={"kind": "custom", "switches": [2, 3], "links": links}, workload=flows))
+    fct = [flow_table(r.outcome.world)["fct_ps"][0] for r in (multi, custom)]
+    assert fct[0] == fct[1]

@@ -28,7 +28,8 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
     """FCT of a flow alone on an idle network, sent at line rate, ACKed per packet.
 
     Exact to the picosecond under the engine's rules: back-to-back packets with wire
-    overhead, store-and-forward at every hop, propagation, and the last packet's ACK
+    overhead, store-and-forward at every hop (f_rate, f_prop: those _stored_hops keeps),
+    propagation, and the last packet's ACK
     back to the sender (which may queue behind the previous ACK). Full-size packets
     obey the closed form F_k(i) = sum_{j<=k} s_j + sum_{j<k} p_j + i * max_{j<=k} s_j,
     so only the tail of the flow is stepped explicitly.
@@ -66,6 +67,26 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
 
 
 @njit_alloc
+def _stored_hops(path, rate_bps, prop_ps, peer_port, pass_to):
+    """(rates, delays) of the hops where a path's packets are stored and forwarded: a multi_dim
+    NIC link's router passes packets on as they come in (port._try_send), so that link costs
+    its delay only, added to the next hop's."""
+    rates = np.empty(path.shape[0], np.int64)
+    props = np.empty(path.shape[0], np.int64)
+    n = 0
+    carry = np.int64(0)
+    for p in path:
+        if pass_to[peer_port[p]] >= 0:
+            carry += prop_ps[p]
+            continue
+        rates[n] = rate_bps[p]
+        props[n] = prop_ps[p] + carry
+        carry = 0
+        n += 1
+    return rates[:n], props[:n]
+
+
+@njit_alloc
 def flow_hops_and_ideal_fcts(
     route_off,
     route_ports,
@@ -93,9 +114,9 @@ def flow_hops_and_ideal_fcts(
         fwd = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src[f], dst[f], ecmp_hash[f])
         rev = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, dst[f], src[f], ecmp_hash[f])
         hops[f] = fwd.shape[0]
-        ideal[f] = ideal_fct_ps(
-            size[f], mtu, data_hdr, ack_bytes, ifg, rate_bps[fwd], prop_ps[fwd], rate_bps[rev], prop_ps[rev]
-        )
+        f_rate, f_prop = _stored_hops(fwd, rate_bps, prop_ps, peer_port, pass_to)
+        r_rate, r_prop = _stored_hops(rev, rate_bps, prop_ps, peer_port, pass_to)
+        ideal[f] = ideal_fct_ps(size[f], mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_rate, r_prop)
     return hops, ideal
 
 
@@ -104,7 +125,8 @@ def base_rtt_extremes(route_off, route_ports, port_node, peer_port, pass_to, rat
     """(largest base RTT in ps, most switch hops) over all host pairs' routes (first ECMP choice).
 
     The base RTT is the HPCC simulator's: twice the propagation delays plus one data
-    frame's serialisation at every hop of the forward path (docs/model.md §2.4)."""
+    frame's serialisation at every hop of the forward path where it is stored (docs/model.md
+    §2.4)."""
     worst_rtt = np.int64(0)
     worst_hops = 0
     for src in range(n_hosts):
@@ -119,7 +141,8 @@ def base_rtt_extremes(route_off, route_ports, port_node, peer_port, pass_to, rat
             while node != dst and hops < 1024:
                 p = egress_after(route_off, route_ports, peer_port, pass_to, n_hosts, p, node, dst, np.int64(0))
                 prop += prop_ps[p]
-                ser += ser_ps(frame_wire, rate_bps[p])
+                if pass_to[peer_port[p]] < 0:  # not a NIC link its router passes on (_stored_hops)
+                    ser += ser_ps(frame_wire, rate_bps[p])
                 node = port_node[peer_port[p]]
                 hops += 1
             worst_rtt = max(worst_rtt, 2 * prop + ser)

@@ -124,6 +124,11 @@ def _try_send(w, p, t):
     end = t + ser_ps(wire, pt["rate_bps"])
     if n > 1:
         end = _send_train(w, p, k, n, wire, t, end)
+    elif w.port[pt["peer_port"]]["pass_to"] >= 0:
+        # a multi_dim NIC link: its router passes the packet onto the dimension link as its bits
+        # come in (cut-through), so that it leaves there as from a NIC on that link itself
+        pt["tx_pkt"] = -1
+        heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     if w.cfg[CFG_TRAIN_MAX] > 0:
         pt["tx_end_ps"] = end
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
@@ -173,7 +178,7 @@ def on_tx_done(w, p, t):
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
-    if k < 0:  # a train, already on its way (_send_train)
+    if k < 0:  # a train, already on its way (_send_train), or a packet a router passes on
         kick(w, p)
         return
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):

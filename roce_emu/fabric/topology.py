@@ -276,8 +276,9 @@ def _multi_dim(topo: MultiDim) -> Fabric:
     Every NPU has a host link from its router (tier ``host``), by which all its traffic
     arrives. With ``nic: shared`` it also sends by it. With ``nic: per_link`` it sends by one
     link per dimension link of its router (tier ``nic``, that link's rate, the host link's
-    delay): a packet sent by it leaves the router by that dimension link (``port_pass``), and
-    the NIC picks among them by the routes of its router."""
+    delay): a packet sent by it leaves the router by that dimension link (``port_pass``; the
+    engine passes it on cut-through), and the NIC picks among them by the routes of its
+    router."""
     sizes = tuple(d.size for d in topo.dims)
     n = int(np.prod(sizes))
     coords = [tuple(int(x) for x in np.unravel_index(i, sizes, order="F")) for i in range(n)]
