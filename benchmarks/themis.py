@@ -3,6 +3,7 @@
     python benchmarks/themis.py                         # six fabrics, 64 MiB, 64 chunks (about 20 min)
     python benchmarks/themis.py --bytes-mib 16          # a quarter of the size
     python benchmarks/themis.py --sweep-chunks          # 4 .. 512 chunks on the 3D heterogeneous fabric
+    python benchmarks/themis.py --queue-pair connection # a connection's ring steps in order (NCCL)
 
 The fabrics scale the shapes of the Themis paper's topologies to 64 NPUs (2D 4x16, 3D 4x4x4
 homogeneous, heterogeneous and FC-Ring-Switch, 4D 2x2x4x4 and 2x4x2x4). The paper's Table 2
@@ -70,10 +71,11 @@ FABRICS = {
 SCHEDULERS = ("baseline", "themis_fifo", "themis_scf")
 
 
-def doc(dims, nbytes, chunks, scheduler):
+def doc(dims, nbytes, chunks, scheduler, queue_pair="flow"):
     return {
         "name": "themis",
         "topology": {"kind": "multi_dim", "dims": dims},
+        "network": {"nic": {"queue_pair": queue_pair}},
         "workload": {
             "collectives": [
                 {
@@ -101,6 +103,7 @@ def main() -> None:
     ap.add_argument("--bytes-mib", type=float, default=64)
     ap.add_argument("--chunks", type=int, default=64)
     ap.add_argument("--sweep-chunks", action="store_true", help="4 .. 512 chunks on one fabric instead")
+    ap.add_argument("--queue-pair", choices=("flow", "connection"), default="flow", help="network.nic.queue_pair")
     args = ap.parse_args()
     nbytes = int(args.bytes_mib * 2**20)
     measure(doc(FABRICS["2D 4x16 (switch, switch), 400/100"], 1 << 20, 4, "themis_scf"))  # warm the cache
@@ -114,7 +117,7 @@ def main() -> None:
     else:
         cases = [(name, args.chunks) for name in FABRICS]
     for name, chunks in cases:
-        runs = {s: measure(doc(FABRICS[name], nbytes, chunks, s)) for s in SCHEDULERS}
+        runs = {s: measure(doc(FABRICS[name], nbytes, chunks, s, args.queue_pair)) for s in SCHEDULERS}
         if any("error" in r for r in runs.values()):
             print(f"| {name} | {chunks} | " + " | ".join(r.get("error", "") for r in runs.values()) + " |")
             continue

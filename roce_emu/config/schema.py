@@ -346,12 +346,18 @@ class Switch(Strict):
 class Nic(Strict):
     """The RDMA NIC. ``ack_every_packets``: the receiver acknowledges every this many in-order
     packets, and always a flow's last packet and a packet whose congestion mark it echoes; 1
-    (every packet) is the HPCC ns-3 simulator's default. More coalesces ACKs as hardware does."""
+    (every packet) is the HPCC ns-3 simulator's default. More coalesces ACKs as hardware does.
+
+    ``queue_pair``: ``flow`` (default), every flow has a queue pair of its own, and the NIC port
+    serves those with data round-robin; ``connection``, flows from one NIC port to one
+    destination at one priority go in order, as NCCL posts a ring's steps on one connection:
+    a flow joins the round robin once the one before it has sent its last packet."""
 
     rto_ns: float = Field(1_000_000.0, gt=0, le=1e12)
     nack_interval_ns: float = Field(500_000.0, ge=0, le=1e12)
     data_priority: int = Field(3, ge=1, le=7)
     ack_every_packets: int = Field(1, ge=1, le=1_000_000)
+    queue_pair: Literal["flow", "connection"] = "flow"
 
 
 class Cc(Strict):

@@ -152,7 +152,8 @@ CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_for
 CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MARGIN + the most successors of a task
 CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's data (HPCC ns-3); 0: in the control queue
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
-CFG_SIZE = 23
+CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
+CFG_SIZE = 24
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

@@ -32,6 +32,7 @@ from .kinds import (
     CFG_IFG,
     CFG_MTU,
     CFG_NACK_PS,
+    CFG_QP_CONNECTION,
     CFG_RTO_PS,
     CFG_TRAIN_MAX,
     CTRL_PRIO,
@@ -302,12 +303,17 @@ def _emit_data(w, p, f, t):
     cc.on_send(w, f, wire)
     if r["snd_nxt"] >= r["n_pkts"]:
         ring_remove(w, p, f)
+        g = r["conn_next"]
+        if g >= 0:  # the next flow of its connection goes now (queue_pair: connection)
+            r["conn_next"] = -1
+            ring_insert(w, p, g)
     return k
 
 
 @njit
 def flow_start(w, L, t):
-    """Flow L starts at t: it opens a queue pair, which joins its NIC port's round robin."""
+    """Flow L starts at t: it opens a queue pair, which joins its NIC port's round robin (or,
+    with queue_pair: connection, waits behind a flow of its connection still sending)."""
     f = qp_open(w, L)
     r = w.qp[f]
     r["next_tx_ps"] = t
@@ -317,9 +323,30 @@ def flow_start(w, L, t):
     if w.cfg[CFG_TRAIN_MAX] > 0:
         r["path_key"] = _path_key(w, f)
         _path_add(w, f, I64(1))
+    if w.cfg[CFG_QP_CONNECTION] != 0 and _wait_for_connection(w, f):
+        return r["nic_port"]
+    if w.cfg[CFG_TRAIN_MAX] > 0:
         cut_train(w, I64(r["nic_port"]), t)
     ring_insert(w, r["nic_port"], f)
     return r["nic_port"]
+
+
+@njit
+def _wait_for_connection(w, f):
+    """queue_pair: connection. If a flow of f's connection (its NIC port, destination and
+    priority) is still sending, queue f behind the last flow waiting for it and return True."""
+    r = w.qp[f]
+    pt = w.port[r["nic_port"]]
+    g = pt["act_head"]
+    for _ in range(pt["act_count"]):
+        q = w.qp[g]
+        if q["dst"] == r["dst"] and q["prio"] == r["prio"]:
+            while w.qp[g]["conn_next"] >= 0:
+                g = w.qp[g]["conn_next"]
+            w.qp[g]["conn_next"] = f
+            return True
+        g = q["act_next"]
+    return False
 
 
 @njit

@@ -67,6 +67,7 @@ def qp_open(w, L):
     r["nack_seq"] = -1
     r["act_next"] = -1
     r["act_prev"] = -1
+    r["conn_next"] = -1
     r["finish_ps"] = -1
     r["state"] = FL_ACTIVE
     _cc_start(w, f)

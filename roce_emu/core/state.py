@@ -192,6 +192,7 @@ QP_DTYPE = np.dtype(
         ("nic_port", np.int32),  # sender's first-hop port
         ("act_next", np.int32),  # ring of active queue pairs on the NIC port
         ("act_prev", np.int32),
+        ("conn_next", np.int32),  # queue_pair: connection: the flow that waits for this one to have sent all
         ("prio", np.int8),
         ("state", np.int8),  # FL_*
         ("in_ring", np.uint8),

@@ -55,6 +55,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_RTO_PS] = ns_to_ps(net.nic.rto_ns)
     cfg[K.CFG_NACK_PS] = ns_to_ps(net.nic.nack_interval_ns)
     cfg[K.CFG_ACK_EVERY] = net.nic.ack_every_packets
+    cfg[K.CFG_QP_CONNECTION] = int(net.nic.queue_pair == "connection")
     cfg[K.CFG_PFC_ON] = int(net.switch.pfc.enabled)
     cfg[K.CFG_ECN_ON] = int(net.switch.ecn.enabled)
     cfg[K.CFG_RESERVE] = net.switch.pfc.reserve_bytes
