@@ -75,10 +75,11 @@ def test_plan_is_a_schedule(scheduler):
             assert b.start_s >= a.start_s + (sizes[d] - 1) / sizes[d] * a.nbytes * 8 / rates[d] - 1e-15
 
 
-def run_all_reduce(dims, scheduler, nbytes=4_000_000, chunks=16):
+def run_all_reduce(dims, scheduler, nbytes=4_000_000, chunks=16, network=None):
     res = simulate(
         scenario(
             topology={"kind": "multi_dim", "dims": dims},
+            network=network or {},
             workload={
                 "collectives": [
                     {
@@ -117,8 +118,8 @@ def test_with_less_first_dimension_bandwidth_themis_wins():
     """Equal rates on a 4 x 4 fabric: the baseline loads dimension 0 four times as much as
     dimension 1 (its pieces are 4x larger), a model time of 2 x 3/4 x S/B against 5/4 of the
     balanced 2 x 3/4 x (S + S/4)/(2B) = 0.625, at best 1.6x: both dimensions move the same
-    bytes, smallest-chunk-first is at least 1.3x faster (measured 1.43x) and FIFO at least 1.15x
-    (measured 1.21x: at run time it serves the large pieces that are ready first, and the small
+    bytes, smallest-chunk-first is at least 1.3x faster (measured 1.44x) and FIFO at least 1.15x
+    (measured 1.19x: at run time it serves the large pieces that are ready first, and the small
     ones the other dimension waits for come after them; docs/themis.md)."""
     base_res, base = run_all_reduce(two_dims(100, 100), "baseline")
     for scheduler, least in (("themis_fifo", 1.15), ("themis_scf", 1.3)):
@@ -140,28 +141,32 @@ def test_per_dimension_figures_against_closed_forms():
     assert 0 < float(row["dim1_busy_ns"]) <= float(row["time_ns"]) + 1e-6
 
 
+RING_FC_SWITCH = [
+    {"size": 2, "kind": "ring", "rate_gbps": 200},
+    {"size": 4, "kind": "fully_connected", "rate_gbps": 100},
+    {"size": 2, "kind": "switch", "rate_gbps": 50},
+]
+RING_SWITCH_SWITCH = [
+    {"size": 4, "kind": "ring", "rate_gbps": 100},
+    {"size": 2, "kind": "switch", "rate_gbps": 200},
+    {"size": 2, "kind": "switch", "rate_gbps": 100},
+]
+CONNECTION = {"nic": {"queue_pair": "connection"}}
+
+
 @pytest.mark.parametrize(
-    "dims",
-    [
-        [
-            {"size": 2, "kind": "ring", "rate_gbps": 200},
-            {"size": 4, "kind": "fully_connected", "rate_gbps": 100},
-            {"size": 2, "kind": "switch", "rate_gbps": 50},
-        ],
-        [
-            {"size": 4, "kind": "ring", "rate_gbps": 100},
-            {"size": 2, "kind": "switch", "rate_gbps": 200},
-            {"size": 2, "kind": "switch", "rate_gbps": 100},
-        ],
-    ],
+    "dims, chunks, network",
+    [(RING_FC_SWITCH, 16, None), (RING_SWITCH_SWITCH, 16, None), (RING_FC_SWITCH, 8, CONNECTION)],
 )
-def test_themis_is_never_slower_than_the_baseline(dims):
+def test_themis_is_never_slower_than_the_baseline(dims, chunks, network):
     """The threshold rule at packet level, on 3-dimension fabrics: both Themis variants within
     3 % of the baseline or faster. (With the dimensions' service order fixed by the plan, FIFO
-    was 2.6 % slower on the first fabric; decided at run time it is 7 % faster.)"""
-    base = float(run_all_reduce(dims, "baseline")[1]["time_ns"])
+    was 2.6 % slower on the first fabric; decided at run time it is 6 % faster.) With 8 chunks
+    the rule holds only with a connection's ring steps in order: with a queue pair per flow FIFO
+    is 0.89x and SCF 0.94x there (docs/themis.md)."""
+    base = float(run_all_reduce(dims, "baseline", chunks=chunks, network=network)[1]["time_ns"])
     for scheduler in ("themis_fifo", "themis_scf"):
-        assert float(run_all_reduce(dims, scheduler)[1]["time_ns"]) <= base * 1.03
+        assert float(run_all_reduce(dims, scheduler, chunks=chunks, network=network)[1]["time_ns"]) <= base * 1.03
 
 
 def test_scheduler_needs_a_hierarchical_all_reduce():
