@@ -229,6 +229,16 @@ def test_collectives_with_fast_forward(kind, algorithm, topology, cc, nbytes):
     all_modes(_collective(kind, algorithm, topology, cc, nbytes))
 
 
+@pytest.mark.parametrize(
+    "algorithm,topology,chunks", [("ring", LEAF_SPINE, 1), ("hierarchical", MULTI_DIM, 4)], ids=["ring", "hierarchical"]
+)
+def test_connection_queue_pairs_with_fast_forward(algorithm, topology, chunks):
+    """network.nic.queue_pair: connection, whose waiting flows are part of the state."""
+    sc = _collective("all_reduce", algorithm, topology, "dcqcn", 8_000_000, chunks)
+    nic = sc.network.nic.model_copy(update={"queue_pair": "connection"})
+    all_modes(sc.model_copy(update={"network": sc.network.model_copy(update={"nic": nic})}))
+
+
 def test_a_long_ring_all_reduce_skips_most_of_its_events():
     """The case fast-forward is for: every ring step is a long steady state. It must skip the
     bulk of the events (so the identity tests above are not vacuous) and still be exact."""

@@ -337,6 +337,7 @@ def _walk_flow(w, ff, f):
     _put(ff, T_PLAIN, r["rate_bps"])
     _put(ff, T_PLAIN, r["window_bytes"])
     _put(ff, T_PLAIN, _i(r["in_ring"]))
+    _put(ff, T_PLAIN, _i(r["conn_next"]))
     r["pkts_sent"] = _put(ff, T_COUNTER, r["pkts_sent"])
     r["pkts_delivered"] = _put(ff, T_COUNTER, r["pkts_delivered"])
     r["pkts_dropped"] = _put(ff, T_COUNTER, r["pkts_dropped"])
@@ -403,7 +404,10 @@ def _walk_port(w, ff, p, now):
     _put(ff, T_PLAIN, p)
     _put(ff, T_PLAIN, _i(pt["busy"]))
     if pt["busy"] != 0:
-        _walk_pkt(w, ff, _i(pt["tx_pkt"]))
+        k = _i(pt["tx_pkt"])
+        _put(ff, T_PLAIN, _i(k >= 0))
+        if k >= 0:  # else a packet a multi_dim NIC link's router already passes on (port._try_send)
+            _walk_pkt(w, ff, k)
     n_act = _i(pt["act_count"])
     _put(ff, T_PLAIN, n_act)
     f = pt["act_head"]
