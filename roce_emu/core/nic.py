@@ -225,7 +225,7 @@ def _first_link_cap(w, pt):
     """Packets a train from host port pt may carry: no longer than the first link's delay, so
     that until its first packet arrives it can still be cut. One on a multi_dim NIC link, whose
     router passes packets on as they come in (port._try_send)."""
-    if w.port[pt["peer_port"]]["pass_to"] >= 0:
+    if pt["cut_through"] != 0:
         return 1
     one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
     return pt["prop_ps"] // one + 1

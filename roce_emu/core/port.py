@@ -124,7 +124,7 @@ def _try_send(w, p, t):
     end = t + ser_ps(wire, pt["rate_bps"])
     if n > 1:
         end = _send_train(w, p, k, n, wire, t, end)
-    elif pt["at_host"] != 0 and w.port[pt["peer_port"]]["pass_to"] >= 0:
+    elif pt["cut_through"] != 0:
         # a multi_dim NIC link: its router passes the packet onto the dimension link as its bits
         # come in (cut-through), so that it leaves there as from a NIC on that link itself
         pt["tx_pkt"] = -1

@@ -86,6 +86,7 @@ PORT_DTYPE = np.dtype(
         ("pass_to", np.int32),  # a packet arriving here leaves its node by this port (-1: by the routes)
         ("busy", np.uint8),
         ("at_host", np.uint8),
+        ("cut_through", np.uint8),  # a multi_dim NIC link: its router passes what it sends on as it comes in
         ("down", np.uint8),  # the link is down: a switch port discards what it would send, a NIC holds it
     ],
     align=True,
