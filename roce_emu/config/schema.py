@@ -169,8 +169,8 @@ class MultiDim(_TopologyBase):
     into the NPU (tier ``host``) defaults to the NPU's total injection bandwidth over all
     dimensions and zero delay. ``nic`` says how the NPU sends: ``per_link`` (default), a NIC
     port for each of its dimension links, at that link's rate, passed onto it cut-through;
-    ``shared``,
-    one NIC port on the host link, whose round robin serves the flows of every dimension."""
+    ``shared``, one NIC port on the host link, whose round robin serves the flows of every
+    dimension."""
 
     kind: Literal["multi_dim"] = "multi_dim"
     dims: list[Dimension] = Field(
