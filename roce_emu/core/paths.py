@@ -29,7 +29,8 @@ def route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash):
 @njit
 def egress_after(route_off, route_ports, peer_port, pass_to, n_hosts, p, node, dst, ecmp_hash):
     """route_pick at ``node`` for a packet that came over port p (-1: it starts there), unless
-    the port it arrived on passes it on (``pass_to``, the engine's rule in next_egress)."""
+    the port it arrived on passes it on (``pass_to``; the engine's egress_from also routes
+    around a dead link)."""
     if p >= 0 and pass_to[peer_port[p]] >= 0:
         return np.int64(pass_to[peer_port[p]])
     return route_pick(route_off, route_ports, n_hosts, node, dst, ecmp_hash)
@@ -50,6 +51,16 @@ def next_hop(w, node, dst, ecmp_hash):
     return route_pick(w.route_off[w.meta[M_ROUTE_EPOCH]], w.route_ports, w.cfg[CFG_N_HOSTS], node, dst, ecmp_hash)
 
 
+@njit
+def egress_from(w, p_in, dst, ecmp_hash):
+    """Egress port for a packet to host ``dst`` that arrived on port p_in: the port p_in passes
+    it to (a multi_dim NIC link's dimension link) while that link is up, else by the routes."""
+    e = np.int64(w.port[p_in]["pass_to"])
+    if e < 0 or w.port[e]["down"] != 0:
+        e = next_hop(w, np.int64(w.port[p_in]["node"]), dst, ecmp_hash)
+    return e
+
+
 PATH_END = np.int64(-1)  #: next_egress: the link ends at the destination
 NO_ROUTE = np.int64(-2)  #: next_egress: the next node has no route to the destination
 
@@ -62,9 +73,7 @@ def next_egress(w, p, dst, ecmp_hash):
     node = np.int64(w.port[q]["node"])
     if node == dst:
         return PATH_END
-    e = np.int64(w.port[q]["pass_to"])
-    if e < 0 or w.port[e]["down"] != 0:  # on_switch_arrive's rule
-        e = next_hop(w, node, dst, ecmp_hash)
+    e = egress_from(w, q, dst, ecmp_hash)
     return e if e >= 0 else NO_ROUTE
 
 

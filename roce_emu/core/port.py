@@ -30,7 +30,7 @@ from .mmu import admit, count_drop, ecn_mark, release
 from .nic import next_data_packet
 from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
-from .paths import next_hop, ser_ps
+from .paths import egress_from, ser_ps
 from .rng import rand_unit
 
 
@@ -195,9 +195,7 @@ def on_switch_arrive(w, k, p_in, t):
     pk = w.pkt[k]
     node = w.port[p_in]["node"]
     f = pk["flow"]
-    e = I64(w.port[p_in]["pass_to"])
-    if e < 0 or w.port[e]["down"] != 0:  # a dead link's NIC link: by the routes instead
-        e = next_hop(w, I64(node), I64(pk["dst"]), w.qp[f]["ecmp_hash"])
+    e = egress_from(w, p_in, I64(pk["dst"]), w.qp[f]["ecmp_hash"])
     if e < 0 or w.port[e]["down"] != 0:  # cut off, or a stale route to a dead link
         pkt_lose(w, k)
         return

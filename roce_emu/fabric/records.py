@@ -37,7 +37,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["prop_ps"] = fabric.port_prop_ps
     port["at_host"] = is_host_port
     port["pass_to"] = fabric.port_pass
-    port["cut_through"] = fabric.port_pass[fabric.port_peer] >= 0
+    port["cut_through"] = fabric.port_cut_through
     port["tx_pkt"] = -1
     port["act_head"] = -1
     kmin, kmax, pmax = ecn.resolved(net.cc.algorithm)

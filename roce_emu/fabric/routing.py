@@ -29,11 +29,12 @@ def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np
         per_switch = _shortest_path_choices(fabric, dead)
     rows: list[tuple[int, ...]] = []
     attach = [fabric.host_attachment(h) for h in range(H)]
-    nic_link = {int(fabric.port_pass[fabric.port_peer[p]]): p for p in range(len(fabric.port_node))}
-    nic_link.pop(-1, None)  # the dimension link a multi_dim NIC link sends onto -> the NIC's port
+    cut_through = fabric.port_cut_through
+    # the dimension link a multi_dim NIC link sends onto -> the NIC's port
+    nic_link = {int(fabric.port_pass[fabric.port_peer[p]]): int(p) for p in np.flatnonzero(cut_through)}
     for node in range(fabric.n_nodes):
         if node < H:
-            uplinks = tuple(p for p in fabric.node_ports[node] if fabric.port_pass[fabric.port_peer[p]] < 0)
+            uplinks = tuple(p for p in fabric.node_ports[node] if not cut_through[p])
             if len(uplinks) == len(fabric.node_ports[node]):
                 rows.extend(() if h == node else uplinks for h in range(H))
                 continue

@@ -64,6 +64,11 @@ class Fabric:
     def n_links(self) -> int:
         return self.graph.number_of_edges()
 
+    @property
+    def port_cut_through(self) -> np.ndarray:
+        """Ports whose peer passes what they send on (multi_dim NIC links): True per port."""
+        return self.port_pass[self.port_peer] >= 0
+
     def port_towards(self, node: int, neighbour: int) -> int:
         for p in self.node_ports[node]:
             if self.port_node[self.port_peer[p]] == neighbour:
@@ -313,7 +318,8 @@ def _multi_dim(topo: MultiDim) -> Fabric:
             for u, v in pairs:
                 link_id = b.graph.number_of_edges()
                 b.graph.add_edge(u, v, link_id=link_id, **link)
-                nic_links += [(r, link_id, link["rate_bps"]) for r in (u, v) if r < routers[0] + n]
+                if per_link:
+                    nic_links += [(r, link_id, link["rate_bps"]) for r in (u, v) if r < routers[0] + n]
     if per_link:
         for r, link_id, rate_bps in sorted(nic_links):
             b.graph.add_edge(
