@@ -73,7 +73,8 @@ class _Links:
         net = scenario.network
         self.wire = net.frame_bytes / net.mtu_bytes  # wire bytes per payload byte
         self.fabric = fabric
-        self.dim_rates, self.dim_steps = dim_timing(scenario, fabric)
+        timing = dim_timing(scenario, fabric)
+        self.dim_rates, self.dim_steps = timing.rates_bps, timing.step_s
         host_ports = fabric.port_node < fabric.n_hosts
         rate = float(fabric.port_rate_bps[host_ports].min())  # NPU to NPU through one switch: 2 hops
         self.npu = (

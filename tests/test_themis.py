@@ -8,7 +8,11 @@ from conftest import scenario, simulate
 from roce_emu.errors import ScenarioError
 from roce_emu.results.iteration import collective_rows
 from roce_emu.run.inputs import check_inputs
-from roce_emu.workload.themis import chunk_order, plan
+from roce_emu.fabric.topology import build_fabric
+from roce_emu.workload import dim_timing, themis
+from roce_emu.workload.collectives import split
+from roce_emu.workload.stage_model import DimTiming
+from roce_emu.workload.themis import chunk_order, keeps_baseline, plan
 
 
 def loads_after(sizes, rates, chunks, scheduler):
@@ -61,7 +65,7 @@ def test_plan_is_a_schedule(scheduler):
     """Every chunk's 2 D stages in sequence (reduce-scatter in some order, all-gather back); on
     each dimension one stage at a time; stages listed by start."""
     sizes, rates = [4, 2, 4], [1e11, 2e11, 1e11]
-    stages = plan(sizes, rates, [1e6] * 8, scheduler)
+    stages = plan(sizes, DimTiming(tuple(rates), (0.0,) * 3), [1e6] * 8, scheduler)
     assert len(stages) == 8 * 6 and [s.start_s for s in stages] == sorted(s.start_s for s in stages)
     for c in range(8):
         mine = sorted((s for s in stages if s.chunk == c), key=lambda s: s.index)
@@ -156,17 +160,51 @@ CONNECTION = {"nic": {"queue_pair": "connection"}}
 
 @pytest.mark.parametrize(
     "dims, chunks, network",
-    [(RING_FC_SWITCH, 16, None), (RING_SWITCH_SWITCH, 16, None), (RING_FC_SWITCH, 8, CONNECTION)],
+    [
+        (RING_FC_SWITCH, 8, None),
+        (RING_FC_SWITCH, 16, None),
+        (RING_SWITCH_SWITCH, 16, None),
+        (RING_FC_SWITCH, 8, CONNECTION),
+    ],
 )
 def test_themis_is_never_slower_than_the_baseline(dims, chunks, network):
     """The threshold rule at packet level, on 3-dimension fabrics: both Themis variants within
-    3 % of the baseline or faster. (With the dimensions' service order fixed by the plan, FIFO
-    was 2.6 % slower on the first fabric; decided at run time it is 6 % faster.) With 8 chunks
-    the rule holds only with a connection's ring steps in order: with a queue pair per flow FIFO
-    is 0.89x and SCF 0.94x there (docs/themis.md)."""
+    3 % of the baseline or faster. With 8 chunks on the first fabric the plan gives way (kept,
+    FIFO measured 0.89x and SCF 0.94x with a queue pair per flow)."""
     base = float(run_all_reduce(dims, "baseline", chunks=chunks, network=network)[1]["time_ns"])
     for scheduler in ("themis_fifo", "themis_scf"):
         assert float(run_all_reduce(dims, scheduler, chunks=chunks, network=network)[1]["time_ns"]) <= base * 1.03
+
+
+@pytest.mark.parametrize(
+    "dims, nbytes, chunks",
+    [
+        (two_dims(100, 100), 500_000, 16),  # measured: forced FIFO 0.79x, SCF 0.90x
+        (RING_FC_SWITCH, 500_000, 16),  # 0.78x, 0.89x
+        (two_dims(100, 100), 1_000_000, 8),  # 1.02x, 1.22x
+        (two_dims(100, 100), 4_000_000, 64),  # 0.93x, 1.33x
+    ],
+)
+def test_the_plan_gives_way_where_themis_would_be_slower(dims, nbytes, chunks, monkeypatch):
+    """Where the plan keeps Themis (stage_model.py finds it no slower at run time), the run is
+    faster than the baseline's; where it gives way, Themis forced to run anyway is slower, or
+    faster by under 3 %. (Small collectives and many small chunks: the dimensions' queues and
+    the ring steps' latency, not the bytes, decide.)"""
+    base = float(run_all_reduce(dims, "baseline", nbytes=nbytes, chunks=chunks)[1]["time_ns"])
+    for scheduler in ("themis_fifo", "themis_scf"):
+        sc = scenario(topology={"kind": "multi_dim", "dims": dims})
+        timing = dim_timing(sc, build_fabric(sc.topology))
+        sizes = [d["size"] for d in dims]
+        kept = not keeps_baseline(sizes, plan(sizes, timing, split(nbytes, chunks), scheduler))
+        with monkeypatch.context() as m:  # Themis's plan however the model judges it
+            m.setattr(themis, "_run_time_s", lambda *a: 0.0 if a[2] != "baseline" else 1.0)
+            themis._plan_once.cache_clear()
+            forced = float(run_all_reduce(dims, scheduler, nbytes=nbytes, chunks=chunks)[1]["time_ns"])
+        themis._plan_once.cache_clear()
+        if kept:
+            assert forced < base
+        else:
+            assert forced > 0.97 * base
 
 
 def test_scheduler_needs_a_hierarchical_all_reduce():
@@ -204,25 +242,37 @@ def test_scheduler_needs_a_hierarchical_all_reduce():
 
 
 def test_torus_runs_themis():
-    res = simulate(
-        scenario(
-            topology={"kind": "torus", "dims": [4, 4]},
-            workload={
-                "collectives": [
-                    {
-                        "kind": "all_reduce",
-                        "algorithm": "hierarchical",
-                        "bytes": 1_000_000,
-                        "chunks": 8,
-                        "scheduler": "themis_scf",
-                    }
-                ]
-            },
+    """On a 4 x 4 torus whose NPUs inject at 4x the link rate, Themis balances the dimensions
+    and beats the baseline (measured 1.20x). With the default NIC at the link rate every
+    dimension's flows share it: the bytes it sends do not depend on the order, the plan's
+    run-time model finds Themis no faster, and it gives way (the baseline runs, to the
+    picosecond; forced, FIFO measured 3 % slower and SCF 1.6 % faster)."""
+
+    def row(scheduler, tiers):
+        res = simulate(
+            scenario(
+                topology={"kind": "torus", "dims": [4, 4], "tiers": tiers},
+                workload={
+                    "collectives": [
+                        {
+                            "kind": "all_reduce",
+                            "algorithm": "hierarchical",
+                            "bytes": 1_000_000,
+                            "chunks": 8,
+                            "scheduler": scheduler,
+                        }
+                    ]
+                },
+            )
         )
-    )
-    row = collective_rows(res.outcome.world, res.prepared.workload)[0]
-    assert res.summary["status"] == "finished" and row["scheduler"] == "themis_scf"
-    assert np.isclose(row["dim0_bytes"], row["dim1_bytes"], rtol=0.01)
+        assert res.summary["status"] == "finished"
+        return collective_rows(res.outcome.world, res.prepared.workload)[0]
+
+    fast = {"host": {"rate_gbps": 400}}
+    base, scf = row("baseline", fast), row("themis_scf", fast)
+    assert scf["scheduler"] == "themis_scf" and np.isclose(scf["dim0_bytes"], scf["dim1_bytes"], rtol=0.01)
+    assert float(base["time_ns"]) / float(scf["time_ns"]) > 1.1
+    assert row("themis_fifo", {})["time_ns"] == row("baseline", {})["time_ns"]
 
 
 def _queue_rows(world):

@@ -19,6 +19,7 @@ from .background import poisson_flows
 from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
+from .stage_model import DimTiming
 from .training import training_items
 
 
@@ -271,15 +272,26 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
     return collectives, ends
 
 
-def dim_timing(scenario: Scenario, fabric: Fabric) -> tuple:
-    """(each dimension's link rate in b/s, a ring step's latency on it in s) for the collective
-    schedulers' model (themis.py): the links' delays between two routers, and a full frame's
-    serialisation at each of them and at the sender."""
-    frame_bits = scenario.network.frame_bytes * 8
+def dim_timing(scenario: Scenario, fabric: Fabric) -> DimTiming:
+    """A fabric's dimensions for the collective schedulers' models (themis.py, stage_model.py):
+    each dimension's link rate; a ring step's latency on it (the links' delays between two
+    routers, and a full frame's serialisation at each of them and at the sender); the headers;
+    whether a connection's flows go in order; and the rate of the NIC port every dimension
+    shares, where an NPU has a single one."""
+    net = scenario.network
+    frame_bits = net.frame_bytes * 8
     step = tuple(
         ring_step_s(h, d, r, frame_bits) for r, d, h in zip(fabric.dim_rates_bps, fabric.dim_delays_s, fabric.dim_hops)
     )
-    return fabric.dim_rates_bps, step
+    host_ports = np.flatnonzero(fabric.port_node < fabric.n_hosts)
+    single = len(host_ports) == fabric.n_hosts
+    return DimTiming(
+        tuple(fabric.dim_rates_bps),
+        step,
+        wire=net.frame_bytes / net.mtu_bytes,
+        in_order=net.nic.queue_pair == "connection",
+        nic_bps=float(fabric.port_rate_bps[host_ports].min()) if single and len(host_ports) else 0.0,
+    )
 
 
 def ring_step_s(hops: int, delay_s: float, rate_bps: float, frame_bits: float) -> float:

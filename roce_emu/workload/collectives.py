@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dag import DagBuilder
+from .stage_model import DimTiming
 from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
@@ -116,21 +117,20 @@ class _Expansion:
 
 
 def expand(
-    b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None, dim_rates=None, reductions=None
+    b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None, timing=None, reductions=None
 ) -> Collective:
     """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
 
     ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``, and a scheduler
-    other than the baseline plans with ``dim_rates``: (each dimension's link rate in b/s, a
-    ring step's latency on it in s). ``in_network`` takes its trees from ``reductions``
-    (fabric.reduction.Reductions)."""
+    other than the baseline plans with ``timing`` (stage_model.DimTiming). ``in_network`` takes
+    its trees from ``reductions`` (fabric.reduction.Reductions)."""
     x = _Expansion(b, c, prio, ready)
     p = len(c.ranks)
     per_chunk = split(c.nbytes, c.chunks)
     prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
     planned = c.algorithm == "hierarchical" and c.scheduler != "baseline"
     if planned:
-        planned = _hierarchical_planned(x, c.ranks, ready, coords, dims, dim_rates)
+        planned = _hierarchical_planned(x, c.ranks, ready, coords, dims, timing)
     for chunk in range(0 if planned else c.chunks):
         size = per_chunk[chunk]
         starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
@@ -162,7 +162,7 @@ def expand(
     if x.dim_of:
         where = {int(i): k for part, k in x.dim_of for i in part.tolist()}
         c.flow_dim = np.array([where[int(i)] for i in ids.tolist()], np.int64)
-        c.dim_rates = tuple(dim_rates[0]) if dim_rates else ()
+        c.dim_rates = tuple(timing.rates_bps) if timing else ()
     return c
 
 
@@ -313,7 +313,7 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims, revers
         done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, key, coords)
 
 
-def _hierarchical_planned(x: _Expansion, ranks, ready, coords, dims, rates_bps) -> bool:
+def _hierarchical_planned(x: _Expansion, ranks, ready, coords, dims, timing: DimTiming) -> bool:
     """Hierarchical all-reduce in the chunks' dimension orders of a scheduler's plan
     (themis.py), its dimensions serving their stages in an order decided at run time. In each
     group of ranks a dimension forms a ring in, a stage waits until every rank of the group is
@@ -326,8 +326,7 @@ def _hierarchical_planned(x: _Expansion, ranks, ready, coords, dims, rates_bps) 
     nothing, when the plan gives every chunk the baseline's order (the baseline then runs)."""
     c = x.c
     per_chunk = split(c.nbytes, c.chunks)
-    rates, step_s = rates_bps
-    stages = plan(dims, rates, per_chunk, c.scheduler, step_s)
+    stages = plan(dims, timing, per_chunk, c.scheduler)
     if keeps_baseline(dims, stages):
         return False
     held = [{r: per_chunk[k] for r in ranks} for k in range(c.chunks)]

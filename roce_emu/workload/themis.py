@@ -14,9 +14,10 @@ last ones idle. Themis picks each chunk's order to balance the dimensions:
   loaded, so that the least loaded one takes its largest piece.
 - **Threshold.** The greedy order is kept only if the largest load after adding the chunk is no
   larger than with the baseline order; otherwise the chunk takes the baseline order. And a
-  whole plan that the model finishes later than the baseline's (few chunks: the balance comes
-  at the price of a longer pipeline) gives way to the baseline's. So Themis never plans
-  worse than the baseline.
+  whole plan gives way to the baseline's when it would finish later at run time, as
+  stage_model.py predicts from the run's own rules (few chunks: the balance lengthens the
+  pipeline; many small ones or a small collective: the dimensions' queues and the ring steps'
+  latency, not their bytes, set the time). So Themis never plans worse than the baseline.
 - **Within a dimension** the stages of different chunks queue: ``themis_fifo`` serves them in
   the order they become ready, ``themis_scf`` smallest chunk first.
 
@@ -28,9 +29,12 @@ the stages is then decided while the run goes, by the same rule, in runtime queu
 (core/tasks.py), from when the stages really become ready.
 """
 
+import functools
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .stage_model import DimTiming, run_time_s
 
 SCHEDULERS = ("baseline", "themis_fifo", "themis_scf")
 
@@ -71,20 +75,24 @@ def chunk_order(loads: list[float], sizes, rates_bps, nbytes: float, scheduler: 
     return chosen
 
 
-def plan(sizes, rates_bps, chunk_bytes: Sequence[float], scheduler: str, step_s=None) -> list[Stage]:
+def plan(sizes, timing: DimTiming, chunk_bytes: Sequence[float], scheduler: str) -> list[Stage]:
     """Every stage of every chunk, in the order the plan starts them. A stage keeps its
-    dimension busy for its bytes at the link rate; ``step_s[d]``, a ring step's latency on
-    dimension d (0 if not given), delays the chunk, not the dimension: the chunk's next stage is
-    ready (p_d - 1) steps after, as ring steps pipeline. A Themis plan that the model finishes
-    later than the baseline's gives way to the baseline's (its threshold, at the level of the
-    collective)."""
-    step_s = step_s or [0.0] * len(sizes)
-    stages = _plan(sizes, rates_bps, chunk_bytes, scheduler, step_s)
+    dimension busy for its bytes at the link rate; a ring step's latency (``timing.step_s``)
+    delays the chunk, not the dimension: the chunk's next stage is ready (p_d - 1) steps after,
+    as ring steps pipeline. A Themis plan that stage_model.py finishes later than the baseline's
+    gives way to the baseline's (its threshold, at the level of the collective)."""
+    return list(_plan_once(tuple(sizes), timing, tuple(chunk_bytes), scheduler))
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_once(sizes: tuple, timing: DimTiming, chunk_bytes: tuple, scheduler: str) -> tuple[Stage, ...]:
+    """plan(), once per set of arguments (training repeats its buckets' all-reduces)."""
+    stages = _plan(sizes, timing, chunk_bytes, scheduler)
     if scheduler != "baseline":
-        base = _plan(sizes, rates_bps, chunk_bytes, "baseline", step_s)
-        if makespan(stages) > makespan(base):
-            return base
-    return stages
+        base = _plan(sizes, timing, chunk_bytes, "baseline")
+        if _run_time_s(sizes, stages, scheduler, timing) > _run_time_s(sizes, base, "baseline", timing):
+            stages = base
+    return tuple(stages)
 
 
 def keeps_baseline(sizes, stages: list[Stage]) -> bool:
@@ -103,7 +111,17 @@ def makespan(stages: list[Stage]) -> float:
     return max((s.end_s for s in stages), default=0.0)
 
 
-def _plan(sizes, rates_bps, chunk_bytes: Sequence[float], scheduler: str, step_s) -> list[Stage]:
+def _run_time_s(sizes, stages: list[Stage], scheduler: str, timing: DimTiming) -> float:
+    """A plan's time at run time, on stage_model.py's model."""
+    paths: dict[int, list] = {}
+    for stage in sorted(stages, key=lambda s: (s.chunk, s.index)):
+        paths.setdefault(stage.chunk, []).append((stage.dim, stage.gather, stage.nbytes))
+    tie_rank = {(s.chunk, s.index): n for n, s in enumerate(stages)}
+    return run_time_s(sizes, [paths[c] for c in sorted(paths)], tie_rank, scheduler, timing)
+
+
+def _plan(sizes, timing: DimTiming, chunk_bytes: Sequence[float], scheduler: str) -> list[Stage]:
+    rates_bps, step_s = timing.rates_bps, timing.step_s
     loads = [0.0] * len(sizes)
     paths = []  # per chunk: [(dim, gather, bytes)]
     for nbytes in chunk_bytes:
