@@ -169,6 +169,85 @@ def test_training_iterations_within_the_stated_tolerance(name, overrides):
     assert on.summary["flows_finished"] == off.summary["flows_finished"]
 
 
+# 8-NPU switches at 800 Gb/s (100 ns), then 2-NPU switches at 200 Gb/s (1 us): a multi_dim NPU
+# sends by a NIC link per dimension link, which its router passes on cut-through
+MULTI_DIM_2D = [
+    {"size": 8, "kind": "switch", "rate_gbps": 800, "delay_ns": 100},
+    {"size": 2, "kind": "switch", "rate_gbps": 200, "delay_ns": 1000},
+]
+
+
+@pytest.mark.parametrize("cc", ["none", "dcqcn", "timely"])
+def test_multi_dim_nic_links_send_trains_that_keep_the_exact_timing(cc):
+    """On a multi_dim NIC link a train goes on to the dimension link as it leaves the NIC; it
+    is as long as the dimension link's delay allows, and a queue pair joining cuts it at the
+    NIC and at the router alike. A flow on each dimension, and a third joining the first's
+    NIC mid-train: every flow completes at the exact engine's picosecond, in a fifth of the
+    events. (Before the router's cut, the joining flow was 0.39 % late.)"""
+    flows = [
+        {"src": 0, "dst": 1, "bytes": 4_000_000},
+        {"src": 0, "dst": 8, "bytes": 4_000_000},
+        {"src": 0, "dst": 1, "bytes": 1_000_000, "start_ns": 3000},
+    ]
+
+    def finishes(mode):
+        res = simulate(
+            scenario(
+                topology={"kind": "multi_dim", "dims": MULTI_DIM_2D},
+                network={"cc": {"algorithm": cc}},
+                workload={"flows": flows},
+                sim={"fast_forward": mode},
+            )
+        )
+        assert_conservation(res.outcome.world)
+        return res.outcome.world.task["finish_ps"][:3], res.outcome.world.flow["finish_ps"][:3], res.summary
+
+    (rx_off, tx_off, off), (rx_on, tx_on, on) = finishes("off"), finishes("on")
+    assert on["trains_sent"] > 0
+    assert np.array_equal(rx_on, rx_off) and np.array_equal(tx_on, tx_off)
+    assert on["events"] * 5 < off["events"]
+
+
+def test_a_tensor_and_data_parallel_iteration_on_multi_dim_with_trains():
+    """A Transformer layer with TP 4 x DP 2 on a multi_dim fabric under DCQCN: the iteration
+    within 0.1 % of the exact engine's (measured +0.025 %) in a quarter of the events
+    (measured 5.4x fewer); before trains ran on NIC links, none was sent there."""
+
+    def iteration(mode):
+        res = simulate(
+            scenario(
+                topology={
+                    "kind": "multi_dim",
+                    "dims": [
+                        {"size": 4, "kind": "switch", "rate_gbps": 800, "delay_ns": 100},
+                        {"size": 2, "kind": "switch", "rate_gbps": 200, "delay_ns": 1000},
+                    ],
+                },
+                network={"cc": {"algorithm": "dcqcn"}},
+                workload={
+                    "training": {
+                        "model": {
+                            "name": "transformer",
+                            "layers": 1,
+                            "hidden": 1024,
+                            "sequence": 256,
+                            "batch_per_rank": 1,
+                        },
+                        "tp": 4,
+                        "dp": 2,
+                    }
+                },
+                sim={"fast_forward": mode},
+            )
+        )
+        return res.summary
+
+    off, on = iteration("off"), iteration("on")
+    assert on["trains_sent"] > 0 and on["flows_finished"] == off["flows_finished"]
+    assert on["mean_iteration_ns"] == pytest.approx(off["mean_iteration_ns"], rel=1e-3)
+    assert on["events"] * 4 < off["events"]
+
+
 def test_trains_are_deterministic_however_the_run_is_sliced():
     overrides = ("workload.iterations=1", "topology.k=2")
     (whole, _), (sliced, _) = (

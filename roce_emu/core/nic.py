@@ -223,12 +223,14 @@ def _train_room(w, f):
 @njit
 def _first_link_cap(w, pt):
     """Packets a train from host port pt may carry: no longer than the first link's delay, so
-    that until its first packet arrives it can still be cut. One on a multi_dim NIC link, whose
-    router passes packets on as they come in (port._try_send)."""
-    if pt["cut_through"] != 0:
-        return 1
+    that until its first packet arrives it can still be cut. On a multi_dim NIC link, whose
+    router passes packets on as they come in (port._try_send), the delay to the next router,
+    by the dimension link; such a train is not cut (see cut_train)."""
     one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
-    return pt["prop_ps"] // one + 1
+    delay = pt["prop_ps"]
+    if pt["cut_through"] != 0:
+        delay += w.port[w.port[pt["peer_port"]]["pass_to"]]["prop_ps"]
+    return delay // one + 1
 
 
 @njit
@@ -354,7 +356,8 @@ def cut_train(w, p, t):
     """A queue pair joins host port p at t: a data train the port is sending ends after its
     packet in progress, as the round robin would have served the newcomer next. The train
     has not reached the next hop yet (_train_length keeps it that short), so only the NIC
-    and the sending flow take the packets back."""
+    and the sending flow take the packets back, and on a multi_dim NIC link the router's port
+    that passes it on (_cut_at_router)."""
     pt = w.port[p]
     k = pt["tx_pkt"]
     if pt["busy"] == 0 or k < 0:
@@ -367,9 +370,9 @@ def cut_train(w, p, t):
         return
     frame = pk["frame_bytes"] // n
     wire = frame + w.cfg[CFG_IFG]
-    start = pk["tail_ps"]
+    start = pt["tx_end_ps"] - ser_ps(n * wire, pt["rate_bps"])
     j = (t - start) // ser_ps(wire, pt["rate_bps"]) + 1  # packets begun by t
-    if j >= n:
+    if j >= n or (pt["cut_through"] != 0 and not _cut_at_router(w, pt, k, n, j, wire)):
         return
     back = n - j
     pk["n_sub"] = j
@@ -392,6 +395,26 @@ def cut_train(w, p, t):
     w.stats[C_TRAIN_PKTS] -= back if j > 1 else n
     if j == 1:  # a lone packet after all
         w.stats[C_TRAINS] -= 1
+
+
+@njit
+def _cut_at_router(w, pt, k, n, j, wire):
+    """Train k, n packets from NIC link pt, ends after its j-th: its router passes it on by a
+    port of the same rate, no sooner than the NIC sent it, so that port ends it j packets
+    after it began. False, and the train goes whole, if it is still queued there (behind
+    control packets) or the rates differ."""
+    e = w.port[pt["peer_port"]]["pass_to"]
+    ept = w.port[e]
+    sending = ept["busy"] != 0 and ept["tx_pkt"] < 0 and ept["tx_train"] == k
+    if not sending or ept["rate_bps"] != pt["rate_bps"]:
+        return False
+    end = ept["tx_end_ps"] - ser_ps(n * wire, ept["rate_bps"]) + ser_ps(j * wire, ept["rate_bps"])
+    ept["tx_end_ps"] = end
+    ept["tx_bytes"] -= (n - j) * wire
+    ept["tx_data_pkts"] -= n - j
+    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(e), NO_ARG)
+    w.pkt[k]["tail_ps"] = end + ept["prop_ps"]
+    return True
 
 
 @njit

@@ -122,13 +122,14 @@ def _try_send(w, p, t):
             cc.on_switch_egress(w, k, p, t)
     pt["tx_bytes"] += wire
     end = t + ser_ps(wire, pt["rate_bps"])
-    if n > 1:
-        end = _send_train(w, p, k, n, wire, t, end)
-    elif pt["cut_through"] != 0:
-        # a multi_dim NIC link: its router passes the packet onto the dimension link as its bits
-        # come in (cut-through), so that it leaves there as from a NIC on that link itself
-        pt["tx_pkt"] = -1
+    if pt["cut_through"] != 0:
+        # a multi_dim NIC link: its router passes the packet (or train) onto the dimension link
+        # as its bits come in, so that it leaves there as from a NIC on that link itself; the
+        # port keeps a train until it has left, so that it can still be cut (nic.cut_train)
+        pk["tail_ps"] = end + pt["prop_ps"]  # a train's last bit is in at the router
         heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+    elif n > 1:
+        end = _send_train(w, p, k, n, wire, t, end)
     if w.cfg[CFG_TRAIN_MAX] > 0:
         pt["tx_end_ps"] = end
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
@@ -142,16 +143,18 @@ def _send_train(w, p, k, n, wire, t, end):
     nic.cut_train), remembering its start in tail_ps. A switch forwards it cut-through: its
     first packet reaches the peer after one packet's serialisation and the propagation
     delay, as a lone packet would, and its last leaves no sooner than one packet's time
-    after it arrived here (tail_ps); the port is busy until then, holding no packet."""
+    after it arrived here (tail_ps), or as it arrives if a NIC link brought it, which its
+    router passes on cut-through; the port is busy until then, holding no packet."""
     pt = w.port[p]
     pk = w.pkt[k]
     if pt["at_host"] != 0:
         pk["tail_ps"] = t
         return end
     one = ser_ps(wire // n, pt["rate_bps"])
-    end = max(end, pk["tail_ps"] + one)
+    end = max(end, pk["tail_ps"] + (0 if w.port[pk["in_port"]]["pass_to"] >= 0 else one))
     pk["tail_ps"] = end + pt["prop_ps"]
     pt["tx_pkt"] = -1
+    pt["tx_train"] = k
     heap_push(w.ev, w.meta, t + one + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     return end
 
@@ -178,7 +181,7 @@ def on_tx_done(w, p, t):
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
-    if k < 0:  # a train, already on its way (_send_train), or a packet a router passes on
+    if k < 0 or pt["cut_through"] != 0:  # a train already on its way (_send_train), or passed on
         kick(w, p)
         return
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
@@ -200,6 +203,7 @@ def on_switch_arrive(w, k, p_in, t):
         pkt_lose(w, k)
         return
     prio = pk["prio"]
+    pk["in_port"] = p_in
     if prio == CTRL_PRIO:
         fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)
@@ -211,7 +215,6 @@ def on_switch_arrive(w, k, p_in, t):
             w.stats[C_CTRL_DROPPED] += 1
         pkt_free(w, k)
         return
-    pk["in_port"] = p_in
     fifo_push(w, e, I64(prio), I64(k))
     if check_pause(w, node, p_in, prio):
         kick(w, p_in)

@@ -78,6 +78,7 @@ PORT_DTYPE = np.dtype(
         ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
         ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
         ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
+        ("tx_train", np.int32),  # trains: the last train a switch port began to pass on (it has gone on)
         ("rr_prio", np.int32),  # round-robin position among data priorities
         ("act_head", np.int32),  # host ports: ring of active queue pairs
         ("act_count", np.int32),

@@ -39,6 +39,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["pass_to"] = fabric.port_pass
     port["cut_through"] = fabric.port_cut_through
     port["tx_pkt"] = -1
+    port["tx_train"] = -1
     port["act_head"] = -1
     kmin, kmax, pmax = ecn.resolved(net.cc.algorithm)
     port["kmin_bytes"] = np.round(kmin * scale)
