@@ -24,7 +24,9 @@ PKT_DTYPE = np.dtype(
     [
         ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
         ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-        ("tail_ps", np.int64),  # a train: at its NIC, when it started; then when its last bit reaches the next node
+        # a train: at its NIC, when it started; then (on a multi_dim NIC link from the start) when
+        # its last bit reaches the next node
+        ("tail_ps", np.int64),
         ("flow", np.int32),
         ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
         ("dst", np.int32),  # destination host
