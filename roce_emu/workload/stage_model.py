@@ -58,7 +58,8 @@ def run_time_s(sizes, paths, tie_rank: dict, scheduler: str, timing: DimTiming) 
 
 class _Run:
     def __init__(self, sizes, paths, tie_rank, scheduler, timing: DimTiming):
-        self.sizes, self.paths, self.tie, self.scheduler, self.t = sizes, paths, tie_rank, scheduler, timing
+        self.sizes, self.paths, self.tie, self.scheduler = sizes, paths, tie_rank, scheduler
+        self.timing = timing
         self.now = 0.0
         self.events: list = []  # (time, seq, stage, step): step -1 ready, else that step's flow through
         self.seq = 0
@@ -88,7 +89,7 @@ class _Run:
             if done_at is not None and (not self.events or done_at < self.events[0][0]):
                 self._advance(done_at, rates)
                 bits, d, stage, step, _ = self.flows.pop(which)
-                self._push(done_at + self.t.step_s[d], stage, step)
+                self._push(done_at + self.timing.step_s[d], stage, step)
                 continue
             t, _, stage, step = heapq.heappop(self.events)
             self._advance(t, rates)
@@ -116,9 +117,9 @@ class _Run:
         for d, mine in on_link.items():
             sending = mine[:1] if self.in_order else mine
             for i in sending:
-                rates[i] = self.t.rates_bps[d] / len(sending)
-        if self.t.nic_bps > 0:
-            left, capped = self.t.nic_bps, sorted((r, i) for i, r in enumerate(rates) if r > 0)
+                rates[i] = self.timing.rates_bps[d] / len(sending)
+        if self.timing.nic_bps > 0:
+            left, capped = self.timing.nic_bps, sorted((r, i) for i, r in enumerate(rates) if r > 0)
             for n, (r, i) in enumerate(capped):
                 rates[i] = min(r, left / (len(capped) - n))
                 left -= rates[i]
@@ -128,7 +129,7 @@ class _Run:
         c, i = stage
         d, _, nbytes = self.paths[c][i]
         self.seq += 1
-        self.flows.append([nbytes / self.sizes[d] * 8 * self.t.wire, d, stage, step, self.seq])
+        self.flows.append([nbytes / self.sizes[d] * 8 * self.timing.wire, d, stage, step, self.seq])
 
     def _ready(self, stage):
         c, i = stage
