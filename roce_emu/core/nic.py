@@ -225,7 +225,8 @@ def _first_link_cap(w, pt):
     """Packets a train from host port pt may carry: no longer than the first link's delay, so
     that until its first packet arrives it can still be cut. On a multi_dim NIC link, whose
     router passes packets on as they come in (port._try_send), the delay to the next router,
-    by the dimension link; such a train is not cut (see cut_train)."""
+    by the dimension link: until the train reaches it, the router's port can cut it too
+    (cut_train)."""
     one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
     delay = pt["prop_ps"]
     if pt["cut_through"] != 0:

@@ -106,11 +106,6 @@ def keeps_baseline(sizes, stages: list[Stage]) -> bool:
     return all([(d, g) for _, d, g in sorted(path)] == baseline for path in paths.values())
 
 
-def makespan(stages: list[Stage]) -> float:
-    """When the plan's last stage ends, on the model (seconds)."""
-    return max((s.end_s for s in stages), default=0.0)
-
-
 def _run_time_s(sizes, stages: list[Stage], scheduler: str, timing: DimTiming) -> float:
     """A plan's time at run time, on stage_model.py's model."""
     paths: dict[int, list] = {}
