@@ -210,6 +210,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                 _check_collective(source, item, group, fabric)
     collectives, ends = [], []
     previous: dict[int, int] = {}
+    timing = dim_timing(scenario, fabric)
     for it in range(scenario.workload.iterations):
         done: dict[str, dict[int, int]] = {}
         whole: dict[str, int] = {}
@@ -258,7 +259,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                         {r: waits(r, item) for r in group},
                         fabric.host_coords,
                         fabric.dims,
-                        dim_timing(scenario, fabric),
+                        timing,
                         reductions,
                     )
                     collectives.append(c)
@@ -290,7 +291,7 @@ def dim_timing(scenario: Scenario, fabric: Fabric) -> DimTiming:
         step,
         wire=net.frame_bytes / net.mtu_bytes,
         in_order=net.nic.queue_pair == "connection",
-        nic_bps=float(fabric.port_rate_bps[host_ports].min()) if single and len(host_ports) else 0.0,
+        nic_bps=float(fabric.port_rate_bps[host_ports].min()) if single else 0.0,
     )
 
 
