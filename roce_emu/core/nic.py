@@ -379,11 +379,7 @@ def cut_train(w, p, t):
     pk["n_sub"] = j
     pk["frame_bytes"] = j * frame
     pk["sent_ps"] = start + ser_ps((j - 1) * wire, r["rate_bps"])
-    end = start + ser_ps(j * wire, pt["rate_bps"])
-    pt["tx_end_ps"] = end
-    pt["tx_bytes"] -= back * wire
-    pt["tx_data_pkts"] -= back
-    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
+    _end_train_after(w, p, n, j, wire)
     r["snd_nxt"] -= back
     r["round_sent"] -= back
     pt["round_pkts"] -= back
@@ -404,18 +400,26 @@ def _cut_at_router(w, pt, k, n, j, wire):
     port of the same rate, no sooner than the NIC sent it, so that port ends it j packets
     after it began. False, and the train goes whole, if it is still queued there (behind
     control packets) or the rates differ."""
-    e = w.port[pt["peer_port"]]["pass_to"]
+    e = I64(w.port[pt["peer_port"]]["pass_to"])
     ept = w.port[e]
     sending = ept["busy"] != 0 and ept["tx_pkt"] < 0 and ept["tx_train"] == k
     if not sending or ept["rate_bps"] != pt["rate_bps"]:
         return False
-    end = ept["tx_end_ps"] - ser_ps(n * wire, ept["rate_bps"]) + ser_ps(j * wire, ept["rate_bps"])
-    ept["tx_end_ps"] = end
-    ept["tx_bytes"] -= (n - j) * wire
-    ept["tx_data_pkts"] -= n - j
-    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(e), NO_ARG)
-    w.pkt[k]["tail_ps"] = end + ept["prop_ps"]
+    w.pkt[k]["tail_ps"] = _end_train_after(w, e, n, j, wire) + ept["prop_ps"]
     return True
+
+
+@njit
+def _end_train_after(w, p, n, j, wire):
+    """Port p, sending a train of n packets of ``wire`` bytes each, ends it after its j-th
+    instead; returns the new end."""
+    pt = w.port[p]
+    end = pt["tx_end_ps"] - ser_ps(n * wire, pt["rate_bps"]) + ser_ps(j * wire, pt["rate_bps"])
+    pt["tx_end_ps"] = end
+    pt["tx_bytes"] -= (n - j) * wire
+    pt["tx_data_pkts"] -= n - j
+    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
+    return end
 
 
 @njit
