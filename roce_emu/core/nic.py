@@ -371,8 +371,9 @@ def cut_train(w, p, t):
         return
     frame = pk["frame_bytes"] // n
     wire = frame + w.cfg[CFG_IFG]
+    # as if the control packets the port sent inside it (port._control_inside_train) went first
     start = pt["tx_end_ps"] - ser_ps(n * wire, pt["rate_bps"])
-    j = (t - start) // ser_ps(wire, pt["rate_bps"]) + 1  # packets begun by t
+    j = max(1, (t - start) // ser_ps(wire, pt["rate_bps"]) + 1)  # packets begun by t
     if j >= n or (pt["cut_through"] != 0 and not _cut_at_router(w, pt, k, n, j, wire)):
         return
     back = n - j

@@ -76,6 +76,9 @@ PORT_DTYPE = np.dtype(
         ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
         ("round_id", np.int64),  # trains: rounds started on this port
         ("round_pkts", np.int64),  # trains: packets sent in this round
+        # trains: tx_train's flow and first sequence number (port.train_key), which tell it from a
+        # packet that reuses its slot once its receiver has taken it
+        ("tx_train_key", np.int64),
         ("node", np.int32),  # owner node
         ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
         ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
