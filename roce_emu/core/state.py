@@ -76,7 +76,7 @@ PORT_DTYPE = np.dtype(
         ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
         ("round_id", np.int64),  # trains: rounds started on this port
         ("round_pkts", np.int64),  # trains: packets sent in this round
-        # trains: tx_train's flow and first sequence number (port.train_key), which tell it from a
+        # trains: tx_train's flow and first sequence number (port._train_key), which tell it from a
         # packet that reuses its slot once its receiver has taken it
         ("tx_train_key", np.int64),
         ("node", np.int32),  # owner node
