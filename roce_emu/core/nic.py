@@ -416,11 +416,18 @@ def _end_train_after(w, p, n, j, wire):
     instead; returns the new end."""
     pt = w.port[p]
     end = pt["tx_end_ps"] - ser_ps(n * wire, pt["rate_bps"]) + ser_ps(j * wire, pt["rate_bps"])
-    pt["tx_end_ps"] = end
     pt["tx_bytes"] -= (n - j) * wire
     pt["tx_data_pkts"] -= n - j
-    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
+    move_train_end(w, p, end)
     return end
+
+
+@njit
+def move_train_end(w, p, end):
+    """The train port p is sending now ends at ``end`` (cut short, or with control packets sent
+    inside it): a new end event; the old one is stale, and port.on_tx_done ignores it."""
+    w.port[p]["tx_end_ps"] = end
+    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
 
 
 @njit

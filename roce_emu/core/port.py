@@ -27,7 +27,7 @@ from .kinds import (
     PK_DATA,
 )
 from .mmu import admit, count_drop, ecn_mark, release
-from .nic import next_data_packet
+from .nic import move_train_end, next_data_packet
 from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, next_egress, ser_ps
@@ -162,15 +162,14 @@ def _control_inside_train(w, p, t):
     go = end - ((end - t) // one) * one  # the end of the data packet in progress
     if go >= end:
         return
-    d = I64(0)
+    first = go
     while w.pq[p, CTRL_PRIO]["head"] >= 0:
         c = fifo_pop(w, p, CTRL_PRIO)
         wire = wire_bytes(w, c)
         go += ser_ps(wire, pt["rate_bps"])
-        d += ser_ps(wire, pt["rate_bps"])
         pt["tx_bytes"] += wire
         heap_push(w.ev, w.meta, go + pt["prop_ps"], EV_ARRIVE, I64(c), I64(pt["peer_port"]))
-    _delay_train_end(w, p, k, d, pt["at_host"] == 0)
+    _delay_train_end(w, p, k, go - first, pt["at_host"] == 0)
 
 
 @njit
@@ -184,22 +183,19 @@ def _train_key(w, k):
 def _delay_train_end(w, p, k, d, onward):
     """The rest of train k leaves port p d later; ``onward`` (a switch, which has already
     handed it on): so it reaches the next hops d later, and the ports there that are passing
-    it on end it that much later too."""
+    it on (those naming it by p's tx_train_key) end it that much later too."""
     pt = w.port[p]
-    pt["tx_end_ps"] += d
-    heap_push(w.ev, w.meta, pt["tx_end_ps"], EV_TX_DONE, I64(p), NO_ARG)
+    move_train_end(w, p, pt["tx_end_ps"] + d)
     if not onward:
         return
     pk = w.pkt[k]
     r = w.qp[pk["flow"]]
-    pt_key = _train_key(w, k)
     q = next_egress(w, p, I64(pk["dst"]), r["ecmp_hash"])
     while q >= 0:
         qt = w.port[q]
-        if qt["busy"] == 0 or qt["tx_pkt"] >= 0 or qt["tx_train"] != k or qt["tx_train_key"] != pt_key:
+        if qt["busy"] == 0 or qt["tx_pkt"] >= 0 or qt["tx_train"] != k or qt["tx_train_key"] != pt["tx_train_key"]:
             break
-        qt["tx_end_ps"] += d
-        heap_push(w.ev, w.meta, qt["tx_end_ps"], EV_TX_DONE, I64(q), NO_ARG)
+        move_train_end(w, q, qt["tx_end_ps"] + d)
         q = next_egress(w, q, I64(pk["dst"]), r["ecmp_hash"])
     pk["tail_ps"] += d
 
