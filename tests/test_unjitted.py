@@ -26,6 +26,8 @@ def test_the_engine_runs_unjitted_and_coverage_sees_it(tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
+            "-n",
+            "0",  # one process: the coverage of a single run
             "tests/test_fct.py",
             "tests/test_invariants.py",
             "--cov=roce_emu.core",
