@@ -424,10 +424,15 @@ def _end_train_after(w, p, n, j, wire):
 
 @njit
 def move_train_end(w, p, end):
-    """The train port p is sending now ends at ``end`` (cut short, or with control packets sent
-    inside it): a new end event; the old one is stale, and port.on_tx_done ignores it."""
-    w.port[p]["tx_end_ps"] = end
-    heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
+    """The train port p is sending now ends at ``end``. Cut short: a new end event, and the old
+    one is stale (port.on_tx_done ignores it). Later, with control packets sent inside it: the
+    live end event, when it comes, pushes itself to the new end (port.on_tx_done), so that a
+    train delayed several times costs one more event, not one per delay."""
+    pt = w.port[p]
+    pt["tx_end_ps"] = end
+    if end < pt["end_ev_ps"]:
+        pt["end_ev_ps"] = end
+        heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
 
 
 @njit

@@ -27,7 +27,7 @@ from .kinds import (
     PK_DATA,
 )
 from .mmu import admit, count_drop, ecn_mark, release
-from .nic import move_train_end, next_data_packet
+from .nic import move_train_end, next_data_packet, train_due_ps
 from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, next_egress, ser_ps
@@ -134,6 +134,7 @@ def _try_send(w, p, t):
         end = _send_train(w, p, k, n, wire, t, end)
     if w.cfg[CFG_TRAIN_MAX] > 0:
         pt["tx_end_ps"] = end
+        pt["end_ev_ps"] = end
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
 
 
@@ -221,8 +222,20 @@ def _send_train(w, p, k, n, wire, t, end):
     pt["tx_pkt"] = -1
     pt["tx_train"] = k
     pt["tx_train_key"] = _train_key(w, k)
-    heap_push(w.ev, w.meta, t + one + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+    head = t + one + pt["prop_ps"]
+    heap_push(w.ev, w.meta, _taken_ps(w, k, I64(pt["peer_port"]), head), EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     return end
+
+
+@njit
+def _taken_ps(w, k, peer, head):
+    """When train k, whose first packet reaches port peer at ``head``, is taken there: a switch
+    passes it on from its head; a host takes it when due (nic.train_due_ps), so its arrival event
+    is pushed for then, and pushed again only if the train is delayed on its way (loop._on_arrive)."""
+    node = I64(w.port[peer]["node"])
+    if w.node[node]["is_host"] == 0:
+        return head
+    return max(head, train_due_ps(w, k, node))
 
 
 @njit
@@ -242,8 +255,13 @@ def _leave_nic(w, p, k, t):
 def on_tx_done(w, p, t):
     """Last bit left port p: the packet arrives at the peer after the propagation delay."""
     pt = w.port[p]
-    if w.cfg[CFG_TRAIN_MAX] > 0 and (pt["busy"] == 0 or t != pt["tx_end_ps"]):
-        return  # the old end of a train that was cut
+    if w.cfg[CFG_TRAIN_MAX] > 0:
+        if pt["busy"] == 0 or t != pt["end_ev_ps"]:
+            return  # the old end of a train that was cut
+        if t < pt["tx_end_ps"]:  # the train was delayed (nic.move_train_end): end it then
+            pt["end_ev_ps"] = pt["tx_end_ps"]
+            heap_push(w.ev, w.meta, pt["tx_end_ps"], EV_TX_DONE, I64(p), NO_ARG)
+            return
     k = pt["tx_pkt"]
     pt["busy"] = 0
     pt["tx_pkt"] = -1
@@ -253,8 +271,9 @@ def on_tx_done(w, p, t):
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
     else:
-        arrive = t + pt["prop_ps"] if w.pkt[k]["n_sub"] == 1 else _leave_nic(w, p, k, t)
-        heap_push(w.ev, w.meta, arrive, EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+        peer = I64(pt["peer_port"])
+        arrive = t + pt["prop_ps"] if w.pkt[k]["n_sub"] == 1 else _taken_ps(w, k, peer, _leave_nic(w, p, k, t))
+        heap_push(w.ev, w.meta, arrive, EV_ARRIVE, I64(k), peer)
     kick(w, p)
 
 

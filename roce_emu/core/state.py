@@ -70,6 +70,7 @@ PORT_DTYPE = np.dtype(
         ("drops", np.int64),  # data packets refused at this ingress
         ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
         ("tx_end_ps", np.int64),  # with trains on: when the packet being sent ends (a cut train's old end is stale)
+        ("end_ev_ps", np.int64),  # with trains on: when the port's one live end event (EV_TX_DONE) is due
         ("q_bytes", np.int64),  # egress bytes queued over all priorities
         ("max_q_bytes", np.int64),  # peak of q_bytes
         ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
