@@ -7,7 +7,7 @@ on arrival and release it, marking data with ECN, when it starts to leave. A por
 link is down sends nothing: a switch discards what is queued for it (stale routes still
 point there until they converge), a NIC holds it.
 
-World arrays: reads cfg, pq, qp; writes stats, meta, rng, ev, kick, pkt, port.
+World arrays: reads cfg, pq, node, qp; writes stats, meta, rng, ev, kick, pkt, port.
 """
 
 from .cc import dispatch as cc
