@@ -51,6 +51,24 @@ def test_a_lone_flow_keeps_its_exact_timing(cc):
     assert on.summary["packets_in_trains"] > 0.9 * off.summary["data_packets_sent"]
 
 
+def test_with_coalesced_acks_trains_do_not_taper_and_a_lone_flow_stays_exact():
+    """With one ACK per packet a flow's trains shrink towards its end (half the packets left);
+    with an ACK per 4 packets its ACK trains are a quarter as long and they need not: its last
+    train carries all but its last two packets. Either way a lone flow is exact."""
+    runs = {}
+    for every in (1, 4):
+        overrides = ("workload.flows.0.bytes=524288", f"network.nic.ack_every_packets={every}")
+        off, on, _ = _pair("single_flow.yaml", overrides)
+        assert on.outcome.world.task["finish_ps"][0] == off.outcome.world.task["finish_ps"][0]
+        assert on.outcome.world.flow["finish_ps"][0] == off.outcome.world.flow["finish_ps"][0]
+        runs[every] = on.summary
+    # 525 packets: all but the ramp's first two and the last two travel in trains when nothing
+    # tapers; the taper sends about log2(24) more trains and a few more lone packets
+    assert runs[4]["packets_in_trains"] == runs[1]["data_packets_sent"] - 4
+    assert runs[1]["packets_in_trains"] < runs[4]["packets_in_trains"]
+    assert runs[4]["events"] < runs[1]["events"]
+
+
 @pytest.mark.parametrize("every", [1, 3, 4])
 def test_an_ack_train_carries_the_rtt_of_its_last_ack(every):
     """TIMELY reacts to the RTT each ACK measures. An ACK train is answered ahead of its last

@@ -67,7 +67,7 @@ from .rng import mix64
 from .tasks import task_done
 
 TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
-TRAIN_TAPER = 2  #: a train carries at most 1/TRAIN_TAPER of the packets the flow has left
+TRAIN_TAPER = 2  #: a train's ACKs are at most 1/TRAIN_TAPER of the packets the flow has left
 STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run started at has not moved
 
 
@@ -214,10 +214,16 @@ def _path_add(w, f, delta):
 @njit
 def _train_room(w, f):
     """The longest train flow f's own state allows: up to its steady run (so trains grow by
-    doubling), at most 1/TRAIN_TAPER of what it has left (so they shrink towards its end,
-    where its timing is decided), never its last TRAIN_TAIL packets."""
+    doubling), never its last TRAIN_TAIL packets, and with no more ACKs to answer it
+    (cfg[CFG_ACK_EVERY] packets per ACK) than 1/TRAIN_TAPER of the packets it has left. So with
+    one ACK per packet trains shrink towards the flow's end, where its timing is decided: an ACK
+    train is centred on its ACKs, so a long one at the end sends ahead of the flow's last data
+    packets ACKs that exactly leave after them, and delays them (docs/fast_forward.md, "A taper
+    by ACKs"). With an ACK per 2 packets or fewer ACKs, the ACK trains are short enough not to
+    need it."""
     r = w.qp[f]
-    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], (r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL) // TRAIN_TAPER)
+    left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
+    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], left, left * w.cfg[CFG_ACK_EVERY] // TRAIN_TAPER)
 
 
 @njit
