@@ -65,3 +65,20 @@ def test_expensive_check_finds_a_packet_in_two_queues():
         assert "queues" in str(err) or "holds" in str(err)
     else:
         raise AssertionError("a packet in two queues went unnoticed")
+
+
+def test_one_retransmission_timer_per_queue_pair_slot():
+    """A slot's pending EV_RTO event serves the next flow in it (nic.arm_rto): the heap holds one
+    timer per armed slot, however many flows the slot served; a second one is caught."""
+    prepared = prepare_scenario(INCAST)
+    w = advance_to(prepared.world, 20_000_000)
+    check_world(w)
+    ev = w.ev[: int(w.meta[K.M_EV_COUNT])]
+    timers = ev[ev["kind"] == K.EV_RTO]
+    assert len(timers) == int(w.qp["rto_armed"].sum()) == 4  # the four senders, one each
+    from roce_emu.core.heap import heap_push
+
+    first = timers[0]
+    heap_push(w.ev, w.meta, int(first["t_ps"]) + 1, K.EV_RTO, int(first["obj"]), int(first["arg"]))
+    with pytest.raises(InvariantError, match="retransmission timer events pending"):
+        check_world(w)

@@ -459,9 +459,10 @@ def _walk_events(w, ff):
             keep = True
         elif kind == EV_NIC_WAKE:
             keep = w.port[obj]["wake_ps"] == ev[i]["t_ps"]
-        elif kind == EV_RTO or kind == EV_CC_TIMER:  # of its queue pair's flow, which still sends
-            flow = ev[i]["arg"] // TIMER_SPAN if kind == EV_CC_TIMER else ev[i]["arg"]
-            keep = w.qp[obj]["flow"] == flow and w.qp[obj]["state"] == FL_ACTIVE
+        elif kind == EV_RTO:  # the slot's timer (nic.arm_rto), live while a flow in it sends
+            keep = w.qp[obj]["state"] == FL_ACTIVE
+        elif kind == EV_CC_TIMER:  # of its queue pair's flow, which still sends
+            keep = w.qp[obj]["flow"] == ev[i]["arg"] // TIMER_SPAN and w.qp[obj]["state"] == FL_ACTIVE
         else:  # scheduled: flow starts, task ends, faults, trace samples stay where they are
             continue
         if keep:
@@ -470,6 +471,8 @@ def _walk_events(w, ff):
             tmp[TMP_IDX, m] = i
             m += 1
         elif apply and ev[i]["t_ps"] <= jump_to:  # the exact run processed it, as a no-op
+            if kind == EV_RTO:
+                w.qp[obj]["rto_armed"] = 0
             ev[i]["kind"] = -1
     _sort3(tmp[TMP_K1], tmp[TMP_K2], tmp[TMP_IDX], m)
     live = 0

@@ -35,7 +35,7 @@ EV_FLOW_START = _event("flow start")  #: obj = flow: the flow opens its queue pa
 EV_TX_DONE = _event("transmission done")  #: obj = port: the port finished serialising its packet
 EV_ARRIVE = _event("packet arrival")  #: obj = packet, arg = ingress port: last bit arrived
 EV_NIC_WAKE = _event("NIC wake-up")  #: obj = host port: a paced queue pair may be eligible now
-EV_RTO = _event("retransmission timer")  #: obj = queue pair, arg = its flow: retransmission timer check
+EV_RTO = _event("retransmission timer")  #: obj = queue pair slot (one pending per slot), arg = the flow that armed it
 #: obj = queue pair, arg = its flow * TIMER_SPAN + CC timer id (TM_*): a CC timer is due
 EV_CC_TIMER = _event("CC timer")
 EV_TRACE = _event("trace sample")  #: sample the traces (per-flow rate, per-port queue)

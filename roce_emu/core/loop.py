@@ -127,11 +127,10 @@ def advance(w, t_limit_ps, max_events):
             if w.port[obj]["wake_ps"] == t:
                 w.port[obj]["wake_ps"] = 0
                 kick(w, obj)
-        elif kind == EV_RTO:
-            if w.qp[obj]["flow"] == arg:  # else its queue pair closed: the flow had finished
-                p = on_rto(w, obj, t)
-                if p >= 0:
-                    kick(w, p)
+        elif kind == EV_RTO:  # the slot's timer, for whichever flow holds it now (nic.arm_rto)
+            p = on_rto(w, obj, t)
+            if p >= 0:
+                kick(w, p)
         elif kind == EV_CC_TIMER:
             flow = arg // TIMER_SPAN
             if w.qp[obj]["flow"] == flow:

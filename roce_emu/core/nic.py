@@ -327,7 +327,7 @@ def flow_start(w, L, t):
     r = w.qp[f]
     r["next_tx_ps"] = t
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, f, I64(L))
+    arm_rto(w, f)
     w.stats[C_LAST_PROGRESS_PS] = t
     if w.cfg[CFG_TRAIN_MAX] > 0:
         r["path_key"] = _path_key(w, f)
@@ -471,16 +471,32 @@ def _on_ack(w, f, ack_seq, t):
 
 
 @njit
-def on_rto(w, f, t):
-    """Retransmission timer: re-arm at the deadline, or go back to the last ack if it passed."""
+def arm_rto(w, f):
+    """Queue pair f's retransmission timer: an EV_RTO event at its deadline, unless the slot has
+    one pending already, which comes no later (a flow's deadline only moves later, and a closed
+    flow's last deadline, its last ACK plus the RTO, is no later than the next flow's start
+    plus the RTO) and re-arms when it pops (on_rto). So the heap holds at most one timer per
+    slot, not one per flow started within the last RTO (most flows end long before it): with
+    trains, 92 % of ResNet-50's pending events on 128 NPUs were such dead timers, 96 % on 1024."""
     r = w.qp[f]
+    if r["rto_armed"] == 0:
+        r["rto_armed"] = 1
+        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
+
+
+@njit
+def on_rto(w, f, t):
+    """The slot's retransmission timer popped (its event is spent): for the flow now in it,
+    re-arm at the deadline, or go back to the last ack if it passed."""
+    r = w.qp[f]
+    r["rto_armed"] = 0
     if r["state"] != FL_ACTIVE:
         return -1
     if t < r["rto_ps"]:
-        heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
+        arm_rto(w, f)
         return -1
     r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
+    arm_rto(w, f)
     if r["snd_nxt"] > r["snd_una"]:
         r["steady"] = 0
         r["timeouts"] += 1

@@ -7,9 +7,11 @@ history. Packets name the queue pair. It closes once the sender has every ACK an
 packet of it is left anywhere; its counters go back to the flow's record and the slot is
 free for the next flow. So memory grows with the flows in flight, not with the workload.
 
-Timer events (EV_RTO, EV_CC_TIMER) carry their flow: one that pops after its queue pair
-closed finds another flow, or none, in the slot, and is what the closed flow's timer
-was, a no-op (loop.py). Which slot a flow gets changes no result.
+CC timer events (EV_CC_TIMER) carry their flow: one that pops after its queue pair closed
+finds another flow, or none, in the slot, and is what the closed flow's timer was, a no-op
+(loop.py). The retransmission timer belongs to the slot: it has at most one pending EV_RTO
+event, which a later flow in the slot inherits and re-arms to its own deadline when it pops
+(nic.arm_rto). Which slot a flow gets changes no result.
 
 World arrays: reads cfg, port; writes meta, flow, qp, qp_free, ccs, timer, int_prev.
 """
@@ -50,7 +52,9 @@ def qp_open(w, L):
     w.meta[M_QP_FREE] = n
     f = I64(w.qp_free[n])
     fl = w.flow[L]
+    armed = w.qp[f]["rto_armed"]  # the slot's pending timer event serves the new flow (nic.arm_rto)
     w.qp[f] = _BLANK_QP[0]
+    w.qp[f]["rto_armed"] = armed
     w.ccs[f] = _BLANK_CC[0]
     w.timer[f] = 0
     w.int_prev[f] = 0

@@ -204,6 +204,7 @@ QP_DTYPE = np.dtype(
         ("prio", np.int8),
         ("state", np.int8),  # FL_*
         ("in_ring", np.uint8),
+        ("rto_armed", np.uint8),  # the slot's EV_RTO event is pending (it outlives the flow: qp_open keeps it)
     ],
     align=True,
 )

@@ -91,3 +91,11 @@ def _check_queue_pairs(world: World, t_ns: float) -> None:
         raise InvariantError(
             f"t={t_ns:g} ns: queue pair {f} counts {int(qp['alive'][f])} packets, {int(alive[f])} name it"
         )
+    ev = world.ev[: int(world.meta[K.M_EV_COUNT])]
+    timers = np.bincount(ev["obj"][ev["kind"] == K.EV_RTO], minlength=len(qp))
+    if (timers != qp["rto_armed"]).any():
+        f = int(np.argmax(timers != qp["rto_armed"]))
+        raise InvariantError(
+            f"t={t_ns:g} ns: queue pair {f} has {int(timers[f])} retransmission timer events pending, "
+            f"armed={int(qp['rto_armed'][f])} (one at most, nic.arm_rto)"
+        )
