@@ -1,4 +1,9 @@
-"""Binary min-heap of events in one record array, ordered by (t_ps, seq).
+"""Min-heap of events in one record array, ordered by (t_ps, seq).
+
+Four children per event (those of i at 4i + 1 ... 4i + 4), not two: half the levels for a pop
+to walk, its siblings side by side in memory. With the order unique (no two events share a
+sequence number), the events come out in the same order as from a binary heap; a pop costs
+5-12 % less of the engine's time (benchmarks/README.md, "Engine speed at scale").
 
 The sequence number is taken at push time, so ties break by scheduling order and a
 run is deterministic however it is sliced.
@@ -23,7 +28,7 @@ def heap_push(ev, meta, t_ps, kind, obj, arg):
     meta[M_EV_COUNT] = i + 1
     meta[M_EV_SEQ] = seq + 1
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         if _before(ev, parent, t_ps, seq):
             break
         ev[i] = ev[parent]
@@ -40,18 +45,21 @@ def _sift_down(ev, i, n, t, seq):
     """Move the hole at i down past the children that come before (t, seq); return where
     the event (t, seq) belongs."""
     while True:
-        child = 2 * i + 1
-        if child >= n:
+        c = 4 * i + 1
+        if c >= n:
             break
-        right = child + 1
-        if right < n:
-            rt = ev[right]["t_ps"]
-            ct = ev[child]["t_ps"]
-            if rt < ct or (rt == ct and ev[right]["seq"] < ev[child]["seq"]):
-                child = right
-        if _before(ev, child, t, seq):
-            ev[i] = ev[child]
-            i = child
+        best = c
+        bt = ev[c]["t_ps"]
+        bs = ev[c]["seq"]
+        for j in range(c + 1, min(c + 4, n)):
+            jt = ev[j]["t_ps"]
+            if jt < bt or (jt == bt and ev[j]["seq"] < bs):
+                best = j
+                bt = jt
+                bs = ev[j]["seq"]
+        if bt < t or (bt == t and bs < seq):
+            ev[i] = ev[best]
+            i = best
         else:
             break
     return i
@@ -83,7 +91,7 @@ def heap_rebuild(ev, meta):
             ev[n] = ev[i]
             n += 1
     meta[M_EV_COUNT] = n
-    for start in range(n // 2 - 1, -1, -1):
+    for start in range((n - 2) // 4, -1, -1):
         ev[n] = ev[start]  # the slot past the last event holds it while the hole moves down
         i = _sift_down(ev, start, n, ev[n]["t_ps"], ev[n]["seq"])
         ev[i] = ev[n]
