@@ -61,7 +61,7 @@ from .tasks import schedule_roots, task_done
 from .trace import rows_per_event, rows_per_sample, sample
 
 
-@njit
+@njit(inline="always")
 def _on_arrive(w, k, p_in, t):
     if w.port[p_in]["down"] != 0:  # the link failed while the packet was on it
         pkt_lose(w, k)

@@ -138,7 +138,7 @@ def ring_remove(w, p, f):
 
 
 # ---- sender ---------------------------------------------------------------------------
-@njit
+@njit(inline="always")
 def next_data_packet(w, p, t):
     """Build the next data packet the host port p may send at t, or return -1.
 
@@ -240,7 +240,7 @@ def _first_link_cap(w, pt):
     return delay // one + 1
 
 
-@njit
+@njit(inline="always")
 def _train_length(w, p, f):
     """Packets flow f sends in its next packet from host port p: 1, or a train's length (see
     the module doc). Queue pairs sharing the port send trains of one length in each round of
@@ -283,7 +283,7 @@ def _train_length(w, p, f):
     return n
 
 
-@njit
+@njit(inline="always")
 def _emit_data(w, p, f, t):
     r = w.qp[f]
     mtu = w.cfg[CFG_MTU]
@@ -319,7 +319,7 @@ def _emit_data(w, p, f, t):
     return k
 
 
-@njit
+@njit(inline="always")
 def flow_start(w, L, t):
     """Flow L starts at t: it opens a queue pair, which joins its NIC port's round robin (or,
     with queue_pair: connection, waits behind a flow of its connection still sending)."""
@@ -484,7 +484,7 @@ def arm_rto(w, f):
         heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
 
 
-@njit
+@njit(inline="always")
 def on_rto(w, f, t):
     """The slot's retransmission timer popped (its event is spent): for the flow now in it,
     re-arm at the deadline, or go back to the last ack if it passed."""
@@ -597,7 +597,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     return p
 
 
-@njit
+@njit(inline="always")
 def on_host_arrive(w, k, node, t):
     """A packet reached a host. Returns a port to kick, or -1."""
     pk = w.pkt[k]
@@ -636,7 +636,7 @@ def _acks_due(w, before, after, n_pkts, flag):
     return acks
 
 
-@njit
+@njit(inline="always")
 def _on_data(w, k, f, node, t):
     """Receiver: ACK in-order data (every cfg[CFG_ACK_EVERY] packets, _acks_due), re-ACK
     duplicates, NACK a gap (once per interval); answer a CE mark as the algorithm wants

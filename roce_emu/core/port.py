@@ -53,7 +53,7 @@ def drain_kicks(w, t):
         _try_send(w, w.kick[n], t)
 
 
-@njit
+@njit(inline="always")
 def _switch_dequeue(w, p):
     """Take the next packet from a switch port's round-robin over unpaused priorities: data, or
     ACKs queued with it (cfg[CFG_ACK_WITH_DATA]); only data is ECN-marked."""
@@ -94,7 +94,7 @@ def _discard_queued(w, p):
             pkt_lose(w, k)
 
 
-@njit
+@njit(inline="always")
 def _try_send(w, p, t):
     pt = w.port[p]
     if pt["busy"] != 0:
@@ -138,7 +138,7 @@ def _try_send(w, p, t):
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
 
 
-@njit
+@njit(inline="always")
 def _control_inside_train(w, p, t):
     """Trains: port p is sending a data train, and control packets (ACKs, NACKs, CNPs, PFC
     frames) wait for it. Exactly, each would leave after the data packet in progress; so they
@@ -201,7 +201,7 @@ def _delay_train_end(w, p, k, d, onward):
     pk["tail_ps"] += d
 
 
-@njit
+@njit(inline="always")
 def _send_train(w, p, k, n, wire, t, end):
     """Port p starts sending train k at t; returns when it ends.
 
@@ -251,7 +251,7 @@ def _leave_nic(w, p, k, t):
     return head + pt["prop_ps"]
 
 
-@njit
+@njit(inline="always")
 def on_tx_done(w, p, t):
     """Last bit left port p: the packet arrives at the peer after the propagation delay."""
     pt = w.port[p]
@@ -277,7 +277,7 @@ def on_tx_done(w, p, t):
     kick(w, p)
 
 
-@njit
+@njit(inline="always")
 def on_switch_arrive(w, k, p_in, t):
     """Forward a packet that arrived at a switch on ingress port p_in."""
     pk = w.pkt[k]

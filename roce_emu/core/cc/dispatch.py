@@ -31,7 +31,7 @@ def on_open(w, f, line_bps):
         w.qp[f]["window_bytes"] = max(np.int64((line_bps * base_rtt) // 8e12), 1)
 
 
-@njit
+@njit(inline="always")
 def on_ack(w, f, k, t):
     """An ACK or NACK (packet k) reached flow f's sender. True if the algorithm may have changed
     its rate or window (so the NIC should look at the queue pair again)."""
