@@ -1,9 +1,9 @@
 """Min-heap of events in one record array, ordered by (t_ps, seq).
 
 Four children per event (those of i at 4i + 1 ... 4i + 4), not two: half the levels for a pop
-to walk, its siblings side by side in memory. With the order unique (no two events share a
-sequence number), the events come out in the same order as from a binary heap; a pop costs
-5-12 % less of the engine's time (benchmarks/README.md, "Engine speed at scale").
+to walk, its siblings side by side in memory. The order is unique (no two events share a
+sequence number), so the events come out as from a binary heap, in 4-12 % less engine time
+(benchmarks/README.md, "The event queue and calls at scale").
 
 The sequence number is taken at push time, so ties break by scheduling order and a
 run is deterministic however it is sliced.
