@@ -73,3 +73,56 @@ def test_mixed_rates_match_ideal():
     assert row["hops"] == 6
     assert row["fct_ns"] == row["ideal_fct_ns"]
     assert float(row["slowdown"]) == 1.0
+
+
+def test_bulk_ideal_fcts_equal_one_by_one():
+    """results.tables computes every flow's ideal FCT in one pass, once per distinct (size,
+    stored hops) (core/ideal.py): on a fat-tree with mixed rates and repeated sizes, each value
+    equals ideal_fct_ps computed for that flow alone from its own paths."""
+    import numpy as np
+
+    from roce_emu.api import prepare_scenario
+    from roce_emu.core import kinds as K
+    from roce_emu.core.ideal import _stored_hops, ideal_fct_ps
+    from roce_emu.results.tables import flow_paths, flow_table
+
+    rng = np.random.default_rng(3)
+    flows = [
+        {"src": int(s), "dst": int(d), "bytes": int(b)}
+        for s, d, b in zip(rng.integers(0, 16, 120), rng.integers(0, 16, 120), rng.choice([999, 4000, 64_123], 120))
+        if s != d
+    ]
+    sc = scenario(
+        topology={
+            "kind": "fat_tree",
+            "k": 4,
+            "link": {"rate_gbps": 100, "delay_ns": 1000},
+            "tiers": {"agg_core": {"rate_gbps": 40, "delay_ns": 300}},
+        },
+        workload={"flows": flows},
+    )
+    w = prepare_scenario(sc).world
+    table = flow_table(w)
+    port = w.port
+    cfg = w.cfg
+    distinct = set()
+    for f in range(len(w.flow)):
+        fwd, rev = flow_paths(w, f)
+        f_rate, f_prop = _stored_hops(fwd, port["nominal_bps"], port["prop_ps"], port["peer_port"], port["pass_to"])
+        r_rate, r_prop = _stored_hops(rev, port["nominal_bps"], port["prop_ps"], port["peer_port"], port["pass_to"])
+        size = int(w.flow[f]["size_bytes"])
+        want = ideal_fct_ps(
+            size,
+            cfg[K.CFG_MTU],
+            cfg[K.CFG_DATA_HDR],
+            cfg[K.CFG_ACK_BYTES],
+            cfg[K.CFG_IFG],
+            f_rate,
+            f_prop,
+            r_rate,
+            r_prop,
+        )
+        assert table["ideal_ps"][f] == want, f
+        assert table["hops"][f] == len(fwd)
+        distinct.add((size, tuple(f_rate), tuple(f_prop), tuple(r_rate), tuple(r_prop)))
+    assert 3 < len(distinct) < len(w.flow)  # values were reused, and not all the same

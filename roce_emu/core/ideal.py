@@ -6,9 +6,12 @@ World arrays: reads none; writes none.
 """
 
 import numpy as np
+from numba import types
+from numba.typed import Dict
 
 from .jit import njit_alloc
 from .paths import egress_after, flow_path, ser_ps
+from .rng import mix64
 
 
 @njit_alloc
@@ -87,6 +90,32 @@ def _stored_hops(path, rate_bps, prop_ps, peer_port, pass_to):
 
 
 @njit_alloc
+def _hop_key(size, f_rate, f_prop, r_rate, r_prop):
+    """A hash of everything a flow's ideal FCT depends on (its size and its stored hops)."""
+    key = mix64(np.uint64(size), np.int64(f_rate.shape[0] * 64 + r_rate.shape[0]))
+    for arr in (f_rate, f_prop, r_rate, r_prop):
+        for v in arr:
+            key = mix64(key, v)
+    return np.int64(key >> np.uint64(1))
+
+
+@njit_alloc
+def _same_hops(memo, at, size, f_rate, f_prop, r_rate, r_prop):
+    """Whether the inputs memo holds from ``at`` on are exactly these (a hash can collide)."""
+    nf = f_rate.shape[0]
+    nr = r_rate.shape[0]
+    if memo[at] != size or memo[at + 1] != nf or memo[at + 2] != nr:
+        return False
+    i = at + 3
+    for arr in (f_rate, f_prop, r_rate, r_prop):
+        for v in arr:
+            if memo[i] != v:
+                return False
+            i += 1
+    return True
+
+
+@njit_alloc
 def flow_hops_and_ideal_fcts(
     route_off,
     route_ports,
@@ -106,17 +135,47 @@ def flow_hops_and_ideal_fcts(
     prop_ps,
 ):
     """For every flow: the links its data crosses and its ideal FCT (ideal_fct_ps) on its
-    healthy paths (route epoch 0), in one pass without Python per flow."""
+    healthy paths (route epoch 0), in one pass without Python per flow. Flows of one size on
+    hops of the same rates and delays have one ideal FCT, computed once: a collective's flows
+    repeat a few of them (at 1024 NPUs, 8.4 M flows took 27 s to pipeline packet by packet).
+    Each distinct input is kept whole in ``memo`` and compared on a hash match, so a collision
+    costs a computation, never a wrong value."""
     n = src.shape[0]
     hops = np.empty(n, np.int64)
     ideal = np.empty(n, np.int64)
+    seen = Dict.empty(key_type=types.int64, value_type=types.int64)  # hash -> where in memo
+    memo = np.empty(1024, np.int64)  # per distinct input: size, hop counts, hops, ideal FCT
+    used = 0
     for f in range(n):
         fwd = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src[f], dst[f], ecmp_hash[f])
         rev = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, dst[f], src[f], ecmp_hash[f])
         hops[f] = fwd.shape[0]
         f_rate, f_prop = _stored_hops(fwd, rate_bps, prop_ps, peer_port, pass_to)
         r_rate, r_prop = _stored_hops(rev, rate_bps, prop_ps, peer_port, pass_to)
+        key = _hop_key(size[f], f_rate, f_prop, r_rate, r_prop)
+        at = seen[key] if key in seen else np.int64(-1)
+        if at >= 0 and _same_hops(memo, at, size[f], f_rate, f_prop, r_rate, r_prop):
+            ideal[f] = memo[at + 3 + 2 * (f_rate.shape[0] + r_rate.shape[0])]
+            continue
         ideal[f] = ideal_fct_ps(size[f], mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_rate, r_prop)
+        if at >= 0:  # a collision: keep the first input
+            continue
+        need = 4 + 2 * (f_rate.shape[0] + r_rate.shape[0])
+        if used + need > memo.shape[0]:
+            grown = np.empty(2 * memo.shape[0] + need, np.int64)
+            grown[:used] = memo[:used]
+            memo = grown
+        seen[key] = used
+        memo[used] = size[f]
+        memo[used + 1] = f_rate.shape[0]
+        memo[used + 2] = r_rate.shape[0]
+        i = used + 3
+        for arr in (f_rate, f_prop, r_rate, r_prop):
+            for v in arr:
+                memo[i] = v
+                i += 1
+        memo[i] = ideal[f]
+        used = i + 1
     return hops, ideal
 
 
