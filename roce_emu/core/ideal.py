@@ -90,29 +90,18 @@ def _stored_hops(path, rate_bps, prop_ps, peer_port, pass_to):
 
 
 @njit_alloc
-def _hop_key(size, f_rate, f_prop, r_rate, r_prop):
-    """A hash of everything a flow's ideal FCT depends on (its size and its stored hops)."""
-    key = mix64(np.uint64(size), np.int64(f_rate.shape[0] * 64 + r_rate.shape[0]))
+def _ideal_inputs(out, size, f_rate, f_prop, r_rate, r_prop):
+    """Write everything a flow's ideal FCT depends on (its size and its stored hops) into out;
+    return how many values."""
+    out[0] = size
+    out[1] = f_rate.shape[0]
+    out[2] = r_rate.shape[0]
+    i = 3
     for arr in (f_rate, f_prop, r_rate, r_prop):
         for v in arr:
-            key = mix64(key, v)
-    return np.int64(key >> np.uint64(1))
-
-
-@njit_alloc
-def _same_hops(memo, at, size, f_rate, f_prop, r_rate, r_prop):
-    """Whether the inputs memo holds from ``at`` on are exactly these (a hash can collide)."""
-    nf = f_rate.shape[0]
-    nr = r_rate.shape[0]
-    if memo[at] != size or memo[at + 1] != nf or memo[at + 2] != nr:
-        return False
-    i = at + 3
-    for arr in (f_rate, f_prop, r_rate, r_prop):
-        for v in arr:
-            if memo[i] != v:
-                return False
+            out[i] = v
             i += 1
-    return True
+    return i
 
 
 @njit_alloc
@@ -144,7 +133,8 @@ def flow_hops_and_ideal_fcts(
     hops = np.empty(n, np.int64)
     ideal = np.empty(n, np.int64)
     seen = Dict.empty(key_type=types.int64, value_type=types.int64)  # hash -> where in memo
-    memo = np.empty(1024, np.int64)  # per distinct input: size, hop counts, hops, ideal FCT
+    memo = np.empty(1024, np.int64)  # per distinct input: _ideal_inputs, then its ideal FCT
+    inputs = np.empty(3 + 4 * 64, np.int64)  # a path has at most 64 ports (paths.flow_path)
     used = 0
     for f in range(n):
         fwd = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src[f], dst[f], ecmp_hash[f])
@@ -152,30 +142,26 @@ def flow_hops_and_ideal_fcts(
         hops[f] = fwd.shape[0]
         f_rate, f_prop = _stored_hops(fwd, rate_bps, prop_ps, peer_port, pass_to)
         r_rate, r_prop = _stored_hops(rev, rate_bps, prop_ps, peer_port, pass_to)
-        key = _hop_key(size[f], f_rate, f_prop, r_rate, r_prop)
+        m = _ideal_inputs(inputs, size[f], f_rate, f_prop, r_rate, r_prop)
+        h = np.uint64(m)
+        for v in inputs[:m]:
+            h = mix64(h, v)
+        key = np.int64(h >> np.uint64(1))
         at = seen[key] if key in seen else np.int64(-1)
-        if at >= 0 and _same_hops(memo, at, size[f], f_rate, f_prop, r_rate, r_prop):
-            ideal[f] = memo[at + 3 + 2 * (f_rate.shape[0] + r_rate.shape[0])]
+        if at >= 0 and (memo[at : at + m] == inputs[:m]).all():
+            ideal[f] = memo[at + m]
             continue
         ideal[f] = ideal_fct_ps(size[f], mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_rate, r_prop)
         if at >= 0:  # a collision: keep the first input
             continue
-        need = 4 + 2 * (f_rate.shape[0] + r_rate.shape[0])
-        if used + need > memo.shape[0]:
-            grown = np.empty(2 * memo.shape[0] + need, np.int64)
+        if used + m + 1 > memo.shape[0]:
+            grown = np.empty(2 * memo.shape[0] + m + 1, np.int64)
             grown[:used] = memo[:used]
             memo = grown
         seen[key] = used
-        memo[used] = size[f]
-        memo[used + 1] = f_rate.shape[0]
-        memo[used + 2] = r_rate.shape[0]
-        i = used + 3
-        for arr in (f_rate, f_prop, r_rate, r_prop):
-            for v in arr:
-                memo[i] = v
-                i += 1
-        memo[i] = ideal[f]
-        used = i + 1
+        memo[used : used + m] = inputs[:m]
+        memo[used + m] = ideal[f]
+        used += m + 1
     return hops, ideal
 
 
