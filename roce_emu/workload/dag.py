@@ -67,14 +67,14 @@ class TaskTable:
 
 
 class _Rows:
-    """Integer rows of one width, added one at a time or as whole columns, kept as NumPy chunks
-    (single rows wait in a short list first)."""
+    """Integer rows of one width, added one at a time or as whole columns, kept column by column
+    in NumPy chunks (single rows wait in a short list first). ``columns()`` joins each column."""
 
     PENDING = 1 << 14
 
     def __init__(self, width: int):
         self.width = width
-        self._chunks: list[np.ndarray] = []
+        self._chunks: list[list] = [[] for _ in range(width)]  # per column, its chunks
         self._pending: list[tuple] = []
         self._n = 0
 
@@ -91,22 +91,24 @@ class _Rows:
         """Add rows column by column: arrays of one length, or scalars repeated."""
         self._flush()
         n = max(np.size(column) for column in columns)
-        block = np.empty((n, self.width), np.int64)
-        for j, column in enumerate(columns):
-            block[:, j] = column
-        self._chunks.append(block)
+        for chunks, column in zip(self._chunks, columns):
+            chunks.append(np.full(n, column, np.int64) if np.ndim(column) == 0 else np.array(column, np.int64))
         self._n += n
 
     def _flush(self) -> None:
         if self._pending:
-            self._chunks.append(np.array(self._pending, np.int64).reshape(-1, self.width))
+            block = np.array(self._pending, np.int64).reshape(-1, self.width)
+            for j, chunks in enumerate(self._chunks):
+                chunks.append(block[:, j].copy())
             self._pending = []
 
-    def array(self) -> np.ndarray:
+    def columns(self) -> list[np.ndarray]:
+        """Each column, all rows (int64)."""
         self._flush()
-        if len(self._chunks) != 1:
-            self._chunks = [np.concatenate(self._chunks) if self._chunks else np.zeros((0, self.width), np.int64)]
-        return self._chunks[0]
+        for j, chunks in enumerate(self._chunks):
+            if len(chunks) != 1:
+                self._chunks[j] = [np.concatenate(chunks) if chunks else np.zeros(0, np.int64)]
+        return [chunks[0] for chunks in self._chunks]
 
 
 class DagBuilder:
@@ -192,30 +194,32 @@ class DagBuilder:
 
     def build(self) -> tuple[FlowTable, TaskTable, np.ndarray]:
         """(flows, tasks, new id of every provisional id)."""
-        flows = self._flows.array()
-        n_flows = len(flows)
-        nodes = self._nodes.array()
-        is_flow = nodes[:, 0] == 1
-        new_id = np.where(is_flow, nodes[:, 1], n_flows + nodes[:, 1])
+        src, dst, size_bytes, start_ps, prio = self._flows.columns()
+        n_flows = len(src)
+        node_is_flow, node_index, node_label = self._nodes.columns()
+        new_id = np.where(node_is_flow == 1, node_index, n_flows + node_index)
         table = FlowTable(
-            src=flows[:, 0].astype(np.int32),
-            dst=flows[:, 1].astype(np.int32),
-            size_bytes=flows[:, 2].copy(),
-            start_ps=flows[:, 3].copy(),
-            prio=flows[:, 4].astype(np.int8),
+            src=src.astype(np.int32),
+            dst=dst.astype(np.int32),
+            size_bytes=size_bytes,
+            start_ps=start_ps,
+            prio=prio.astype(np.int8),
         )
-        n = len(nodes)
-        computes = self._computes.array()
+        n = len(node_is_flow)
+        compute_host, compute_duration = self._computes.columns()
         host = np.full(n, -1, np.int32)
-        host[n_flows:] = computes[:, 0]
+        host[n_flows:] = compute_host
         duration = np.zeros(n, np.int64)
-        duration[n_flows:] = computes[:, 1]
+        duration[n_flows:] = compute_duration
         earliest = np.zeros(n, np.int64)
-        earliest[:n_flows] = flows[:, 3]
-        edges = self._edges.array()
-        src, dst = new_id[edges[:, 0]], new_id[edges[:, 1]]
-        order = np.lexsort((dst, src))
-        src, dst = src[order], dst[order]
+        earliest[:n_flows] = start_ps
+        before, after = self._edges.columns()
+        # the successors in (task, successor) order, as one key per edge: a stable sort (timsort)
+        # is quick on keys that come nearly in order, as a workload's edges do
+        key = new_id[before] * n + new_id[after]
+        key.sort(kind="stable")
+        src = key // n
+        dst = key - src * n
         succ_off = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=succ_off[1:])
         labels = list(self._labels)  # in label-id order
@@ -225,7 +229,7 @@ class DagBuilder:
         label_iteration = np.array([it for _, it, _ in labels], np.int32)
         label_role = np.array([ROLE_CODE[role] for _, _, role in labels], np.int8)
         label = np.empty(n, np.int64)
-        label[new_id] = nodes[:, 2]
+        label[new_id] = node_label
         tasks = TaskTable(
             is_flow=np.arange(n) < n_flows,
             duration_ps=duration,
@@ -242,21 +246,28 @@ class DagBuilder:
         )
         return table, tasks, new_id
 
+    def in_creation_order(self) -> bool:
+        """Whether every edge runs from a task to one created after it, so that no cycle can
+        exist (collectives and iterations are built so; an imported trace need not be)."""
+        before, after = self._edges.columns()
+        return bool((before < after).all())
+
     def _queue_table(self, new_id: np.ndarray) -> QueueTable:
-        waits, frees = self._waits.array(), self._frees.array()
+        waiter, wait_queue, wait_key, wait_gate = self._waits.columns()
+        freer, freed_queue = self._frees.columns()
         ordered = np.zeros(len(self._queues), np.int8)
         for qid, kind in self._queues.values():
             ordered[qid] = kind
-        task = np.unique(np.concatenate([waits[:, 0], frees[:, 0]]))
+        task = np.unique(np.concatenate([waiter, freer]))
         queue, gate, freed = (np.full(len(task), -1, np.int32) for _ in range(3))
         key = np.zeros(len(task), np.int64)
-        at = np.searchsorted(task, waits[:, 0])
+        at = np.searchsorted(task, waiter)
         assert len(np.unique(at)) == len(at), "a task waits for one runtime queue at most"
-        queue[at], key[at] = waits[:, 1], waits[:, 2]
-        gate[at] = np.where(waits[:, 3] >= 0, new_id[waits[:, 3]], -1)
-        at = np.searchsorted(task, frees[:, 0])
+        queue[at], key[at] = wait_queue, wait_key
+        gate[at] = np.where(wait_gate >= 0, new_id[wait_gate], -1)
+        at = np.searchsorted(task, freer)
         assert len(np.unique(at)) == len(at), "a task frees one runtime queue at most"
-        freed[at] = frees[:, 1]
+        freed[at] = freed_queue
         return QueueTable(
             ordered=ordered, task=new_id[task].astype(np.int32), queue=queue, key=key, gate=gate, frees=freed
         )
