@@ -9,8 +9,8 @@ import numpy as np
 from numba import types
 from numba.typed import Dict
 
-from .jit import njit_alloc
-from .paths import egress_after, flow_path, ser_ps
+from .jit import njit, njit_alloc
+from .paths import egress_after, path_into, ser_ps
 from .rng import mix64
 
 
@@ -69,39 +69,39 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
     return arrive[tail - 1]
 
 
-@njit_alloc
-def _stored_hops(path, rate_bps, prop_ps, peer_port, pass_to):
-    """(rates, delays) of the hops where a path's packets are stored and forwarded: a multi_dim
-    NIC link's router passes packets on as they come in (port._try_send), so that link costs
-    its delay only, added to the next hop's."""
-    rates = np.empty(path.shape[0], np.int64)
-    props = np.empty(path.shape[0], np.int64)
+@njit
+def _put_stored_hops(out, at, path, rate_bps, prop_ps, peer_port, pass_to):
+    """Write into out from ``at`` the hops where a path's packets are stored and forwarded: how
+    many, then each one's rate and delay; return where the next value goes. A multi_dim NIC
+    link's router passes packets on as they come in (port._try_send), so that link costs its
+    delay only, added to the next hop's."""
     n = 0
     carry = np.int64(0)
     for p in path:
         if pass_to[peer_port[p]] >= 0:
             carry += prop_ps[p]
             continue
-        rates[n] = rate_bps[p]
-        props[n] = prop_ps[p] + carry
+        out[at + 1 + 2 * n] = rate_bps[p]
+        out[at + 2 + 2 * n] = prop_ps[p] + carry
         carry = 0
         n += 1
-    return rates[:n], props[:n]
+    out[at] = n
+    return at + 1 + 2 * n
 
 
 @njit_alloc
-def _ideal_inputs(out, size, f_rate, f_prop, r_rate, r_prop):
-    """Write everything a flow's ideal FCT depends on (its size and its stored hops) into out;
-    return how many values."""
-    out[0] = size
-    out[1] = f_rate.shape[0]
-    out[2] = r_rate.shape[0]
-    i = 3
-    for arr in (f_rate, f_prop, r_rate, r_prop):
-        for v in arr:
-            out[i] = v
-            i += 1
-    return i
+def _hops_at(values, at):
+    """(rates, delays) of the stored hops _put_stored_hops wrote at ``at``, as arrays."""
+    n = values[at]
+    return values[at + 1 : at + 1 + 2 * n : 2].copy(), values[at + 2 : at + 2 + 2 * n : 2].copy()
+
+
+@njit_alloc
+def _stored_hops(path, rate_bps, prop_ps, peer_port, pass_to):
+    """(rates, delays) of the hops where a path's packets are stored and forwarded (_put_stored_hops)."""
+    out = np.empty(1 + 2 * path.shape[0], np.int64)
+    _put_stored_hops(out, 0, path, rate_bps, prop_ps, peer_port, pass_to)
+    return _hops_at(out, 0)
 
 
 @njit_alloc
@@ -133,16 +133,19 @@ def flow_hops_and_ideal_fcts(
     hops = np.empty(n, np.int64)
     ideal = np.empty(n, np.int64)
     seen = Dict.empty(key_type=types.int64, value_type=types.int64)  # hash -> where in memo
-    memo = np.empty(1024, np.int64)  # per distinct input: _ideal_inputs, then its ideal FCT
-    inputs = np.empty(3 + 4 * 64, np.int64)  # a path has at most 64 ports (paths.flow_path)
+    memo = np.empty(1024, np.int64)  # per distinct input: the inputs, then its ideal FCT
+    fwd = np.empty(64, np.int32)  # a path has at most 64 ports (paths.path_into)
+    rev = np.empty(64, np.int32)
+    inputs = np.empty(3 + 4 * 64, np.int64)  # the size, then each direction's _put_stored_hops
     used = 0
+    routes = (route_off, route_ports, port_node, peer_port, pass_to, n_hosts)
     for f in range(n):
-        fwd = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src[f], dst[f], ecmp_hash[f])
-        rev = flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, dst[f], src[f], ecmp_hash[f])
-        hops[f] = fwd.shape[0]
-        f_rate, f_prop = _stored_hops(fwd, rate_bps, prop_ps, peer_port, pass_to)
-        r_rate, r_prop = _stored_hops(rev, rate_bps, prop_ps, peer_port, pass_to)
-        m = _ideal_inputs(inputs, size[f], f_rate, f_prop, r_rate, r_prop)
+        n_fwd = path_into(fwd, *routes, src[f], dst[f], ecmp_hash[f])
+        n_rev = path_into(rev, *routes, dst[f], src[f], ecmp_hash[f])
+        hops[f] = n_fwd
+        inputs[0] = size[f]
+        at_rev = _put_stored_hops(inputs, 1, fwd[:n_fwd], rate_bps, prop_ps, peer_port, pass_to)
+        m = _put_stored_hops(inputs, at_rev, rev[:n_rev], rate_bps, prop_ps, peer_port, pass_to)
         h = np.uint64(m)
         for v in inputs[:m]:
             h = mix64(h, v)
@@ -151,6 +154,8 @@ def flow_hops_and_ideal_fcts(
         if at >= 0 and (memo[at : at + m] == inputs[:m]).all():
             ideal[f] = memo[at + m]
             continue
+        f_rate, f_prop = _hops_at(inputs, 1)
+        r_rate, r_prop = _hops_at(inputs, at_rev)
         ideal[f] = ideal_fct_ps(size[f], mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_rate, r_prop)
         if at >= 0:  # a collision: keep the first input
             continue

@@ -77,10 +77,10 @@ def next_egress(w, p, dst, ecmp_hash):
     return e if e >= 0 else NO_ROUTE
 
 
-@njit_alloc
-def flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src, dst, ecmp_hash):
-    """Ports a packet of the flow crosses from host src to host dst (its node is src, then switches)."""
-    out = np.empty(64, np.int32)
+@njit
+def path_into(out, route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src, dst, ecmp_hash):
+    """Write into out (room for 64) the ports a packet of the flow crosses from host src to host
+    dst (its node is src, then switches); return how many."""
     n = 0
     node = src
     while node != dst or n == 0:
@@ -94,7 +94,14 @@ def flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, sr
         node = port_node[peer_port[p]]
         if node == dst or n == 64:
             break
-    return out[:n]
+    return n
+
+
+@njit_alloc
+def flow_path(route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src, dst, ecmp_hash):
+    """Ports a packet of the flow crosses from host src to host dst (path_into)."""
+    out = np.empty(64, np.int32)
+    return out[: path_into(out, route_off, route_ports, port_node, peer_port, pass_to, n_hosts, src, dst, ecmp_hash)]
 
 
 @njit

@@ -169,18 +169,28 @@ def _covered(intervals) -> list[tuple[int, int]]:
 
 
 def _covered_per_host(host: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[int, list[tuple[int, int]]]:
-    """_covered of each host's intervals, in bulk: {host: disjoint sorted [start, end)}."""
+    """_covered of each host's intervals, in bulk: {host: disjoint sorted [start, end)}. Written
+    for tens of millions of intervals: few temporary arrays, updated in place."""
     keep = end > start
-    host, start, end = host[keep].astype(np.int64), start[keep], end[keep]
+    if not keep.all():
+        host, start, end = host[keep], start[keep], end[keep]
     if not len(host):
         return {}
     order = np.lexsort((start, host))
     host, start, end = host[order], start[order], end[order]
-    group = np.cumsum(np.append(0, host[1:] != host[:-1]))  # 0, 1, ... per host in order
-    span = int(end.max()) + 1  # offsetting each host's times by group * span keeps hosts apart
-    reach = np.maximum.accumulate(end + group * span) - group * span  # furthest end so far, per host
-    first = np.ones(len(host), bool)
-    first[1:] = (host[1:] != host[:-1]) | (start[1:] > reach[:-1])
+    del order
+    first = np.ones(len(host), bool)  # an interval that begins a host's union interval
+    np.not_equal(host[1:], host[:-1], out=first[1:])
+    # the furthest end so far, per host: a running maximum with each host's times offset by
+    # its place in the order times span, which keeps hosts apart
+    offset = np.cumsum(first)
+    offset -= 1
+    offset *= int(end.max()) + 1
+    reach = end + offset
+    np.maximum.accumulate(reach, out=reach)
+    reach -= offset
+    del offset
+    first[1:] |= start[1:] > reach[:-1]
     begin = np.flatnonzero(first)
     last = np.append(begin[1:], len(host)) - 1
     out: dict[int, list[tuple[int, int]]] = {}
@@ -206,10 +216,6 @@ def _subtract(a, b) -> list[tuple[int, int]]:
     return out
 
 
-def _length(intervals) -> int:
-    return sum(e - s for s, e in intervals)
-
-
 def _iteration_ends(world: World, workload: Workload) -> list[int]:
     task = world.task
     ends = []
@@ -219,8 +225,10 @@ def _iteration_ends(world: World, workload: Workload) -> list[int]:
     return ends
 
 
-def _clip(intervals, lo: int, hi: int) -> list[tuple[int, int]]:
-    return [(max(s, lo), min(e, hi)) for s, e in intervals if min(e, hi) > max(s, lo)]
+def _clip(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, slice]:
+    """Disjoint sorted intervals cut to the window [lo, hi): (starts, ends, which of them)."""
+    picked = slice(int(np.searchsorted(end, lo, "right")), int(np.searchsorted(start, hi, "left")))
+    return np.maximum(start[picked], lo), np.minimum(end[picked], hi), picked
 
 
 def rank_timeline(world: World, workload: Workload) -> list[tuple]:
@@ -254,11 +262,11 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     # a collective flow occupies its sender and its receiver, when they are ranks (not the
     # reduction units of in_network collectives)
     comm_hosts = np.concatenate([flow["src"][comm], flow["dst"][comm]])
-    comm_start, comm_finish = np.tile(start[comm], 2), np.tile(finish[comm], 2)
-    ranks = np.unique(
-        np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives] or [np.zeros(0, np.int64)])
-    )
-    rank = np.isin(comm_hosts, ranks)
+    comm_start, comm_finish = (np.concatenate([x[comm], x[comm]]) for x in (start, finish))
+    ranks = np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives] or [np.zeros(0, np.int64)])
+    is_rank = np.zeros(max(int(comm_hosts.max(initial=0)), int(ranks.max(initial=0))) + 1, bool)  # by host id
+    is_rank[ranks] = True
+    rank = is_rank[comm_hosts]
     comm_hosts, comm_start, comm_finish = comm_hosts[rank], comm_start[rank], comm_finish[rank]
     communicating = _covered_per_host(comm_hosts, comm_start, comm_finish)
     rows: list[tuple] = []
@@ -268,14 +276,21 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
         busy_m = communicating.get(h, [])
         exposed = _subtract(busy_m, busy_c)
         idle = _subtract([(0, windows[-1][1])], _covered(busy_c + busy_m))
+        # the three states' segments are disjoint: sorted by start, their ends are sorted too
         segments = sorted(
             [(s, e, "compute") for s, e in busy_c]
             + [(s, e, "exposed_communication") for s, e in exposed]
             + [(s, e, "idle") for s, e in idle]
         )
+        seg_start, seg_end = (np.array([seg[j] for seg in segments], np.int64) for j in (0, 1))
+        states = [seg[2] for seg in segments]
+        m_start, m_end = (np.array([c[j] for c in busy_m], np.int64) for j in (0, 1))
         for it, (lo, hi) in enumerate(windows):
-            total = _length(_clip(busy_m, lo, hi))
-            rows.extend((it, h, state, s, e, total) for s0, e0, state in segments for s, e in _clip([(s0, e0)], lo, hi))
+            cs, ce, _ = _clip(m_start, m_end, lo, hi)
+            total = int((ce - cs).sum())
+            ss, se, picked = _clip(seg_start, seg_end, lo, hi)
+            n = len(ss)
+            rows.extend(zip([it] * n, [h] * n, states[picked], ss.tolist(), se.tolist(), [total] * n))
     return rows
 
 

@@ -49,9 +49,12 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
 
 def flows_now(world: World) -> np.ndarray:
     """Every flow's record (FLOW_DTYPE) as of now: a flow still in flight (a run that stopped
-    early) takes its counters from its open queue pair."""
+    early) takes its counters from its open queue pair. Without such flows, the world's own
+    array (not a copy: read it, do not write it)."""
+    live = np.flatnonzero(world.flow["qp"] >= 0)
+    if not len(live):
+        return world.flow
     flow = world.flow.copy()
-    live = np.flatnonzero(flow["qp"] >= 0)
     qp = world.qp[flow["qp"][live]]
     for name in QP_COUNTERS:
         flow[name][live] = qp[name]
