@@ -191,7 +191,8 @@ def _ring(x: _Expansion, ranks, totals, steps: int, starts, prev, phase):
     r = np.asarray(ranks, np.int64)
     pos = np.tile(np.arange(p), steps)
     step = np.repeat(np.arange(steps), p)
-    segs = np.array([split(t, p) for t in totals], np.int64).reshape(p, p)
+    base, extra = np.divmod(np.asarray(totals, np.int64), p)
+    segs = base[:, None] + (np.arange(p) < extra[:, None])  # row i: split(totals[i], p)
     src, dst = r[pos], r[(pos + 1) % p]
     ids = x.flows(src, dst, segs[pos, (pos - step) % p])
     grid = ids.reshape(steps, p)
