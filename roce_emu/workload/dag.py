@@ -194,13 +194,13 @@ class DagBuilder:
 
     def build(self) -> tuple[FlowTable, TaskTable, np.ndarray]:
         """(flows, tasks, new id of every provisional id)."""
-        src, dst, size_bytes, start_ps, prio = self._flows.columns()
-        n_flows = len(src)
+        flow_src, flow_dst, size_bytes, start_ps, prio = self._flows.columns()
+        n_flows = len(flow_src)
         node_is_flow, node_index, node_label = self._nodes.columns()
         new_id = np.where(node_is_flow == 1, node_index, n_flows + node_index)
         table = FlowTable(
-            src=src.astype(np.int32),
-            dst=dst.astype(np.int32),
+            src=flow_src.astype(np.int32),
+            dst=flow_dst.astype(np.int32),
             size_bytes=size_bytes,
             start_ps=start_ps,
             prio=prio.astype(np.int8),
