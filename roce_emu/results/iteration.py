@@ -266,7 +266,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     # a collective flow occupies its sender and its receiver, when they are ranks (not the
     # reduction units of in_network collectives)
     comm_hosts = np.concatenate([flow["src"][comm], flow["dst"][comm]])
-    comm_start, comm_finish = (np.concatenate([x[comm], x[comm]]) for x in (start, finish))
+    comm_start, comm_finish = (np.concatenate([part, part]) for part in (start[comm], finish[comm]))
     ranks = np.concatenate([np.asarray(c.ranks, np.int64) for c in workload.collectives] or [np.zeros(0, np.int64)])
     is_rank = np.zeros(max(int(comm_hosts.max(initial=0)), int(ranks.max(initial=0))) + 1, bool)  # by host id
     is_rank[ranks] = True
