@@ -65,7 +65,7 @@ def _sift_down(ev, i, n, t, seq):
     return i
 
 
-@njit
+@njit(inline="always")
 def heap_pop(ev, meta):
     """Remove the earliest event; return (t_ps, kind, obj, arg)."""
     t_ps = ev[0]["t_ps"]

@@ -451,7 +451,7 @@ def _go_back(w, f, seq):
     return r["nic_port"]
 
 
-@njit
+@njit(inline="always")
 def _on_ack(w, f, ack_seq, t):
     r = w.qp[f]
     if ack_seq <= r["snd_una"]:
@@ -574,7 +574,7 @@ def _uplink_rate(w, k, node):
     return w.port[next_hop(w, node, I64(r["src"]), r["ecmp_hash"])]["rate_bps"]
 
 
-@njit
+@njit(inline="always")
 def _reply(w, f, kind, seq, ecn, node, k_data, n):
     """Queue an ACK, NACK or CNP (n of them as one train) from the receiver host node back to
     the flow's sender. The NIC sends it ahead of data; switches queue it in the control queue,
@@ -661,14 +661,17 @@ def _on_data(w, k, f, node, t):
         acks = _acks_due(w, expected, new, r["n_pkts"], flag)
         if acks == 0:
             return port
-        w.stats[C_ACKS] += acks
-        return _reply(w, f, PK_ACK, new, I64(flag), node, k, acks)
-    if seq < expected:  # duplicate after a go-back: re-ACK
-        w.stats[C_ACKS] += 1
-        return _reply(w, f, PK_ACK, expected, I64(flag), node, k, I64(1))
-    if r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
+        answer, ack_seq = PK_ACK, new
+    elif seq < expected:  # duplicate after a go-back: re-ACK
+        answer, ack_seq, acks = PK_ACK, expected, I64(1)
+    elif r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
         r["nack_seq"] = expected
         r["nack_ps"] = t
+        answer, ack_seq, acks = PK_NACK, expected, I64(1)
+    else:
+        return port
+    if answer == PK_NACK:
         w.stats[C_NACKS] += 1
-        return _reply(w, f, PK_NACK, expected, I64(flag), node, k, I64(1))
-    return port
+    else:
+        w.stats[C_ACKS] += acks
+    return _reply(w, f, answer, ack_seq, I64(flag), node, k, acks)

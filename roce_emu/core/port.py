@@ -45,7 +45,7 @@ def kick(w, p):
         fault(w, F_KICKS_FULL, p)
 
 
-@njit
+@njit(inline="always")
 def drain_kicks(w, t):
     while w.meta[M_KICKS] > 0:
         n = w.meta[M_KICKS] - 1
