@@ -9,6 +9,7 @@ calls, with the number of call sites in its assembly, so that one on the hot pat
 Numba shows no assembly for cached code, so this compiles into a temporary cache directory.
 """
 
+import argparse
 import os
 import re
 import sys
@@ -29,6 +30,7 @@ def demangle(symbol):
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     os.environ["ROCE_EMU_CACHE_DIR"] = tempfile.mkdtemp(prefix="roce_emu_calls_")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from scale import case_resnet
