@@ -56,7 +56,7 @@ def echo(w, k_data, k_ack):
     w.pkt[k_ack]["n_int"] = n
 
 
-@njit
+@njit(inline="always")
 def _measure(w, f, k):
     """Update U from the ACK's INT against the last records seen (MeasureInflight)."""
     c = w.ccs[f]
@@ -81,7 +81,7 @@ def _measure(w, f, k):
         c["util"] = (1.0 - tau / T) * c["util"] + (tau / T) * best_u
 
 
-@njit
+@njit(inline="always")
 def on_ack(w, f, k):
     """ACK (or NACK) k with echoed INT reached the sender of flow f."""
     if w.pkt[k]["n_int"] == 0:
@@ -96,7 +96,7 @@ def on_ack(w, f, k):
     c["n_hops"] = n
 
 
-@njit
+@njit(inline="always")
 def _update_rate(w, f, k):
     """R = R_c / (U / eta) + R_AI, or R_c + R_AI in the additive stages; commit once per RTT."""
     p = w.ccp
