@@ -70,6 +70,13 @@ def ideal_fct_ps(size_bytes, mtu, data_hdr, ack_bytes, ifg, f_rate, f_prop, r_ra
 
 
 @njit
+def _stores(p, peer_port, pass_to):
+    """Whether packets sent by port p are stored and forwarded where they arrive: not on a
+    multi_dim NIC link, whose router passes them on as they come in (port._try_send)."""
+    return pass_to[peer_port[p]] < 0
+
+
+@njit
 def _put_stored_hops(out, at, path, rate_bps, prop_ps, peer_port, pass_to):
     """Write into out from ``at`` the hops where a path's packets are stored and forwarded: how
     many, then each one's rate and delay; return where the next value goes. A multi_dim NIC
@@ -78,7 +85,7 @@ def _put_stored_hops(out, at, path, rate_bps, prop_ps, peer_port, pass_to):
     n = 0
     carry = np.int64(0)
     for p in path:
-        if pass_to[peer_port[p]] >= 0:
+        if not _stores(p, peer_port, pass_to):
             carry += prop_ps[p]
             continue
         out[at + 1 + 2 * n] = rate_bps[p]
@@ -191,7 +198,7 @@ def base_rtt_extremes(route_off, route_ports, port_node, peer_port, pass_to, rat
             while node != dst and hops < 1024:
                 p = egress_after(route_off, route_ports, peer_port, pass_to, n_hosts, p, node, dst, np.int64(0))
                 prop += prop_ps[p]
-                if pass_to[peer_port[p]] < 0:  # not a NIC link its router passes on (_stored_hops)
+                if _stores(p, peer_port, pass_to):
                     ser += ser_ps(frame_wire, rate_bps[p])
                 node = port_node[peer_port[p]]
                 hops += 1
