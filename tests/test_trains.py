@@ -39,7 +39,7 @@ def _pair(name, overrides=()):
 @pytest.mark.parametrize("cc", ["none", "dcqcn", "timely"])
 def test_a_lone_flow_keeps_its_exact_timing(cc):
     """A flow alone on its path: the receiver completes at the exact engine's picosecond, the
-    sender's last ACK too, with a fifth of the events (trains are no longer than the 1 us link)."""
+    sender's last ACK too, with a fifth of the events."""
     overrides = (f"network.cc.algorithm={cc}", "workload.flows.0.bytes=524288")
     off, on, _ = _pair("single_flow.yaml", overrides)
     w_off, w_on = off.outcome.world, on.outcome.world
@@ -108,7 +108,7 @@ def test_no_trains_where_they_are_not_modelled_and_the_run_is_exact(name, overri
     assert on.summary["events"] == off.summary["events"]
 
 
-def _finishes(tmp_path, flows, mode):
+def _finishes(tmp_path, flows, mode, overrides=()):
     """Receiver completions (ps) and summary of (src, dst, bytes, start_ns) flows on the
     two-leaf, 32-host leaf-spine at 200 Gb/s with 1 us links."""
     path = tmp_path / f"flows_{mode}.yaml"
@@ -117,7 +117,7 @@ def _finishes(tmp_path, flows, mode):
         "topology: {kind: leaf_spine, leaves: 2, hosts_per_leaf: 16, spines: 4, "
         "link: {rate_gbps: 200, delay_ns: 1000}}\nworkload: {flows: [%s]}\n" % text
     )
-    res = run(prepare(path, [f"sim.fast_forward={mode}"]), write=False, progress=False)
+    res = run(prepare(path, [*overrides, f"sim.fast_forward={mode}"]), write=False, progress=False)
     assert_conservation(res.outcome.world)
     return res.outcome.world.task["finish_ps"][: len(flows)], res.summary
 
@@ -163,6 +163,65 @@ def test_queue_pairs_sharing_a_nic_keep_their_share(tmp_path, flows, bound):
     assert summary["trains_sent"] > 0
     err = np.abs(approx / exact - 1)
     assert err.max() <= bound, err
+
+
+LONG = 2_000_000  # 2,000 packets: at least TRAIN_REACH (16) times the 24 packets of a 1 us link
+
+
+@pytest.mark.parametrize(
+    "flows,overrides",
+    [
+        ([(0, 1, LONG, 0)], ()),
+        ([(0, 1, LONG, 0)], ("network.cc.algorithm=dcqcn",)),
+        ([(0, 1, LONG, 0)], ("network.cc.algorithm=timely",)),
+        ([(0, 20, LONG, 0)], ()),  # across a spine
+        ([(0, 1, LONG, 0)], ("network.nic.ack_every_packets=4",)),
+    ],
+    ids=["none", "dcqcn", "timely", "across_a_spine", "ack_per_4"],
+)
+def test_a_long_flow_sends_trains_past_its_first_link_and_keeps_its_exact_timing(tmp_path, flows, overrides):
+    """A flow of 2,000 packets sends trains longer than its first link's delay (64 packets with
+    one ACK per packet, 256 with an ACK per 4), handed on from its NIC as they begin: alone on
+    its path it completes at the exact engine's picosecond with 40-75 times fewer events
+    (measured 43-76x)."""
+    exact, off = _finishes(tmp_path, flows, "off", overrides)
+    approx, on = _finishes(tmp_path, flows, "on", overrides)
+    assert on["packets_in_trains"] > 30 * on["trains_sent"]  # trains of 24 packets could not
+    assert (approx == exact).all(), approx - exact
+    assert on["events"] * 40 < off["events"]
+
+
+@pytest.mark.parametrize("every", [1, 4])
+@pytest.mark.parametrize("dst", [1, 20], ids=["same_leaf", "across_a_spine"])
+def test_a_queue_pair_joining_cuts_a_long_train_wherever_it_is(tmp_path, dst, every):
+    """A second queue pair joins the NIC at 24 instants while the first sends trains of 64 (or
+    256) packets: on the NIC's link, at a switch passing it on, queued there, reaching the host
+    (whose arrival event is then pushed again), or taken by the host already (then the first
+    owes the newcomer half of the rest). Both complete within 50 ns of the exact engine, 0.03 %
+    of their FCTs (measured 43 ns at most, most instants exact to the picosecond; 3.3 us before a
+    train taken by its host was settled by credits)."""
+    overrides = (f"network.nic.ack_every_packets={every}",)
+    worst = 0
+    for join in np.linspace(3000, 60000, 24).astype(int):
+        flows = [(0, dst, LONG, 0), (0, dst, LONG, join)]
+        exact, _ = _finishes(tmp_path, flows, "off", overrides)
+        approx, on = _finishes(tmp_path, flows, "on", overrides)
+        worst = max(worst, np.abs(approx - exact).max())
+    assert on["packets_in_trains"] > 30 * on["trains_sent"]
+    assert worst <= 50_000, worst
+
+
+@pytest.mark.parametrize("every,bound", [(1, 0.005), (4, 0.005)])
+def test_a_ring_of_long_steps_with_long_trains(tmp_path, every, bound):
+    """32 ranks over two leaves, 2 MB each to the next (the steps of a 64 MB ring All-Reduce, at
+    once): every flow within 0.5 % of the exact engine (measured 0.35 % and 0.29 %), with 45-75
+    times fewer events (measured 46.5x and 75.9x)."""
+    flows = [(i, (i + 1) % 32, LONG, 0) for i in range(32)]
+    overrides = (f"network.nic.ack_every_packets={every}",)
+    exact, off = _finishes(tmp_path, flows, "off", overrides)
+    approx, on = _finishes(tmp_path, flows, "on", overrides)
+    assert np.abs(approx / exact - 1).max() < bound
+    assert on["events"] * 45 < off["events"]
 
 
 # The shipped training scenarios, made small: the iteration within 1 %, every collective

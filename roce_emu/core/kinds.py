@@ -33,7 +33,11 @@ class _Codes:
 _event = _Codes(I64)
 EV_FLOW_START = _event("flow start")  #: obj = flow: the flow opens its queue pair and becomes active
 EV_TX_DONE = _event("transmission done")  #: obj = port: the port finished serialising its packet
-EV_ARRIVE = _event("packet arrival")  #: obj = packet, arg = ingress port: last bit arrived
+EV_ARRIVE = _event("packet arrival")  #: obj = packet, arg = ingress port (and a token, ARRIVE_TOKEN): last bit arrived
+#: EV_ARRIVE's arg: the ingress port in the low bits; above them, for a train's arrival at its
+#: host, the token that the packet's take_tok must still hold (an older push for it is stale)
+ARRIVE_TOKEN = I64(32)
+ARRIVE_PORT_MASK = I64((1 << 32) - 1)
 EV_NIC_WAKE = _event("NIC wake-up")  #: obj = host port: a paced queue pair may be eligible now
 EV_RTO = _event("retransmission timer")  #: obj = queue pair slot (one pending per slot), arg = the flow that armed it
 #: obj = queue pair, arg = its flow * TIMER_SPAN + CC timer id (TM_*): a CC timer is due

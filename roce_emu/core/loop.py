@@ -10,6 +10,8 @@ from .cc import dispatch as cc
 from .heap import heap_pop, heap_push
 from .jit import njit
 from .kinds import (
+    ARRIVE_PORT_MASK,
+    ARRIVE_TOKEN,
     CFG_HEAP_ROOM,
     CFG_N_FLOWS,
     CFG_STALL_PS,
@@ -52,7 +54,7 @@ from .kinds import (
     TRACE_RATE_ON,
 )
 from .links import apply_link_action, schedule_link_plan
-from .nic import flow_start, on_host_arrive, on_rto, train_due_ps
+from .nic import flow_start, on_host_arrive, on_rto, push_take, train_due_ps
 from . import pfc
 from .packets import pkt_free, pkt_lose
 from .pfc import is_pfc
@@ -62,11 +64,14 @@ from .trace import rows_per_event, rows_per_sample, sample
 
 
 @njit(inline="always")
-def _on_arrive(w, k, p_in, t):
+def _on_arrive(w, k, arg, t):
+    pk = w.pkt[k]
+    if arg >> ARRIVE_TOKEN != pk["take_tok"]:
+        return  # a train's arrival at its host, pushed again since (nic.push_take)
+    p_in = arg & ARRIVE_PORT_MASK
     if w.port[p_in]["down"] != 0:  # the link failed while the packet was on it
         pkt_lose(w, k)
         return
-    pk = w.pkt[k]
     kind = pk["kind"]
     if is_pfc(kind):
         if pfc.on_frame(w, k, p_in, t):
@@ -76,8 +81,8 @@ def _on_arrive(w, k, p_in, t):
     if w.node[node]["is_host"] != 0:
         if pk["n_sub"] > 1:
             due = train_due_ps(w, k, I64(node))
-            if t < due:
-                heap_push(w.ev, w.meta, due, EV_ARRIVE, I64(k), I64(p_in))
+            if t < due:  # delayed on its way (nic.delay_train)
+                push_take(w, k, p_in, due)
                 return
         p = on_host_arrive(w, k, node, t)
         pkt_free(w, k)

@@ -11,11 +11,12 @@ rate and delay at each hop) and are no slower than it, sends its next packets as
 packet that stands for ``n_sub`` packets; its receiver answers with one ACK train of the ACKs
 they are owed (one per packet by default). Trains grow by doubling, shrink towards the
 flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
-delay, and have one length per round of the NIC's round robin; a queue pair joining the
-NIC cuts the train in progress, and a round cut short is settled by credits that later
-trains repay. docs/fast_forward.md gives the model and its error.
+delay unless the flow is long (_reach), and have one length per round of the NIC's round
+robin; a queue pair joining the NIC cuts the train in progress, wherever it is on its path,
+and a round cut short is settled by credits that later trains repay. docs/fast_forward.md
+gives the model and its error.
 
-World arrays: reads cfg; writes stats, meta, ev, pkt, port, qp, ccs.
+World arrays: reads cfg, pq, node; writes stats, meta, ev, pkt, port, qp, ccs.
 """
 
 import numpy as np
@@ -24,6 +25,7 @@ from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
 from .kinds import (
+    ARRIVE_TOKEN,
     CFG_ACK_BYTES,
     CFG_ACK_EVERY,
     CFG_ACK_WITH_DATA,
@@ -46,20 +48,24 @@ from .kinds import (
     C_TIMEOUTS,
     C_TRAINS,
     C_TRAIN_PKTS,
+    EV_ARRIVE,
     EV_NIC_WAKE,
     EV_RTO,
     EV_TX_DONE,
     FL_ACTIVE,
     FL_DONE,
     I64,
+    M_EV_SEQ,
     NO_ARG,
     NO_ID,
     PK_ACK,
     PK_CNP,
     PK_DATA,
+    PK_FREE,
     PK_NACK,
 )
-from .packets import fifo_push, pkt_alloc
+from .mmu import release
+from .packets import fifo_push, fifo_shrink, pkt_alloc, wire_bytes
 from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .pfc import is_paused
 from .qp import qp_open
@@ -68,6 +74,9 @@ from .tasks import task_done
 
 TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
 TRAIN_TAPER = 2  #: a train's ACKs are at most 1/TRAIN_TAPER of the packets the flow has left
+TRAIN_ACKS = 64  #: the most ACKs one ACK train stands for (so trains of at most 64 packets with one ACK per packet)
+TRAIN_REACH = 16  #: a flow this many times its first link's delay (in packets) may send trains past it
+TOKEN_SPAN = I64((1 << 31) - 1)  #: push_take's tokens: 1 ... TOKEN_SPAN, in the order pushed
 STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run started at has not moved
 
 
@@ -214,30 +223,62 @@ def _path_add(w, f, delta):
 @njit
 def _train_room(w, f):
     """The longest train flow f's own state allows: up to its steady run (so trains grow by
-    doubling), never its last TRAIN_TAIL packets, and with no more ACKs to answer it
-    (cfg[CFG_ACK_EVERY] packets per ACK) than 1/TRAIN_TAPER of the packets it has left. So with
-    one ACK per packet trains shrink towards the flow's end, where its timing is decided: an ACK
-    train is centred on its ACKs, so a long one at the end sends ahead of the flow's last data
-    packets ACKs that exactly leave after them, and delays them (docs/fast_forward.md, "A taper
-    by ACKs"). With an ACK per 2 packets or fewer ACKs, the ACK trains are short enough not to
-    need it."""
+    doubling), as long as _reach lets it, answered by at most TRAIN_ACKS ACKs, and with no more
+    ACKs to answer it (cfg[CFG_ACK_EVERY] packets per ACK) than 1/TRAIN_TAPER of the packets it
+    has left. So with one ACK per packet trains shrink towards the flow's end, where its timing
+    is decided: an ACK train is centred on its ACKs, so a long one at the end sends ahead of the
+    flow's last data packets ACKs that exactly leave after them, and delays them
+    (docs/fast_forward.md, "A taper by ACKs"). With an ACK per 2 packets or fewer ACKs, the ACK
+    trains are short enough not to need it."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
-    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], left, left * w.cfg[CFG_ACK_EVERY] // TRAIN_TAPER)
+    every = w.cfg[CFG_ACK_EVERY]
+    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], left * every // TRAIN_TAPER, TRAIN_ACKS * every, _reach(w, f))
 
 
 @njit
-def _first_link_cap(w, pt):
-    """Packets a train from host port pt may carry: no longer than the first link's delay, so
-    that until its first packet arrives it can still be cut. On a multi_dim NIC link, whose
-    router passes packets on as they come in (port._try_send), the delay to the next router,
-    by the dimension link: until the train reaches it, the router's port can cut it too
-    (cut_train)."""
+def _reach(w, f):
+    """The longest train flow f may send: never its last TRAIN_TAIL packets, and no longer than
+    its first link's delay (first_link_cap) unless the flow is at least TRAIN_REACH times that
+    long. Steps of a few hundred packets thus keep the trains the model was tuned with on rings
+    whose ranks drift; long flows send long trains (docs/fast_forward.md, "Trains past the
+    first link")."""
+    r = w.qp[f]
+    left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
+    cap = first_link_cap(w, w.port[r["nic_port"]])
+    return left if r["n_pkts"] >= TRAIN_REACH * cap else min(left, cap)
+
+
+@njit
+def first_link_cap(w, pt):
+    """Packets a train from host port pt may carry and still be cut at its NIC: no longer than
+    the first link's delay, so that until its first packet arrives the NIC holds all of it. On a
+    multi_dim NIC link, whose router passes packets on as they come in (port._try_send), the
+    delay to the next router, by the dimension link: until the train reaches it, the router's
+    port can cut it too (cut_train)."""
     one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
     delay = pt["prop_ps"]
     if pt["cut_through"] != 0:
         delay += w.port[w.port[pt["peer_port"]]["pass_to"]]["prop_ps"]
     return delay // one + 1
+
+
+@njit
+def _train_cap(w, pt):
+    """Packets a train from host port pt may carry: cfg[CFG_TRAIN_MAX], and on a multi_dim NIC
+    link no more than first_link_cap (its router's port is cut only at the router)."""
+    if pt["cut_through"] == 0:
+        return w.cfg[CFG_TRAIN_MAX]
+    return min(w.cfg[CFG_TRAIN_MAX], first_link_cap(w, pt))
+
+
+@njit
+def reaches_on(w, k):
+    """Whether train k is longer than its first link's delay (first_link_cap): it was handed on
+    from its NIC as it began (port._send_train), and the ports that pass it on end it at the
+    later of their own end and its arrival (retime_train)."""
+    r = w.qp[w.pkt[k]["flow"]]
+    return w.pkt[k]["n_sub"] > first_link_cap(w, w.port[r["nic_port"]])
 
 
 @njit(inline="always")
@@ -258,7 +299,7 @@ def _train_length(w, p, f):
         for _ in range(pt["act_count"] - 1):
             n = min(n, _train_room(w, g))
             g = w.qp[g]["act_next"]
-        pt["round_len"] = min(n, _first_link_cap(w, pt))
+        pt["round_len"] = min(n, _train_cap(w, pt))
         pt["round_left"] = pt["act_count"]
         pt["round_qps"] = pt["act_count"]
         pt["round_id"] += 1
@@ -269,7 +310,7 @@ def _train_length(w, p, f):
     if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
         n = 1
     else:  # repay what an earlier round cut short owes or is owed, within the train's limits
-        most = min(w.cfg[CFG_TRAIN_MAX], _first_link_cap(w, pt), r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL)
+        most = min(_train_cap(w, pt), _reach(w, f))
         owed = I64(r["credit"])  # whole packets, towards zero
         m = max(1, min(n + owed, most))
         r["credit"] -= m - n
@@ -335,7 +376,7 @@ def flow_start(w, L, t):
     if w.cfg[CFG_QP_CONNECTION] != 0 and _wait_for_connection(w, f):
         return r["nic_port"]
     if w.cfg[CFG_TRAIN_MAX] > 0:
-        cut_train(w, I64(r["nic_port"]), t)
+        cut_train(w, I64(r["nic_port"]), t, f)
     ring_insert(w, r["nic_port"], f)
     return r["nic_port"]
 
@@ -359,34 +400,116 @@ def _wait_for_connection(w, f):
 
 
 @njit
-def cut_train(w, p, t):
-    """A queue pair joins host port p at t: a data train the port is sending ends after its
-    packet in progress, as the round robin would have served the newcomer next. The train
-    has not reached the next hop yet (_train_length keeps it that short), so only the NIC
-    and the sending flow take the packets back, and on a multi_dim NIC link the router's port
-    that passes it on (_cut_at_router)."""
+def train_key(w, k):
+    """Train k's flow and first sequence number in one integer. While a port still passes a
+    train on, no other train has both: its flow ends after the port has passed it."""
+    return (I64(w.pkt[k]["flow"]) << 34) | I64(w.pkt[k]["seq"])
+
+
+@njit
+def train_at(w, p):
+    """The train port p is sending or passing on now, or -1. A port hands a train on as its
+    first packet goes (port._send_train) and names it by tx_train and its key (train_key), so
+    that once the receiver has taken it and its slot is reused, the port does not take the new
+    packet for it; a multi_dim NIC link holds it in tx_pkt."""
     pt = w.port[p]
-    k = pt["tx_pkt"]
-    if pt["busy"] == 0 or k < 0:
+    if pt["busy"] == 0:
+        return I64(-1)
+    k = I64(pt["tx_pkt"])
+    if k >= 0:
+        return k
+    k = I64(pt["tx_train"])
+    if k < 0 or train_key(w, k) != pt["tx_train_key"]:
+        return I64(-1)
+    return k
+
+
+@njit
+def passing(w, q, k, key):
+    """Whether port q is passing train k (of key ``key``) on now."""
+    qt = w.port[q]
+    return qt["busy"] != 0 and qt["tx_pkt"] < 0 and qt["tx_train"] == k and qt["tx_train_key"] == key
+
+
+@njit
+def push_take(w, k, peer, t):
+    """Push train k's arrival at its host's port peer for t, when the host takes it. A token in
+    the event, kept in the packet, makes any earlier push for it stale (loop._on_arrive): a
+    train is pushed again when it is delayed on its way or cut short (cut_train)."""
+    tok = w.meta[M_EV_SEQ] % TOKEN_SPAN + 1
+    w.pkt[k]["take_tok"] = tok
+    heap_push(w.ev, w.meta, t, EV_ARRIVE, I64(k), I64(peer) | (tok << ARRIVE_TOKEN))
+
+
+@njit
+def hand_on(w, k, peer, head):
+    """Train k's first packet reaches port peer at ``head``. A switch passes it on from then; a
+    host takes it when due (train_due_ps), so its arrival is pushed for then (push_take)."""
+    node = I64(w.port[peer]["node"])
+    if w.node[node]["is_host"] == 0:
+        heap_push(w.ev, w.meta, head, EV_ARRIVE, I64(k), I64(peer))
+    else:
+        push_take(w, k, peer, max(head, train_due_ps(w, k, node)))
+
+
+@njit
+def cut_train(w, p, t, newcomer):
+    """Queue pair ``newcomer`` joins host port p at t: a data train the port is sending ends
+    after its packet in progress, as the round robin would have served the newcomer next. The
+    sending flow takes the other packets back, and every port of the path that passes the train
+    on sends as many packets fewer (_cut_on_path); on a multi_dim NIC link, the router's port
+    (_cut_at_router). A switch where it is queued holds that much less of it. The train goes
+    whole if its host has taken it already (a train longer than its first link's delay is taken
+    before its NIC has sent all of it, when the ACKs answering it are due) or the switch where
+    it is queued has paused the ingress it came by (PFC): then the flow owes the newcomer half
+    of the packets it sends after t; or, on a multi_dim NIC link, while it is queued at the
+    router."""
+    k = train_at(w, p)
+    if k < 0:
         return
+    pt = w.port[p]
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
     f = pk["flow"]
     r = w.qp[f]
-    if n < 2 or pk["kind"] != PK_DATA or r["snd_nxt"] != pk["seq"] + n:
+    taken = pk["kind"] == PK_FREE  # its host has taken it already (train_due_ps), slot not reused
+    if n < 2 or (pk["kind"] != PK_DATA and not taken) or r["snd_nxt"] != pk["seq"] + n:
         return
     frame = pk["frame_bytes"] // n
     wire = frame + w.cfg[CFG_IFG]
     # as if the control packets the port sent inside it (port._control_inside_train) went first
-    start = pt["tx_end_ps"] - ser_ps(n * wire, pt["rate_bps"])
+    start = pt["tx_own_ps"] - ser_ps(n * wire, pt["rate_bps"])
     j = max(1, (t - start) // ser_ps(wire, pt["rate_bps"]) + 1)  # packets begun by t
-    if j >= n or (pt["cut_through"] != 0 and not _cut_at_router(w, pt, k, n, j, wire)):
+    if j >= n:
         return
+    queued = -1
+    if pt["cut_through"] != 0:
+        e = I64(w.port[pt["peer_port"]]["pass_to"])
+        if not passing(w, e, k, train_key(w, k)) or w.port[e]["rate_bps"] != pt["rate_bps"]:
+            return  # still queued at the router, behind control packets
+        last = e
+    elif pt["tx_pkt"] >= 0:  # its NIC still keeps it (no longer than its first link's delay)
+        last = p
+    else:
+        last, queued = _last_passing(w, p, k)
+        if taken or (queued >= 0 and w.pq[pk["in_port"], pk["prio"]]["xoff_sent"] != 0):
+            # it goes whole: delivered already, or its switch has paused the ingress it came by
+            # (PFC). Per-packet round robin would have split its other n - j packets evenly with
+            # the newcomer: the flow owes the newcomer half of them (_settle_round's credits)
+            r["credit"] -= (n - j) / 2
+            w.qp[newcomer]["credit"] += (n - j) / 2
+            return
     back = n - j
+    if pt["cut_through"] == 0 and queued >= 0:  # the switch holds less of it
+        fifo_shrink(w, queued, I64(pk["prio"]), k, back * frame)
+        release(w, w.port[queued]["node"], pk["in_port"], pk["prio"], back * frame)
     pk["n_sub"] = j
     pk["frame_bytes"] = j * frame
     pk["sent_ps"] = start + ser_ps((j - 1) * wire, r["rate_bps"])
-    _end_train_after(w, p, n, j, wire)
+    if pt["cut_through"] != 0:
+        _cut_at_router(w, p, last, k, n, j, wire)
+    else:
+        _cut_on_path(w, p, last, k, n, j, wire, t)
     r["snd_nxt"] -= back
     r["round_sent"] -= back
     pt["round_pkts"] -= back
@@ -402,30 +525,136 @@ def cut_train(w, p, t):
 
 
 @njit
-def _cut_at_router(w, pt, k, n, j, wire):
-    """Train k, n packets from NIC link pt, ends after its j-th: its router passes it on by a
-    port of the same rate, no sooner than the NIC sent it, so that port ends it j packets
-    after it began. False, and the train goes whole, if it is still queued there (behind
-    control packets) or the rates differ."""
-    e = I64(w.port[pt["peer_port"]]["pass_to"])
-    ept = w.port[e]
-    sending = ept["busy"] != 0 and ept["tx_pkt"] < 0 and ept["tx_train"] == k
-    if not sending or ept["rate_bps"] != pt["rate_bps"]:
-        return False
-    w.pkt[k]["tail_ps"] = _end_train_after(w, e, n, j, wire) + ept["prop_ps"]
-    return True
+def _last_passing(w, p, k):
+    """The last port of train k's path, from its NIC port p, that is passing it on now, and the
+    port after it if the train is queued there (else -1). Beyond the last port passing it the
+    train is queued, on a link (its arrival event reads the train as it is then) or reaching its
+    host (cut_train pushes its arrival again)."""
+    pk = w.pkt[k]
+    dst = I64(pk["dst"])
+    h = w.qp[pk["flow"]]["ecmp_hash"]
+    key = w.port[p]["tx_train_key"]
+    q = p
+    while True:
+        e = next_egress(w, q, dst, h)
+        if e < 0:
+            return q, I64(-1)
+        if not passing(w, e, k, key):
+            return q, (e if _queued(w, e, k) else I64(-1))
+        q = e
 
 
 @njit
-def _end_train_after(w, p, n, j, wire):
-    """Port p, sending a train of n packets of ``wire`` bytes each, ends it after its j-th
-    instead; returns the new end."""
+def _queued(w, e, k):
+    """Whether packet k waits in port e's queue of its priority."""
+    c = w.pq[e, I64(w.pkt[k]["prio"])]["head"]
+    while c >= 0:
+        if c == k:
+            return True
+        c = w.pkt[c]["nxt"]
+    return False
+
+
+@njit
+def _send_fewer(w, q, n, j, wire):
+    """Port q, sending or passing on a train of n packets of ``wire`` bytes each, sends j; returns
+    how much sooner its own sending ends."""
+    qt = w.port[q]
+    sooner = ser_ps(n * wire, qt["rate_bps"]) - ser_ps(j * wire, qt["rate_bps"])
+    qt["tx_own_ps"] -= sooner
+    qt["tx_bytes"] -= (n - j) * wire
+    qt["tx_data_pkts"] -= n - j
+    return sooner
+
+
+@njit
+def _cut_on_path(w, p, last, k, n, j, wire, t):
+    """Train k, now j of its n packets of ``wire`` bytes each, is that much shorter at every port
+    from its NIC port p to ``last``, which pass it on (retime_train). If ``last`` hands it to its
+    host, its arrival there is pushed again for when it is due. A NIC that still keeps the train
+    (port._send_train) just ends it sooner."""
+    q = p
+    pk = w.pkt[k]
+    dst = I64(pk["dst"])
+    h = w.qp[pk["flow"]]["ecmp_hash"]
+    while True:
+        _send_fewer(w, q, n, j, wire)
+        if q == last:
+            break
+        q = next_egress(w, q, dst, h)
+    retime_train(w, p, k, False, I64(0))
+    if w.port[p]["tx_pkt"] < 0 and next_egress(w, last, dst, h) == PATH_END:
+        lt = w.port[last]
+        peer = I64(lt["peer_port"])
+        head = lt["tx_end_ps"] - ser_ps((j - 1) * wire, lt["rate_bps"]) + lt["prop_ps"]
+        push_take(w, k, peer, max(head, t, train_due_ps(w, k, I64(w.port[peer]["node"]))))
+
+
+@njit
+def _cut_at_router(w, p, e, k, n, j, wire):
+    """Train k, now j of its n packets of ``wire`` bytes each from NIC link p, which its router's
+    port e passes on at the same rate, ends that much sooner at both."""
     pt = w.port[p]
-    end = pt["tx_end_ps"] - ser_ps(n * wire, pt["rate_bps"]) + ser_ps(j * wire, pt["rate_bps"])
-    pt["tx_bytes"] -= (n - j) * wire
-    pt["tx_data_pkts"] -= n - j
+    sooner = _send_fewer(w, p, n, j, wire)
+    move_train_end(w, p, pt["tx_own_ps"])
+    _send_fewer(w, e, n, j, wire)
+    ept = w.port[e]
+    ept["tx_in_ps"] -= sooner
+    end = max(ept["tx_own_ps"], ept["tx_in_ps"])
+    move_train_end(w, e, end)
+    w.pkt[k]["tail_ps"] = end + ept["prop_ps"]
+
+
+@njit
+def delay_train(w, p, k, d):
+    """Control packets sent inside train k at port p (port._control_inside_train) delay the rest
+    of it there by d. A train longer than its first link's delay (reaches_on) is retimed along
+    its path (retime_train): the ports after p use up their slack before it delays them. A
+    shorter one keeps the rule the trains were tuned with on rings whose ranks drift: every port
+    passing it on ends it d later too (docs/fast_forward.md, "Trains past the first link")."""
+    pt = w.port[p]
+    pt["tx_own_ps"] += d
+    additive = not reaches_on(w, k)
+    if additive and pt["tx_in_ps"] > 0:
+        pt["tx_in_ps"] += d
+    retime_train(w, p, k, additive, d)
+
+
+@njit
+def retime_train(w, p, k, additive, d):
+    """Port p's own end of train k moved (tx_own_ps: control packets sent inside it, or a cut).
+    A port ends a train at the later of its own end and its last packet's arrival (tx_in_ps),
+    so p ends it then, its last packet reaches the next port that passes it on then, which ends
+    it accordingly, and so on; the train's last bit reaches the node after them (tail_ps). So a
+    delay at one port uses up the slack of the ports after it, which wait for the train's
+    packets anyway, before it delays them. ``additive``: those ports end it d later instead. A
+    NIC that still keeps the train (port._send_train) hands it on later (port._leave_nic)."""
+    pt = w.port[p]
+    end = max(pt["tx_own_ps"], pt["tx_in_ps"])
     move_train_end(w, p, end)
-    return end
+    if pt["tx_pkt"] >= 0:
+        return
+    pk = w.pkt[k]
+    dst = I64(pk["dst"])
+    h = w.qp[pk["flow"]]["ecmp_hash"]
+    key = pt["tx_train_key"]
+    one_wire = wire_bytes(w, k) // I64(pk["n_sub"])
+    q = p
+    while True:
+        e = next_egress(w, q, dst, h)
+        if e < 0 or not passing(w, e, k, key):
+            break
+        et = w.port[e]
+        if additive:
+            et["tx_own_ps"] += d
+            et["tx_in_ps"] += d
+        else:
+            lead = 0 if w.port[w.port[q]["peer_port"]]["pass_to"] >= 0 else ser_ps(one_wire, et["rate_bps"])
+            et["tx_in_ps"] = end + w.port[q]["prop_ps"] + lead
+        end = max(et["tx_own_ps"], et["tx_in_ps"])
+        move_train_end(w, e, end)
+        q = e
+    pk["tail_ps"] = end + w.port[q]["prop_ps"]
 
 
 @njit

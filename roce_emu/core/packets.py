@@ -43,6 +43,7 @@ def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
     r["tail_ps"] = 0
     r["nxt"] = -1
     r["n_sub"] = 1
+    r["take_tok"] = 0
     r["n_int"] = 0
     return k
 
@@ -108,6 +109,17 @@ def fifo_push(w, p, prio, k):
     pt["q_bytes"] = total
     if total > pt["max_q_bytes"]:
         pt["max_q_bytes"] = total
+
+
+@njit
+def fifo_shrink(w, p, prio, k, size):
+    """Train k, queued at port p, is cut short by ``size`` bytes (nic.cut_train): the queue
+    holds that much less, all of it from the part still arriving (ahead_bytes)."""
+    q = w.pq[p, prio]
+    q["bytes"] -= size
+    q["ahead_bytes"] -= size
+    w.port[p]["q_bytes"] -= size
+    w.pkt[k]["frame_bytes"] -= size
 
 
 @njit

@@ -7,7 +7,7 @@ on arrival and release it, marking data with ECN, when it starts to leave. A por
 link is down sends nothing: a switch discards what is queued for it (stale routes still
 point there until they converge), a NIC holds it.
 
-World arrays: reads cfg, pq, node, qp; writes stats, meta, rng, ev, kick, pkt, port.
+World arrays: reads cfg, pq, qp; writes stats, meta, rng, ev, kick, pkt, port.
 """
 
 from .cc import dispatch as cc
@@ -25,12 +25,13 @@ from .kinds import (
     NO_ARG,
     NPRIO,
     PK_DATA,
+    PK_FREE,
 )
 from .mmu import admit, count_drop, ecn_mark, release
-from .nic import move_train_end, next_data_packet, train_due_ps
+from .nic import delay_train, hand_on, next_data_packet, reaches_on, train_at, train_key
 from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
-from .paths import egress_from, next_egress, ser_ps
+from .paths import egress_from, ser_ps
 from .rng import rand_unit
 
 
@@ -130,9 +131,11 @@ def _try_send(w, p, t):
         # port keeps a train until it has left, so that it can still be cut (nic.cut_train)
         pk["tail_ps"] = end + pt["prop_ps"]  # a train's last bit is in at the router
         heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
-    elif n > 1:
-        end = _send_train(w, p, k, n, wire, t, end)
     if w.cfg[CFG_TRAIN_MAX] > 0:
+        pt["tx_own_ps"] = end
+        pt["tx_in_ps"] = 0
+        if n > 1 and pt["cut_through"] == 0:
+            end = _send_train(w, p, k, n, wire, t, end)
         pt["tx_end_ps"] = end
         pt["end_ev_ps"] = end
     heap_push(w.ev, w.meta, end, EV_TX_DONE, I64(p), NO_ARG)
@@ -143,17 +146,18 @@ def _control_inside_train(w, p, t):
     """Trains: port p is sending a data train, and control packets (ACKs, NACKs, CNPs, PFC
     frames) wait for it. Exactly, each would leave after the data packet in progress; so they
     leave at the train's next packet boundary, one after the other, and the rest of the train
-    leaves that much later (_delay_train_end). Waiting for the whole train instead, ACKs met
+    leaves that much later (nic.delay_train). Waiting for the whole train instead, ACKs met
     data in blocks, and long rings drifted: a 128-rank ring of 237-packet steps ran 5 % late
     (docs/fast_forward.md, "Control packets inside trains"). The train's last packet, and a
-    NIC link its router passes on cut-through, keep them waiting as a lone packet would."""
+    NIC link its router passes on cut-through, keep them waiting as a lone packet would. A train
+    longer than its first link's delay is taken by its host before it has all left
+    (nic.train_due_ps); it is still being sent, and control packets still go inside it."""
     pt = w.port[p]
-    k = pt["tx_pkt"]
-    if k < 0:  # a switch passing a train on: it is still that train if its receiver has not taken it
-        k = pt["tx_train"]
-        if k < 0 or _train_key(w, k) != pt["tx_train_key"]:
-            return
-    if pt["cut_through"] != 0 or pt["down"] != 0 or w.pkt[k]["kind"] != PK_DATA:
+    k = train_at(w, p)
+    if k < 0 or pt["cut_through"] != 0 or pt["down"] != 0:
+        return
+    kind = w.pkt[k]["kind"]
+    if kind != PK_DATA and (kind != PK_FREE or not reaches_on(w, k)):
         return
     n = I64(w.pkt[k]["n_sub"])
     if n < 2:
@@ -170,85 +174,37 @@ def _control_inside_train(w, p, t):
         go += ser_ps(wire, pt["rate_bps"])
         pt["tx_bytes"] += wire
         heap_push(w.ev, w.meta, go + pt["prop_ps"], EV_ARRIVE, I64(c), I64(pt["peer_port"]))
-    _delay_train_end(w, p, k, go - first, pt["at_host"] == 0)
-
-
-@njit
-def _train_key(w, k):
-    """Train k's flow and first sequence number in one integer. While a switch port still
-    passes a train on, no other train has both: its flow ends after the port has passed it."""
-    return (I64(w.pkt[k]["flow"]) << 34) | I64(w.pkt[k]["seq"])
-
-
-@njit
-def _delay_train_end(w, p, k, d, onward):
-    """The rest of train k leaves port p d later; ``onward`` (a switch, which has already
-    handed it on): so it reaches the next hops d later, and the ports there that are passing
-    it on (those naming it by p's tx_train_key) end it that much later too."""
-    pt = w.port[p]
-    move_train_end(w, p, pt["tx_end_ps"] + d)
-    if not onward:
-        return
-    pk = w.pkt[k]
-    r = w.qp[pk["flow"]]
-    q = next_egress(w, p, I64(pk["dst"]), r["ecmp_hash"])
-    while q >= 0:
-        qt = w.port[q]
-        if qt["busy"] == 0 or qt["tx_pkt"] >= 0 or qt["tx_train"] != k or qt["tx_train_key"] != pt["tx_train_key"]:
-            break
-        move_train_end(w, q, qt["tx_end_ps"] + d)
-        q = next_egress(w, q, I64(pk["dst"]), r["ecmp_hash"])
-    pk["tail_ps"] += d
+    delay_train(w, p, k, go - first)
 
 
 @njit(inline="always")
 def _send_train(w, p, k, n, wire, t, end):
     """Port p starts sending train k at t; returns when it ends.
 
-    A NIC keeps the train until it has left (so that a queue pair joining the NIC can cut it,
-    nic.cut_train), remembering its start in tail_ps. A switch forwards it cut-through: its
-    first packet reaches the peer after one packet's serialisation and the propagation
-    delay, as a lone packet would, and its last leaves no sooner than one packet's time
-    after it arrived here (tail_ps), or as it arrives if a NIC link brought it, which its
-    router passes on cut-through; the port is busy until then, holding no packet."""
+    A NIC keeps a train no longer than its first link's delay (nic.first_link_cap) until it has
+    left, so that a queue pair joining the NIC can cut it (nic.cut_train), remembering its start
+    in tail_ps; _leave_nic hands it on. Any other train is handed on as it begins, as a switch
+    forwards it, cut-through: its first packet reaches the peer after one packet's serialisation
+    and the propagation delay, as a lone packet would (nic.hand_on). At a switch, its last packet
+    leaves no sooner than one packet's time after it arrived here (tail_ps), or as it arrives if
+    a NIC link brought it, which its router passes on cut-through. The port is busy until then,
+    holding no packet but naming the train (tx_train, tx_train_key), so that the NIC can still
+    cut it all along its path and control packets can leave inside it (_control_inside_train)."""
     pt = w.port[p]
     pk = w.pkt[k]
-    if pt["at_host"] != 0:
+    if pt["at_host"] != 0 and not reaches_on(w, k):
         pk["tail_ps"] = t
         return end
     one = ser_ps(wire // n, pt["rate_bps"])
-    end = max(end, pk["tail_ps"] + (0 if w.port[pk["in_port"]]["pass_to"] >= 0 else one))
+    if pt["at_host"] == 0:
+        pt["tx_in_ps"] = pk["tail_ps"] + (0 if w.port[pk["in_port"]]["pass_to"] >= 0 else one)
+        end = max(end, pt["tx_in_ps"])
     pk["tail_ps"] = end + pt["prop_ps"]
     pt["tx_pkt"] = -1
     pt["tx_train"] = k
-    pt["tx_train_key"] = _train_key(w, k)
-    head = t + one + pt["prop_ps"]
-    heap_push(w.ev, w.meta, _taken_ps(w, k, I64(pt["peer_port"]), head), EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+    pt["tx_train_key"] = train_key(w, k)
+    hand_on(w, I64(k), I64(pt["peer_port"]), t + one + pt["prop_ps"])
     return end
-
-
-@njit
-def _taken_ps(w, k, peer, head):
-    """When train k, whose first packet reaches port peer at ``head``, is taken there: a switch
-    passes it on from its head; a host takes it when due (nic.train_due_ps), so its arrival event
-    is pushed for then, and pushed again only if the train is delayed on its way (loop._on_arrive)."""
-    node = I64(w.port[peer]["node"])
-    if w.node[node]["is_host"] == 0:
-        return head
-    return max(head, train_due_ps(w, k, node))
-
-
-@njit
-def _leave_nic(w, p, k, t):
-    """Train k has left its NIC port p at t: when its first packet reaches the peer (cut-through
-    from its start, not before now); its last arrives at t plus the propagation delay."""
-    pt = w.port[p]
-    pk = w.pkt[k]
-    n = I64(pk["n_sub"])
-    one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
-    head = max(pk["tail_ps"] + one, t - pt["prop_ps"])
-    pk["tail_ps"] = t + pt["prop_ps"]
-    return head + pt["prop_ps"]
 
 
 @njit(inline="always")
@@ -270,11 +226,24 @@ def on_tx_done(w, p, t):
         return
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
-    else:
-        peer = I64(pt["peer_port"])
-        arrive = t + pt["prop_ps"] if w.pkt[k]["n_sub"] == 1 else _taken_ps(w, k, peer, _leave_nic(w, p, k, t))
-        heap_push(w.ev, w.meta, arrive, EV_ARRIVE, I64(k), peer)
+    elif w.pkt[k]["n_sub"] == 1:
+        heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+    else:  # a train its NIC kept until it had left (_send_train)
+        hand_on(w, I64(k), I64(pt["peer_port"]), _leave_nic(w, p, k, t))
     kick(w, p)
+
+
+@njit
+def _leave_nic(w, p, k, t):
+    """Train k has left its NIC port p at t: when its first packet reaches the peer (cut-through
+    from its start, not before now); its last arrives at t plus the propagation delay."""
+    pt = w.port[p]
+    pk = w.pkt[k]
+    n = I64(pk["n_sub"])
+    one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
+    head = max(pk["tail_ps"] + one, t - pt["prop_ps"])
+    pk["tail_ps"] = t + pt["prop_ps"]
+    return head + pt["prop_ps"]
 
 
 @njit(inline="always")

@@ -33,6 +33,9 @@ PKT_DTYPE = np.dtype(
         ("in_port", np.int32),  # ingress port at the switch holding it
         ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
         ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: on)
+        # a train on its way to its host: the token of the one arrival event there that counts
+        # (nic.push_take); 0 otherwise
+        ("take_tok", np.int32),
         ("kind", np.int8),  # PK_*; PK_FREE in the free list
         ("prio", np.int8),
         ("ecn", np.uint8),  # CE mark (DATA) or ECN echo (ACK)
@@ -71,20 +74,25 @@ PORT_DTYPE = np.dtype(
         ("wake_ps", np.int64),  # host ports: pending NIC wake-up time, 0 if none
         ("tx_end_ps", np.int64),  # with trains on: when the packet being sent ends (a cut train's old end is stale)
         ("end_ev_ps", np.int64),  # with trains on: when the port's one live end event (EV_TX_DONE) is due
+        # with trains on, the two bounds of tx_end_ps (its maximum): when the port's own sending
+        # ends (its packets and the control packets sent inside a train), and when a train's last
+        # packet can leave by its arrival (0 at a NIC)
+        ("tx_own_ps", np.int64),
+        ("tx_in_ps", np.int64),
         ("q_bytes", np.int64),  # egress bytes queued over all priorities
         ("max_q_bytes", np.int64),  # peak of q_bytes
         ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
         ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
         ("round_id", np.int64),  # trains: rounds started on this port
         ("round_pkts", np.int64),  # trains: packets sent in this round
-        # trains: tx_train's flow and first sequence number (port._train_key), which tell it from a
+        # trains: tx_train's flow and first sequence number (nic.train_key), which tell it from a
         # packet that reuses its slot once its receiver has taken it
         ("tx_train_key", np.int64),
         ("node", np.int32),  # owner node
         ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
         ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
         ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
-        ("tx_train", np.int32),  # trains: the last train a switch port began to pass on (it has gone on)
+        ("tx_train", np.int32),  # trains: the last train the port began to hand on (port._send_train)
         ("rr_prio", np.int32),  # round-robin position among data priorities
         ("act_head", np.int32),  # host ports: ring of active queue pairs
         ("act_count", np.int32),
