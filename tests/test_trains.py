@@ -195,11 +195,10 @@ def test_a_long_flow_sends_trains_past_its_first_link_and_keeps_its_exact_timing
 @pytest.mark.parametrize("dst", [1, 20], ids=["same_leaf", "across_a_spine"])
 def test_a_queue_pair_joining_cuts_a_long_train_wherever_it_is(tmp_path, dst, every):
     """A second queue pair joins the NIC at 24 instants while the first sends trains of 64 (or
-    256) packets: on the NIC's link, at a switch passing it on, queued there, reaching the host
-    (whose arrival event is then pushed again), or taken by the host already (then the first
-    owes the newcomer half of the rest). Both complete within 50 ns of the exact engine, 0.03 %
-    of their FCTs (measured 43 ns at most, most instants exact to the picosecond; 3.3 us before a
-    train taken by its host was settled by credits)."""
+    256) packets, wherever the train then is on its path (nic.cut_train), taken by the host
+    already among them (then the first owes the newcomer half of the rest). Both complete
+    within 50 ns of the exact engine, 0.03 % of their FCTs (measured 43 ns at most, most instants
+    exact to the picosecond; 3.3 us before a train taken by its host was settled by credits)."""
     overrides = (f"network.nic.ack_every_packets={every}",)
     worst = 0
     for join in np.linspace(3000, 60000, 24).astype(int):
