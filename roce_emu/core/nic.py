@@ -239,18 +239,18 @@ def _train_room(w, f):
 @njit
 def _reach(w, f):
     """The longest train flow f may send: never its last TRAIN_TAIL packets, and no longer than
-    its first link's delay (first_link_cap) unless the flow is at least TRAIN_REACH times that
+    its first link's delay (_first_link_cap) unless the flow is at least TRAIN_REACH times that
     long. Steps of a few hundred packets thus keep the trains the model was tuned with on rings
     whose ranks drift; long flows send long trains (docs/fast_forward.md, "Trains past the
     first link")."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
-    cap = first_link_cap(w, w.port[r["nic_port"]])
+    cap = _first_link_cap(w, w.port[r["nic_port"]])
     return left if r["n_pkts"] >= TRAIN_REACH * cap else min(left, cap)
 
 
 @njit
-def first_link_cap(w, pt):
+def _first_link_cap(w, pt):
     """Packets a train from host port pt may carry and still be cut at its NIC: no longer than
     the first link's delay, so that until its first packet arrives the NIC holds all of it. On a
     multi_dim NIC link, whose router passes packets on as they come in (port._try_send), the
@@ -266,19 +266,19 @@ def first_link_cap(w, pt):
 @njit
 def _train_cap(w, pt):
     """Packets a train from host port pt may carry: cfg[CFG_TRAIN_MAX], and on a multi_dim NIC
-    link no more than first_link_cap (its router's port is cut only at the router)."""
+    link no more than _first_link_cap (its router's port is cut only at the router)."""
     if pt["cut_through"] == 0:
         return w.cfg[CFG_TRAIN_MAX]
-    return min(w.cfg[CFG_TRAIN_MAX], first_link_cap(w, pt))
+    return min(w.cfg[CFG_TRAIN_MAX], _first_link_cap(w, pt))
 
 
 @njit
 def reaches_on(w, k):
-    """Whether train k is longer than its first link's delay (first_link_cap): it was handed on
+    """Whether train k is longer than its first link's delay (_first_link_cap): it was handed on
     from its NIC as it began (port._send_train), and the ports that pass it on end it at the
     later of their own end and its arrival (retime_train)."""
     r = w.qp[w.pkt[k]["flow"]]
-    return w.pkt[k]["n_sub"] > first_link_cap(w, w.port[r["nic_port"]])
+    return w.pkt[k]["n_sub"] > _first_link_cap(w, w.port[r["nic_port"]])
 
 
 @njit(inline="always")
@@ -425,7 +425,7 @@ def train_at(w, p):
 
 
 @njit
-def passing(w, q, k, key):
+def _passing(w, q, k, key):
     """Whether port q is passing train k (of key ``key``) on now."""
     qt = w.port[q]
     return qt["busy"] != 0 and qt["tx_pkt"] < 0 and qt["tx_train"] == k and qt["tx_train_key"] == key
@@ -485,7 +485,7 @@ def cut_train(w, p, t, newcomer):
     queued = -1
     if pt["cut_through"] != 0:
         e = I64(w.port[pt["peer_port"]]["pass_to"])
-        if not passing(w, e, k, train_key(w, k)) or w.port[e]["rate_bps"] != pt["rate_bps"]:
+        if not _passing(w, e, k, train_key(w, k)) or w.port[e]["rate_bps"] != pt["rate_bps"]:
             return  # still queued at the router, behind control packets
         last = e
     elif pt["tx_pkt"] >= 0:  # its NIC still keeps it (no longer than its first link's delay)
@@ -539,7 +539,7 @@ def _last_passing(w, p, k):
         e = next_egress(w, q, dst, h)
         if e < 0:
             return q, I64(-1)
-        if not passing(w, e, k, key):
+        if not _passing(w, e, k, key):
             return q, (e if _queued(w, e, k) else I64(-1))
         q = e
 
@@ -642,7 +642,7 @@ def retime_train(w, p, k, additive, d):
     q = p
     while True:
         e = next_egress(w, q, dst, h)
-        if e < 0 or not passing(w, e, k, key):
+        if e < 0 or not _passing(w, e, k, key):
             break
         et = w.port[e]
         if additive:
