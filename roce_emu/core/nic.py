@@ -6,10 +6,12 @@ priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queu
 
 Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
 pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
-whose path's egress ports carry only flows of the same path key (same NIC, destination, and
-rate and delay at each hop) and are no slower than it, sends its next packets as one train
-packet that stands for ``n_sub`` packets; its receiver answers with one ACK train of the ACKs
-they are owed (one per packet by default). Trains grow by doubling, shrink towards the
+whose path's egress ports are no slower than it and carry only flows of the same path key
+(same NIC, destination, and rate and delay at each hop) or are roomy (no slower than their
+flows' NIC rates added up, where trains within the first link's delay pass interleaved:
+port._interleave), sends its next packets as one train packet that stands for ``n_sub``
+packets; its receiver answers with one ACK train of the ACKs they are owed (one per packet by
+default). Trains grow by doubling, shrink towards the
 flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
 delay unless the flow is long (_reach), and have one length per round of the NIC's round
 robin; a queue pair joining the NIC cuts the train in progress, wherever it is on its path,
@@ -201,23 +203,40 @@ def _path_key(w, f):
 @njit
 def _path_add(w, f, delta):
     """Count flow f (delta = 1) or stop counting it (-1) on every egress port of its path; return
-    True if every flow counted on those ports has f's path key (_path_key) and none of the ports
-    is slower than f's pacing rate."""
+    True if none of the ports is slower than f's pacing rate and every flow counted on each has
+    f's path key (_path_key), or the port is roomy (a switch port no slower than the NIC rates of
+    its flows together) and f's trains stay within its first link's delay: those trains pass a
+    roomy port interleaved with the other flows' packets (port._interleave)."""
     r = w.qp[f]
     dst = I64(r["dst"])
     key = r["path_key"]
     p = I64(r["nic_port"])
+    nic = w.port[p]
+    line = nic["nominal_bps"]
+    short = nic["cut_through"] != 0 or not _long(w, f)
     clear = True
     for _ in range(64):
         pt = w.port[p]
         pt["data_flows"] += delta
         pt["data_keys"] += delta * key
-        if pt["data_keys"] != pt["data_flows"] * key or pt["rate_bps"] < r["rate_bps"]:
+        pt["data_rate"] += delta * line
+        mixed = pt["data_keys"] != pt["data_flows"] * key
+        if (mixed and not (short and roomy(w, p))) or pt["rate_bps"] < r["rate_bps"]:
             clear = False
         p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
             return clear and p == PATH_END
     return clear
+
+
+@njit
+def roomy(w, p):
+    """Whether port p is a switch port no slower than the NIC rates (nominal) of the flows whose
+    data leaves by it, added up: a multi_dim NPU's host link, at the sum of its dimensions'
+    rates, receiving on two dimensions at once. Such a port need not queue their data, so
+    their trains pass it interleaved (port._interleave)."""
+    pt = w.port[p]
+    return pt["at_host"] == 0 and pt["data_rate"] <= pt["rate_bps"]
 
 
 @njit
@@ -245,8 +264,14 @@ def _reach(w, f):
     first link")."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
-    cap = _first_link_cap(w, w.port[r["nic_port"]])
-    return left if r["n_pkts"] >= TRAIN_REACH * cap else min(left, cap)
+    return left if _long(w, f) else min(left, _first_link_cap(w, w.port[r["nic_port"]]))
+
+
+@njit
+def _long(w, f):
+    """Whether flow f is at least TRAIN_REACH times its first link's delay long (in packets)."""
+    r = w.qp[f]
+    return r["n_pkts"] >= TRAIN_REACH * _first_link_cap(w, w.port[r["nic_port"]])
 
 
 @njit
@@ -625,10 +650,12 @@ def retime_train(w, p, k, additive, d):
     """Port p's own end of train k moved (tx_own_ps: control packets sent inside it, or a cut).
     A port ends a train at the later of its own end and its last packet's arrival (tx_in_ps),
     so p ends it then, its last packet reaches the next port that passes it on then, which ends
-    it accordingly, and so on; the train's last bit reaches the node after them (tail_ps). So a
-    delay at one port uses up the slack of the ports after it, which wait for the train's
-    packets anyway, before it delays them. ``additive``: those ports end it d later instead. A
-    NIC that still keeps the train (port._send_train) hands it on later (port._leave_nic)."""
+    it accordingly, and so on; the train's last bit reaches the node after them (tail_ps), or,
+    if the port after them passed it on interleaved (port._interleave), its host a packet's time
+    and that link's delay later, if that is later than before. So a delay at one port uses up
+    the slack of the ports after it, which wait for the train's packets anyway, before it delays
+    them. ``additive``: those ports end it d later instead. A NIC that still keeps the train
+    (port._send_train) hands it on later (port._leave_nic)."""
     pt = w.port[p]
     end = max(pt["tx_own_ps"], pt["tx_in_ps"])
     move_train_end(w, p, end)
@@ -654,7 +681,11 @@ def retime_train(w, p, k, additive, d):
         end = max(et["tx_own_ps"], et["tx_in_ps"])
         move_train_end(w, e, end)
         q = e
-    pk["tail_ps"] = end + w.port[q]["prop_ps"]
+    tail = end + w.port[q]["prop_ps"]
+    if e >= 0 and pk["take_tok"] != 0:  # e passed it on interleaved to its host (port._interleave)
+        et = w.port[e]
+        tail = max(pk["tail_ps"], tail + ser_ps(one_wire, et["rate_bps"]) + et["prop_ps"])
+    pk["tail_ps"] = tail
 
 
 @njit

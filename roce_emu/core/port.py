@@ -5,7 +5,8 @@ priority; data priorities are served round-robin unless paused by PFC. Switches
 account a data packet (and an ACK queued with data, cfg[CFG_ACK_WITH_DATA]) in the MMU
 on arrival and release it, marking data with ECN, when it starts to leave. A port whose
 link is down sends nothing: a switch discards what is queued for it (stale routes still
-point there until they converge), a NIC holds it.
+point there until they converge), a NIC holds it. With trains on, a port passes a data train
+on as it comes in (_send_train), or, where it is roomy, interleaved with others (_interleave).
 
 World arrays: reads cfg, pq, qp; writes stats, meta, rng, ev, kick, pkt, port.
 """
@@ -28,7 +29,7 @@ from .kinds import (
     PK_FREE,
 )
 from .mmu import admit, count_drop, ecn_mark, release
-from .nic import delay_train, hand_on, next_data_packet, reaches_on, train_at, train_key
+from .nic import delay_train, hand_on, next_data_packet, reaches_on, roomy, train_at, train_key
 from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, ser_ps
@@ -246,6 +247,46 @@ def _leave_nic(w, p, k, t):
     return head + pt["prop_ps"]
 
 
+@njit
+def _interleave(w, k, p_in, e, t):
+    """Trains: data train k reaches a switch on p_in at t (its first packet) and leaves by port e,
+    which flows of several path keys share (nic._path_add). If e is roomy (nic.roomy) the train
+    passes it interleaved with them: it leaves after what e is sending and holds now, at e's
+    rate and no sooner than its packets come in, and nothing reaching e after it waits for it.
+    Exactly, the other flows' packets would go between its packets, each delaying it by at most
+    one packet's time at e's rate. Returns False, and the train queues as any other, unless its
+    wait leaves the flow's next packet no way to overtake its last one: the slack of a port
+    faster than the one before it, plus one packet. A train that may still be cut (longer than
+    its first link's delay, or held by a multi_dim NIC link's router) always queues. The port
+    holds none of it, so it neither marks nor pauses for it."""
+    pk = w.pkt[k]
+    pt = w.port[e]
+    mixed = pt["data_keys"] != pt["data_flows"] * w.qp[pk["flow"]]["path_key"]
+    if not mixed or not roomy(w, e) or pt["down"] != 0 or w.port[p_in]["pass_to"] >= 0:
+        return False
+    if is_paused(w, e, I64(pk["prio"])) or reaches_on(w, k):
+        return False
+    up = w.port[w.port[p_in]["peer_port"]]["rate_bps"]  # the port that sent it here
+    if up > pt["rate_bps"]:
+        return False
+    n = I64(pk["n_sub"])
+    wire = wire_bytes(w, k)
+    one = ser_ps(wire // n, pt["rate_bps"])
+    one_up = ser_ps(wire // n, up)
+    wait = ser_ps(pt["q_bytes"], pt["rate_bps"])
+    if pt["busy"] != 0 and pt["tx_end_ps"] > t:
+        wait += pt["tx_end_ps"] - t
+    if wait > (n - 1) * (one_up - one) + one_up:
+        return False
+    go = t + wait
+    pt["tx_data_pkts"] += n
+    pt["tx_bytes"] += wire
+    cc.on_switch_egress(w, k, e, go)
+    pk["tail_ps"] = max(go + n * one, pk["tail_ps"] + one) + pt["prop_ps"]
+    hand_on(w, I64(k), I64(pt["peer_port"]), go + one + pt["prop_ps"])
+    return True
+
+
 @njit(inline="always")
 def on_switch_arrive(w, k, p_in, t):
     """Forward a packet that arrived at a switch on ingress port p_in."""
@@ -258,6 +299,8 @@ def on_switch_arrive(w, k, p_in, t):
         return
     prio = pk["prio"]
     pk["in_port"] = p_in
+    if pk["n_sub"] > 1 and pk["kind"] == PK_DATA and _interleave(w, k, p_in, e, t):
+        return
     if prio == CTRL_PRIO:
         fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)
