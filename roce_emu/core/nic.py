@@ -231,12 +231,12 @@ def _path_add(w, f, delta):
 
 @njit
 def roomy(w, p):
-    """Whether port p is a switch port no slower than the NIC rates (nominal) of the flows whose
-    data leaves by it, added up: a multi_dim NPU's host link, at the sum of its dimensions'
-    rates, receiving on two dimensions at once. Such a port need not queue their data, so
-    their trains pass it interleaved (port._interleave)."""
+    """Whether port p is a switch port that never needs a queue for data: no slower than all
+    its node's links that may feed it together (in_bps: a multi_dim NPU's host link, at the sum
+    of its dimensions' rates), or than the NIC rates (nominal) of the flows whose data leaves by
+    it now, added up. Their trains pass it interleaved (port._interleave)."""
     pt = w.port[p]
-    return pt["at_host"] == 0 and pt["data_rate"] <= pt["rate_bps"]
+    return pt["at_host"] == 0 and (pt["in_bps"] <= pt["rate_bps"] or pt["data_rate"] <= pt["rate_bps"])
 
 
 @njit

@@ -83,6 +83,7 @@ PORT_DTYPE = np.dtype(
         ("max_q_bytes", np.int64),  # peak of q_bytes
         ("data_keys", np.int64),  # sum (wrapping) of the path keys of the flows in data_flows
         ("data_rate", np.int64),  # sum of the NIC rates (bit/s) of the flows in data_flows
+        ("in_bps", np.int64),  # the most that can arrive for this port: its node's other links that may feed it
         ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
         ("round_id", np.int64),  # trains: rounds started on this port
         ("round_pkts", np.int64),  # trains: packets sent in this round

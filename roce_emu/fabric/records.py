@@ -37,6 +37,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["prop_ps"] = fabric.port_prop_ps
     port["at_host"] = is_host_port
     port["pass_to"] = fabric.port_pass
+    port["in_bps"] = _in_bps(fabric, rate)
     port["cut_through"] = fabric.port_cut_through
     port["tx_pkt"] = -1
     port["tx_train"] = -1
@@ -48,6 +49,19 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     port["headroom_bytes"] = np.where(is_host_port, 0, headroom)
     port["pfc_shift"] = np.maximum(pfc.alpha_shift - doublings, 0)
     return port
+
+
+def _in_bps(fabric: Fabric, rate: np.ndarray) -> np.ndarray:
+    """Per port, the rates of its node's other links that may forward to it, added up: a port
+    passes on what arrives by a link whose packets all leave by one port (``port_pass``, a
+    multi_dim NIC link's dimension link) only if it is that port. A switch port at least that
+    fast never needs a queue (nic.roomy)."""
+    free = fabric.port_pass < 0
+    total = np.bincount(fabric.port_node, weights=np.where(free, rate, 0), minlength=fabric.n_nodes)
+    fed = total[fabric.port_node] - np.where(free, rate, 0)
+    passed = np.flatnonzero(~free)
+    np.add.at(fed, fabric.port_pass[passed], rate[passed])
+    return np.round(fed).astype(np.int64)
 
 
 def node_records(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) -> np.ndarray:
