@@ -204,16 +204,13 @@ def _path_key(w, f):
 def _path_add(w, f, delta):
     """Count flow f (delta = 1) or stop counting it (-1) on every egress port of its path; return
     True if none of the ports is slower than f's pacing rate and every flow counted on each has
-    f's path key (_path_key), or the port is roomy (a switch port no slower than the NIC rates of
-    its flows together) and f's trains stay within its first link's delay: those trains pass a
-    roomy port interleaved with the other flows' packets (port._interleave)."""
+    f's path key (_path_key) or the port is roomy: trains pass a roomy port interleaved with the
+    other flows' packets (port._interleave)."""
     r = w.qp[f]
     dst = I64(r["dst"])
     key = r["path_key"]
     p = I64(r["nic_port"])
-    nic = w.port[p]
-    line = nic["nominal_bps"]
-    short = nic["cut_through"] != 0 or not _long(w, f)
+    line = w.port[p]["nominal_bps"]
     clear = True
     for _ in range(64):
         pt = w.port[p]
@@ -221,7 +218,7 @@ def _path_add(w, f, delta):
         pt["data_keys"] += delta * key
         pt["data_rate"] += delta * line
         mixed = pt["data_keys"] != pt["data_flows"] * key
-        if (mixed and not (short and roomy(w, p))) or pt["rate_bps"] < r["rate_bps"]:
+        if (mixed and not roomy(w, p)) or pt["rate_bps"] < r["rate_bps"]:
             clear = False
         p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
@@ -264,14 +261,8 @@ def _reach(w, f):
     first link")."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
-    return left if _long(w, f) else min(left, _first_link_cap(w, w.port[r["nic_port"]]))
-
-
-@njit
-def _long(w, f):
-    """Whether flow f is at least TRAIN_REACH times its first link's delay long (in packets)."""
-    r = w.qp[f]
-    return r["n_pkts"] >= TRAIN_REACH * _first_link_cap(w, w.port[r["nic_port"]])
+    cap = _first_link_cap(w, w.port[r["nic_port"]])
+    return left if r["n_pkts"] >= TRAIN_REACH * cap else min(left, cap)
 
 
 @njit
@@ -286,15 +277,6 @@ def _first_link_cap(w, pt):
     if pt["cut_through"] != 0:
         delay += w.port[w.port[pt["peer_port"]]["pass_to"]]["prop_ps"]
     return delay // one + 1
-
-
-@njit
-def _train_cap(w, pt):
-    """Packets a train from host port pt may carry: cfg[CFG_TRAIN_MAX], and on a multi_dim NIC
-    link no more than _first_link_cap (its router's port is cut only at the router)."""
-    if pt["cut_through"] == 0:
-        return w.cfg[CFG_TRAIN_MAX]
-    return min(w.cfg[CFG_TRAIN_MAX], _first_link_cap(w, pt))
 
 
 @njit
@@ -324,7 +306,7 @@ def _train_length(w, p, f):
         for _ in range(pt["act_count"] - 1):
             n = min(n, _train_room(w, g))
             g = w.qp[g]["act_next"]
-        pt["round_len"] = min(n, _train_cap(w, pt))
+        pt["round_len"] = min(n, w.cfg[CFG_TRAIN_MAX])
         pt["round_left"] = pt["act_count"]
         pt["round_qps"] = pt["act_count"]
         pt["round_id"] += 1
@@ -335,7 +317,7 @@ def _train_length(w, p, f):
     if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
         n = 1
     else:  # repay what an earlier round cut short owes or is owed, within the train's limits
-        most = min(_train_cap(w, pt), _reach(w, f))
+        most = min(w.cfg[CFG_TRAIN_MAX], _reach(w, f))
         owed = I64(r["credit"])  # whole packets, towards zero
         m = max(1, min(n + owed, most))
         r["credit"] -= m - n
@@ -436,12 +418,13 @@ def train_at(w, p):
     """The train port p is sending or passing on now, or -1. A port hands a train on as its
     first packet goes (port._send_train) and names it by tx_train and its key (train_key), so
     that once the receiver has taken it and its slot is reused, the port does not take the new
-    packet for it; a multi_dim NIC link holds it in tx_pkt."""
+    packet for it; a multi_dim NIC link holds it in tx_pkt and names it so too (port._try_send),
+    and any other port holding it in tx_pkt keeps it until it has left."""
     pt = w.port[p]
     if pt["busy"] == 0:
         return I64(-1)
     k = I64(pt["tx_pkt"])
-    if k >= 0:
+    if k >= 0 and pt["cut_through"] == 0:
         return k
     k = I64(pt["tx_train"])
     if k < 0 or train_key(w, k) != pt["tx_train_key"]:
@@ -482,13 +465,13 @@ def cut_train(w, p, t, newcomer):
     """Queue pair ``newcomer`` joins host port p at t: a data train the port is sending ends
     after its packet in progress, as the round robin would have served the newcomer next. The
     sending flow takes the other packets back, and every port of the path that passes the train
-    on sends as many packets fewer (_cut_on_path); on a multi_dim NIC link, the router's port
-    (_cut_at_router). A switch where it is queued holds that much less of it. The train goes
-    whole if its host has taken it already (a train longer than its first link's delay is taken
-    before its NIC has sent all of it, when the ACKs answering it are due) or the switch where
-    it is queued has paused the ingress it came by (PFC): then the flow owes the newcomer half
-    of the packets it sends after t; or, on a multi_dim NIC link, while it is queued at the
-    router."""
+    on sends as many packets fewer (_cut_on_path); a train within its first link's delay from a
+    multi_dim NIC link, at the router's port (_cut_at_router). A switch where it is queued holds
+    that much less of it. The train goes whole if its host has taken it already (a train longer
+    than its first link's delay is taken before its NIC has sent all of it, when the ACKs
+    answering it are due) or the switch where it is queued has paused the ingress it came by
+    (PFC): then the flow owes the newcomer half of the packets it sends after t; or, within its
+    first link's delay from a multi_dim NIC link, while it is queued at the router."""
     k = train_at(w, p)
     if k < 0:
         return
@@ -508,12 +491,13 @@ def cut_train(w, p, t, newcomer):
     if j >= n:
         return
     queued = -1
-    if pt["cut_through"] != 0:
+    at_router = pt["cut_through"] != 0 and not reaches_on(w, k)
+    if at_router:
         e = I64(w.port[pt["peer_port"]]["pass_to"])
         if not _passing(w, e, k, train_key(w, k)) or w.port[e]["rate_bps"] != pt["rate_bps"]:
             return  # still queued at the router, behind control packets
         last = e
-    elif pt["tx_pkt"] >= 0:  # its NIC still keeps it (no longer than its first link's delay)
+    elif pt["tx_pkt"] >= 0 and pt["cut_through"] == 0:  # its NIC still keeps it (port._send_train)
         last = p
     else:
         last, queued = _last_passing(w, p, k)
@@ -525,13 +509,13 @@ def cut_train(w, p, t, newcomer):
             w.qp[newcomer]["credit"] += (n - j) / 2
             return
     back = n - j
-    if pt["cut_through"] == 0 and queued >= 0:  # the switch holds less of it
+    if queued >= 0:  # the switch holds less of it
         fifo_shrink(w, queued, I64(pk["prio"]), k, back * frame)
         release(w, w.port[queued]["node"], pk["in_port"], pk["prio"], back * frame)
     pk["n_sub"] = j
     pk["frame_bytes"] = j * frame
     pk["sent_ps"] = start + ser_ps((j - 1) * wire, r["rate_bps"])
-    if pt["cut_through"] != 0:
+    if at_router:
         _cut_at_router(w, p, last, k, n, j, wire)
     else:
         _cut_on_path(w, p, last, k, n, j, wire, t)
@@ -558,7 +542,7 @@ def _last_passing(w, p, k):
     pk = w.pkt[k]
     dst = I64(pk["dst"])
     h = w.qp[pk["flow"]]["ecmp_hash"]
-    key = w.port[p]["tx_train_key"]
+    key = train_key(w, k)
     q = p
     while True:
         e = next_egress(w, q, dst, h)
@@ -596,8 +580,9 @@ def _send_fewer(w, q, n, j, wire):
 def _cut_on_path(w, p, last, k, n, j, wire, t):
     """Train k, now j of its n packets of ``wire`` bytes each, is that much shorter at every port
     from its NIC port p to ``last``, which pass it on (retime_train). If ``last`` hands it to its
-    host, its arrival there is pushed again for when it is due. A NIC that still keeps the train
-    (port._send_train) just ends it sooner."""
+    host, or the port after it has passed it on to its host interleaved (port._interleave: its
+    arrival there is pushed, take_tok), its arrival there is pushed again for when it is due. A
+    NIC that still keeps the train (port._send_train) just ends it sooner."""
     q = p
     pk = w.pkt[k]
     dst = I64(pk["dst"])
@@ -608,11 +593,19 @@ def _cut_on_path(w, p, last, k, n, j, wire, t):
             break
         q = next_egress(w, q, dst, h)
     retime_train(w, p, k, False, I64(0))
-    if w.port[p]["tx_pkt"] < 0 and next_egress(w, last, dst, h) == PATH_END:
-        lt = w.port[last]
+    if not _handed_on(w, p):
+        return
+    lt = w.port[last]
+    e = next_egress(w, last, dst, h)
+    if e == PATH_END:
         peer = I64(lt["peer_port"])
         head = lt["tx_end_ps"] - ser_ps((j - 1) * wire, lt["rate_bps"]) + lt["prop_ps"]
         push_take(w, k, peer, max(head, t, train_due_ps(w, k, I64(w.port[peer]["node"]))))
+    elif e >= 0 and pk["take_tok"] != 0 and next_egress(w, e, dst, h) == PATH_END:
+        et = w.port[e]  # as port._interleave ends it, from its last packet's arrival
+        peer = I64(et["peer_port"])
+        pk["tail_ps"] = lt["tx_end_ps"] + lt["prop_ps"] + ser_ps(wire, et["rate_bps"]) + et["prop_ps"]
+        push_take(w, k, peer, max(t, train_due_ps(w, k, I64(w.port[peer]["node"]))))
 
 
 @njit
@@ -646,6 +639,15 @@ def delay_train(w, p, k, d):
 
 
 @njit
+def _handed_on(w, p):
+    """Whether the train port p sends has gone on past it: a NIC keeps a train within its first
+    link's delay until it has left (port._send_train), but a multi_dim NIC link's router passes
+    every train on as it comes in."""
+    pt = w.port[p]
+    return pt["tx_pkt"] < 0 or pt["cut_through"] != 0
+
+
+@njit
 def retime_train(w, p, k, additive, d):
     """Port p's own end of train k moved (tx_own_ps: control packets sent inside it, or a cut).
     A port ends a train at the later of its own end and its last packet's arrival (tx_in_ps),
@@ -659,12 +661,12 @@ def retime_train(w, p, k, additive, d):
     pt = w.port[p]
     end = max(pt["tx_own_ps"], pt["tx_in_ps"])
     move_train_end(w, p, end)
-    if pt["tx_pkt"] >= 0:
+    if not _handed_on(w, p):
         return
     pk = w.pkt[k]
     dst = I64(pk["dst"])
     h = w.qp[pk["flow"]]["ecmp_hash"]
-    key = pt["tx_train_key"]
+    key = train_key(w, k)
     one_wire = wire_bytes(w, k) // I64(pk["n_sub"])
     q = p
     while True:

@@ -132,6 +132,9 @@ def _try_send(w, p, t):
         # port keeps a train until it has left, so that it can still be cut (nic.cut_train)
         pk["tail_ps"] = end + pt["prop_ps"]  # a train's last bit is in at the router
         heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+        if w.cfg[CFG_TRAIN_MAX] > 0:  # named as the packet it sends (nic.train_at)
+            pt["tx_train"] = k
+            pt["tx_train_key"] = train_key(w, k)
     if w.cfg[CFG_TRAIN_MAX] > 0:
         pt["tx_own_ps"] = end
         pt["tx_in_ps"] = 0
@@ -256,15 +259,16 @@ def _interleave(w, k, p_in, e, t):
     Exactly, the other flows' packets would go between its packets, each delaying it by at most
     one packet's time at e's rate. Returns False, and the train queues as any other, unless its
     wait leaves the flow's next packet no way to overtake its last one: the slack of a port
-    faster than the one before it, plus one packet. A train that may still be cut (longer than
-    its first link's delay, or held by a multi_dim NIC link's router) always queues. The port
-    holds none of it, so it neither marks nor pauses for it."""
+    faster than the one before it, plus one packet. A train still held by a multi_dim NIC link's
+    router always queues; a train cut after it has passed here interleaved has its arrival at
+    its host pushed again (nic._cut_on_path), and one delayed upstream arrives later there
+    (nic.retime_train). The port holds none of it, so it neither marks nor pauses for it."""
     pk = w.pkt[k]
     pt = w.port[e]
     mixed = pt["data_keys"] != pt["data_flows"] * w.qp[pk["flow"]]["path_key"]
     if not mixed or not roomy(w, e) or pt["down"] != 0 or w.port[p_in]["pass_to"] >= 0:
         return False
-    if is_paused(w, e, I64(pk["prio"])) or reaches_on(w, k):
+    if is_paused(w, e, I64(pk["prio"])):
         return False
     up = w.port[w.port[p_in]["peer_port"]]["rate_bps"]  # the port that sent it here
     if up > pt["rate_bps"]:
