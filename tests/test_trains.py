@@ -309,6 +309,19 @@ def test_a_queue_pair_joining_cuts_a_long_train_on_a_multi_dim_nic_link(every):
     assert worst <= 50_000, worst
 
 
+@pytest.mark.parametrize("peer", [1, 8], ids=["dimension_0", "dimension_1"])
+def test_two_npus_sending_each_other_long_trains_over_nic_links(peer):
+    """NPU 0 and a peer send each other 1 MB: each NIC link carries one flow's data trains and
+    the other's ACKs. The ACKs wait for a data train on a NIC link (whose router passes both on
+    cut-through), as for a lone packet; sent inside it, at its next packet boundary, they put
+    one flow 70.5 ns late. Both flows within 50 ns of the exact engine (measured +4.3 ns over
+    dimension 0, -27.5 ns over dimension 1, 0.07 %), in a 25th of the events (measured 33x)."""
+    flows = [{"src": 0, "dst": peer, "bytes": 1_000_000}, {"src": peer, "dst": 0, "bytes": 1_000_000}]
+    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "on")
+    assert np.abs(on - off).max() <= 50_000
+    assert on_s["events"] * 25 < off_s["events"]
+
+
 TP_INTO_0 = {"src": 1, "dst": 0, "bytes": 4_000_000}  # over dimension 0, 800 Gb/s
 DP_INTO_0 = {"src": 8, "dst": 0, "bytes": 4_000_000}  # over dimension 1, 200 Gb/s
 RINGS_ON_BOTH = [{"src": i, "dst": (i + 1) % 8 + 8 * (i // 8), "bytes": 2_000_000} for i in range(16)] + [
@@ -321,7 +334,7 @@ RINGS_ON_BOTH = [{"src": i, "dst": (i + 1) % 8 + 8 * (i // 8), "bytes": 2_000_00
     [
         ([TP_INTO_0, DP_INTO_0], 0.0005),  # measured 0.005 %
         ([TP_INTO_0, {**DP_INTO_0, "bytes": 2_000_000, "start_ns": 3000}], 0.0005),  # 0.010 %
-        (RINGS_ON_BOTH, 0.005),  # 0.18 %, the last finish 0.011 %
+        (RINGS_ON_BOTH, 0.005),  # 0.021 %, the last finish 0.014 %
     ],
     ids=["together", "staggered", "rings_on_both_dimensions"],
 )
@@ -331,12 +344,12 @@ def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, c
     host link at their sum, 1,000 Gb/s: the router's port into it carries two path keys, but no
     queue needs to form there, so their trains pass it interleaved (port._interleave). Before,
     neither flow sent trains while both ran (1.3-1.6x fewer events than exact, a fifth to a
-    third of the packets in trains); now all of them, in 12-14x fewer events, every flow within
-    ``bound`` of its exact finish."""
+    third of the packets in trains); now all of them, in 45-54x fewer events (12-14x with trains
+    no longer than the dimension link's delay), every flow within ``bound`` of its exact finish."""
     (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off", cc), _multi_dim_flows(flows, "on", cc)
     assert np.abs(on - off).max() <= bound * off.max()
     assert on_s["packets_in_trains"] > 0.95 * off_s["data_packets_sent"]
-    assert on_s["events"] * 10 < off_s["events"]
+    assert on_s["events"] * 30 < off_s["events"]
 
 
 def test_no_interleaving_at_a_port_slower_than_its_flows_together():
@@ -352,8 +365,8 @@ def test_no_interleaving_at_a_port_slower_than_its_flows_together():
 
 def test_a_tensor_and_data_parallel_iteration_on_multi_dim_with_trains():
     """A Transformer layer with TP 4 x DP 2 on a multi_dim fabric under DCQCN: the iteration
-    within 0.1 % of the exact engine's (measured +0.018 %) in an eighth of the events (measured
-    11.7x fewer; 5.6x before trains interleaved where an NPU receives on both dimensions,
+    within 0.1 % of the exact engine's (measured +0.025 %) in an eighth of the events (measured
+    14.5x fewer; 5.6x before trains interleaved where an NPU receives on both dimensions,
     test_trains_interleave_at_an_npu_receiving_on_two_dimensions); before trains ran on NIC
     links, none was sent there."""
 
