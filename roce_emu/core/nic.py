@@ -7,12 +7,11 @@ priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queu
 Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
 pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
 whose path's egress ports are no slower than it and carry only flows of the same path key
-(same NIC, destination, and rate and delay at each hop) or are roomy (no slower than their
-flows' NIC rates added up, where trains within the first link's delay pass interleaved:
-port._interleave), sends its next packets as one train packet that stands for ``n_sub``
-packets; its receiver answers with one ACK train of the ACKs they are owed (one per packet by
-default). Trains grow by doubling, shrink towards the
-flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
+(same NIC, destination, and rate and delay at each hop) or are roomy (switch ports that never
+need a queue, which trains pass interleaved: roomy, port._interleave), sends its next packets
+as one train packet that stands for ``n_sub`` packets; its receiver answers with one ACK train
+of the ACKs they are owed (one per packet by default). Trains grow by doubling, shrink towards
+the flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
 delay unless the flow is long (_reach), and have one length per round of the NIC's round
 robin; a queue pair joining the NIC cuts the train in progress, wherever it is on its path,
 and a round cut short is settled by credits that later trains repay. docs/fast_forward.md
