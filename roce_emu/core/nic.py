@@ -216,13 +216,19 @@ def _path_add(w, f, delta):
         pt["data_flows"] += delta
         pt["data_keys"] += delta * key
         pt["data_rate"] += delta * line
-        mixed = pt["data_keys"] != pt["data_flows"] * key
-        if (mixed and not roomy(w, p)) or pt["rate_bps"] < r["rate_bps"]:
+        if (shared(w, p, key) and not roomy(w, p)) or pt["rate_bps"] < r["rate_bps"]:
             clear = False
         p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
             return clear and p == PATH_END
     return clear
+
+
+@njit
+def shared(w, p, key):
+    """Whether flows of a path key other than ``key`` are counted on port p (_path_add)."""
+    pt = w.port[p]
+    return pt["data_keys"] != pt["data_flows"] * key
 
 
 @njit
@@ -598,13 +604,14 @@ def _cut_on_path(w, p, last, k, n, j, wire, t):
     e = next_egress(w, last, dst, h)
     if e == PATH_END:
         peer = I64(lt["peer_port"])
-        head = lt["tx_end_ps"] - ser_ps((j - 1) * wire, lt["rate_bps"]) + lt["prop_ps"]
-        push_take(w, k, peer, max(head, t, train_due_ps(w, k, I64(w.port[peer]["node"]))))
+        earliest = max(t, lt["tx_end_ps"] - ser_ps((j - 1) * wire, lt["rate_bps"]) + lt["prop_ps"])
     elif e >= 0 and pk["take_tok"] != 0 and next_egress(w, e, dst, h) == PATH_END:
-        et = w.port[e]  # as port._interleave ends it, from its last packet's arrival
-        peer = I64(et["peer_port"])
-        pk["tail_ps"] = lt["tx_end_ps"] + lt["prop_ps"] + ser_ps(wire, et["rate_bps"]) + et["prop_ps"]
-        push_take(w, k, peer, max(t, train_due_ps(w, k, I64(w.port[peer]["node"]))))
+        peer = I64(w.port[e]["peer_port"])  # e passed it on interleaved (port._interleave)
+        pk["tail_ps"] = interleaved_tail(w, e, lt["tx_end_ps"] + lt["prop_ps"], wire)
+        earliest = t
+    else:
+        return
+    push_take(w, k, peer, max(earliest, train_due_ps(w, k, I64(w.port[peer]["node"]))))
 
 
 @njit
@@ -684,9 +691,16 @@ def retime_train(w, p, k, additive, d):
         q = e
     tail = end + w.port[q]["prop_ps"]
     if e >= 0 and pk["take_tok"] != 0:  # e passed it on interleaved to its host (port._interleave)
-        et = w.port[e]
-        tail = max(pk["tail_ps"], tail + ser_ps(one_wire, et["rate_bps"]) + et["prop_ps"])
+        tail = max(pk["tail_ps"], interleaved_tail(w, e, tail, one_wire))
     pk["tail_ps"] = tail
+
+
+@njit
+def interleaved_tail(w, e, tail_in, one_wire):
+    """When the last bit of a train that port e passes on interleaved (port._interleave), whose
+    last packet (of ``one_wire`` bytes) is in at e's node at ``tail_in``, reaches e's peer."""
+    et = w.port[e]
+    return tail_in + ser_ps(one_wire, et["rate_bps"]) + et["prop_ps"]
 
 
 @njit

@@ -29,7 +29,17 @@ from .kinds import (
     PK_FREE,
 )
 from .mmu import admit, count_drop, ecn_mark, release
-from .nic import delay_train, hand_on, next_data_packet, reaches_on, roomy, train_at, train_key
+from .nic import (
+    delay_train,
+    hand_on,
+    interleaved_tail,
+    next_data_packet,
+    reaches_on,
+    roomy,
+    shared,
+    train_at,
+    train_key,
+)
 from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, ser_ps
@@ -185,7 +195,7 @@ def _control_inside_train(w, p, t):
 def _send_train(w, p, k, n, wire, t, end):
     """Port p starts sending train k at t; returns when it ends.
 
-    A NIC keeps a train no longer than its first link's delay (nic.first_link_cap) until it has
+    A NIC keeps a train no longer than its first link's delay (nic._first_link_cap) until it has
     left, so that a queue pair joining the NIC can cut it (nic.cut_train), remembering its start
     in tail_ps; _leave_nic hands it on. Any other train is handed on as it begins, as a switch
     forwards it, cut-through: its first packet reaches the peer after one packet's serialisation
@@ -265,10 +275,9 @@ def _interleave(w, k, p_in, e, t):
     (nic.retime_train). The port holds none of it, so it neither marks nor pauses for it."""
     pk = w.pkt[k]
     pt = w.port[e]
-    mixed = pt["data_keys"] != pt["data_flows"] * w.qp[pk["flow"]]["path_key"]
-    if not mixed or not roomy(w, e) or pt["down"] != 0 or w.port[p_in]["pass_to"] >= 0:
+    if not shared(w, e, w.qp[pk["flow"]]["path_key"]) or not roomy(w, e) or pt["down"] != 0:
         return False
-    if is_paused(w, e, I64(pk["prio"])):
+    if w.port[p_in]["pass_to"] >= 0 or is_paused(w, e, I64(pk["prio"])):
         return False
     up = w.port[w.port[p_in]["peer_port"]]["rate_bps"]  # the port that sent it here
     if up > pt["rate_bps"]:
@@ -286,7 +295,7 @@ def _interleave(w, k, p_in, e, t):
     pt["tx_data_pkts"] += n
     pt["tx_bytes"] += wire
     cc.on_switch_egress(w, k, e, go)
-    pk["tail_ps"] = max(go + n * one, pk["tail_ps"] + one) + pt["prop_ps"]
+    pk["tail_ps"] = max(go + n * one + pt["prop_ps"], interleaved_tail(w, e, pk["tail_ps"], wire // n))
     hand_on(w, I64(k), I64(pt["peer_port"]), go + one + pt["prop_ps"])
     return True
 

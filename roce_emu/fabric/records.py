@@ -57,8 +57,9 @@ def _in_bps(fabric: Fabric, rate: np.ndarray) -> np.ndarray:
     multi_dim NIC link's dimension link) only if it is that port. A switch port at least that
     fast never needs a queue (nic.roomy)."""
     free = fabric.port_pass < 0
-    total = np.bincount(fabric.port_node, weights=np.where(free, rate, 0), minlength=fabric.n_nodes)
-    fed = total[fabric.port_node] - np.where(free, rate, 0)
+    own = np.where(free, rate, 0)
+    total = np.bincount(fabric.port_node, weights=own, minlength=fabric.n_nodes)
+    fed = total[fabric.port_node] - own
     passed = np.flatnonzero(~free)
     np.add.at(fed, fabric.port_pass[passed], rate[passed])
     return np.round(fed).astype(np.int64)
