@@ -223,6 +223,29 @@ def test_a_ring_of_long_steps_with_long_trains(tmp_path, every, bound):
     assert on["events"] * 45 < off["events"]
 
 
+HUGE = 8_000_000  # 8,000 packets: TRAIN_SHARE (8) trains of 1,000 packets, answered by 250 ACKs with an ACK per 4
+
+
+@pytest.mark.parametrize("every,fewer,longest", [(2, 120, 256), (4, 200, 1000)])
+def test_coalesced_acks_let_long_flows_send_longer_trains(tmp_path, every, fewer, longest):
+    """With an ACK per 2 (or 4) packets a flow of 8,000 packets may send trains answered by up
+    to 128 (250) ACKs, 256 (1,000) packets, where 64 ACKs allowed 128 (256): alone it keeps its
+    exact timing with 146x (268x) fewer events than the exact engine (84x and 123x before); a
+    ring of 32 such flows stays within 0.5 % on every flow (measured 0.12 % and 0.25 %; 0.05 %
+    and 0.06 % before)."""
+    overrides = (f"network.nic.ack_every_packets={every}",)
+    exact, off = _finishes(tmp_path, [(0, 20, HUGE, 0)], "off", overrides)
+    approx, on = _finishes(tmp_path, [(0, 20, HUGE, 0)], "on", overrides)
+    assert (approx == exact).all(), approx - exact
+    assert on["events"] * fewer < off["events"]
+    assert on["packets_in_trains"] > on["trains_sent"] * longest * 4 // 10  # trains grow to `longest`
+    ring = [(i, (i + 1) % 32, HUGE, 0) for i in range(32)]
+    exact, off = _finishes(tmp_path, ring, "off", overrides)
+    approx, on = _finishes(tmp_path, ring, "on", overrides)
+    assert np.abs(approx / exact - 1).max() < 0.005
+    assert on["events"] * fewer < off["events"]
+
+
 # The shipped training scenarios, made small: the iteration within 1 %, every collective
 # within 2 % of its own duration, with at least five times fewer events.
 TRAINING = [

@@ -674,7 +674,7 @@ class Sim(Strict):
     #: sends its packets in trains, within the tolerance docs/fast_forward.md states and tests
     fast_forward: Literal["off", "exact", "on"] = "off"
     #: the longest train (packets) with fast_forward: on
-    train_max_packets: int = Field(256, ge=2, le=4096)
+    train_max_packets: int = Field(1024, ge=2, le=4096)
 
     @field_validator("fast_forward", mode="before")
     @classmethod
