@@ -76,7 +76,8 @@ from .tasks import task_done
 TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
 TRAIN_TAPER = 2  #: a train's ACKs are at most 1/TRAIN_TAPER of the packets the flow has left
 TRAIN_ACKS = 64  #: the ACKs one ACK train may stand for (so trains of at most 64 packets with one ACK per packet)
-TRAIN_SHARE = 8  #: with coalesced ACKs, a flow this many trains long may send trains of more ACKs (_acks_per_train)
+TRAIN_LONG = 256  #: packets: a longer train needs coalesced ACKs and a long flow (_acked_room)
+TRAIN_SHARE = 8  #: such a flow is at least this many trains long
 TRAIN_REACH = 16  #: a flow this many times its first link's delay (in packets) may send trains past it
 TOKEN_SPAN = I64((1 << 31) - 1)  #: push_take's tokens: 1 ... TOKEN_SPAN, in the order pushed
 STEADY_TOL = 1000  #: a rate within 1/STEADY_TOL of the rate a steady run started at has not moved
@@ -245,7 +246,7 @@ def roomy(w, p):
 @njit
 def _train_room(w, f):
     """The longest train flow f's own state allows: up to its steady run (so trains grow by
-    doubling), as long as _reach lets it, answered by at most _acks_per_train ACKs, and with no more
+    doubling), as long as _reach lets it, no longer than its ACKs allow (_acked_room), and with no more
     ACKs to answer it (cfg[CFG_ACK_EVERY] packets per ACK) than 1/TRAIN_TAPER of the packets it
     has left. So with one ACK per packet trains shrink towards the flow's end, where its timing
     is decided: an ACK train is centred on its ACKs, so a long one at the end sends ahead of the
@@ -255,19 +256,22 @@ def _train_room(w, f):
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
     every = w.cfg[CFG_ACK_EVERY]
-    acks = _acks_per_train(r, every)
-    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], left * every // TRAIN_TAPER, acks * every, _reach(w, f))
+    acked = _acked_room(r, every)
+    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], left * every // TRAIN_TAPER, acked, _reach(w, f))
 
 
 @njit
-def _acks_per_train(r, every):
-    """The most ACKs that may answer one train of queue pair r, with an ACK per ``every``
-    packets (cfg[CFG_ACK_EVERY]): TRAIN_ACKS, or up to ``every`` times as many for a flow at
-    least TRAIN_SHARE such trains long: coalesced ACKs take 1/every of the reverse links' time
-    that one ACK per packet takes. With an ACK per 4 packets, the 8,389-packet steps of a 1 GiB
-    ring on 128 NPUs send trains of 1,024 packets, within 0.2 % of the exact engine
-    (docs/fast_forward.md, "Longer trains with coalesced ACKs")."""
-    return min(TRAIN_ACKS * every, max(TRAIN_ACKS, r["n_pkts"] // (TRAIN_SHARE * every)))
+def _acked_room(r, every):
+    """The most packets one train of queue pair r may carry, by the ACKs that answer it (one per
+    ``every`` packets, cfg[CFG_ACK_EVERY]): as many as TRAIN_ACKS ACKs answer, at most
+    TRAIN_LONG (64 packets with one ACK per packet, 256 with an ACK per 4). With coalesced ACKs
+    a flow at least TRAIN_SHARE trains long may send trains answered by up to ``every`` times
+    TRAIN_ACKS ACKs: coalesced ACKs take 1/every of the reverse links' time that one ACK per
+    packet takes. With an ACK per 4 packets, the 8,389-packet steps of a 1 GiB ring on 128 NPUs
+    send trains of 1,024 packets, within 0.2 % of the exact engine (docs/fast_forward.md,
+    "Longer trains with coalesced ACKs")."""
+    short = min(TRAIN_ACKS * every, TRAIN_LONG)
+    return max(short, min(TRAIN_ACKS * every * every, r["n_pkts"] // TRAIN_SHARE))
 
 
 @njit
