@@ -246,6 +246,29 @@ def test_coalesced_acks_let_long_flows_send_longer_trains(tmp_path, every, fewer
     assert on["events"] * fewer < off["events"]
 
 
+@pytest.mark.parametrize("cc", ["none", "dcqcn"])
+def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
+    """With an ACK per 4 packets an 8 MB flow sends trains of up to 1,000 packets (44 us at
+    200 Gb/s). A 50 KB flow from another host of its leaf to the same host, 30 us in, meets one
+    at the leaf's port down to that host: the train ends at its NIC after the packet in
+    progress (nic.cut_for_arrival), so the short flow waits only for what was already sent.
+    It completes within 5 % of the exact engine (measured 2.6 %; 31.6 % when it waited for the
+    whole train), the long one exactly. And two 8 MB flows into one host, the second 50 us
+    later, both within a nanosecond of the exact engine (measured 0 and 0.54 ns; under DCQCN
+    the first was 1.25 % early)."""
+    overrides = ("network.nic.ack_every_packets=4", f"network.cc.algorithm={cc}")
+    flows = [(0, 20, HUGE, 0), (1, 20, 50_000, 30_000)]
+    exact, _ = _finishes(tmp_path, flows, "off", overrides)
+    approx, on = _finishes(tmp_path, flows, "on", overrides)
+    assert on["packets_in_trains"] > 300 * on["trains_sent"]  # trains of hundreds of packets
+    assert approx[0] == exact[0]
+    assert abs(approx[1] / exact[1] - 1) < 0.05, approx / exact - 1
+    flows = [(0, 20, HUGE, 0), (1, 20, HUGE, 50_000)]
+    exact, _ = _finishes(tmp_path, flows, "off", overrides)
+    approx, _ = _finishes(tmp_path, flows, "on", overrides)
+    assert np.abs(approx - exact).max() <= 1000, approx - exact
+
+
 # The shipped training scenarios, made small: the iteration within 1 %, every collective
 # within 2 % of its own duration, with at least five times fewer events.
 TRAINING = [

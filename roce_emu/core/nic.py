@@ -14,8 +14,9 @@ of the ACKs they are owed (one per packet by default). Trains grow by doubling, 
 the flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
 delay unless the flow is long (_reach), and have one length per round of the NIC's round
 robin; a queue pair joining the NIC cuts the train in progress, wherever it is on its path,
-and a round cut short is settled by credits that later trains repay. docs/fast_forward.md
-gives the model and its error.
+and a round cut short is settled by credits that later trains repay. A data packet of another
+NIC reaching a switch port that passes a long train on cuts that train at its NIC too.
+docs/fast_forward.md gives the model and its error.
 
 World arrays: reads cfg, pq, node; writes stats, meta, ev, pkt, port, qp, ccs.
 """
@@ -484,15 +485,17 @@ def hand_on(w, k, peer, head):
 
 @njit
 def cut_train(w, p, t, newcomer):
-    """Queue pair ``newcomer`` joins host port p at t: a data train the port is sending ends
-    after its packet in progress, as the round robin would have served the newcomer next. The
+    """Queue pair ``newcomer`` joins host port p at t (or, with newcomer -1, a data packet of
+    another NIC meets the train at a switch port: cut_for_arrival): a data train the port is
+    sending ends after its packet in progress, as the round robin would have served the
+    newcomer next. The
     sending flow takes the other packets back, and every port of the path that passes the train
     on sends as many packets fewer (_cut_on_path); a train within its first link's delay from a
     multi_dim NIC link, at the router's port (_cut_at_router). A switch where it is queued holds
     that much less of it. The train goes whole if its host has taken it already (a train longer
     than its first link's delay is taken before its NIC has sent all of it, when the ACKs
     answering it are due) or the switch where it is queued has paused the ingress it came by
-    (PFC): then the flow owes the newcomer half of the packets it sends after t; or, within its
+    (PFC): then the flow owes a newcomer half of the packets it sends after t; or, within its
     first link's delay from a multi_dim NIC link, while it is queued at the router."""
     k = train_at(w, p)
     if k < 0:
@@ -527,8 +530,9 @@ def cut_train(w, p, t, newcomer):
             # it goes whole: delivered already, or its switch has paused the ingress it came by
             # (PFC). Per-packet round robin would have split its other n - j packets evenly with
             # the newcomer: the flow owes the newcomer half of them (_settle_round's credits)
-            r["credit"] -= (n - j) / 2
-            w.qp[newcomer]["credit"] += (n - j) / 2
+            if newcomer >= 0:
+                r["credit"] -= (n - j) / 2
+                w.qp[newcomer]["credit"] += (n - j) / 2
             return
     back = n - j
     if queued >= 0:  # the switch holds less of it
@@ -553,6 +557,28 @@ def cut_train(w, p, t, newcomer):
     w.stats[C_TRAIN_PKTS] -= back if j > 1 else n
     if j == 1:  # a lone packet after all
         w.stats[C_TRAINS] -= 1
+
+
+@njit
+def cut_for_arrival(w, e, f, t):
+    """A data packet of flow f reaches switch egress port e at t: a long train (reaches_on) of
+    another NIC's flow that e, not roomy, is passing on now, and that its NIC is still sending,
+    ends at its NIC after the packet in progress (cut_train), as a queue pair joining there would
+    end it. Exactly, f's packets would interleave at e with that flow's; they now wait only for
+    the part of the train already sent, and the flow sends the rest as the port allows (it is no
+    longer clear). With an ACK per 4 packets, a 50 KB flow meeting an 8 MB flow's train of 1,000
+    packets: 2.6 % late instead of 31.6 % (docs/fast_forward.md, "A flow of another NIC cuts a
+    long train")."""
+    if roomy(w, e):
+        return
+    k = train_at(w, e)
+    if k < 0 or w.pkt[k]["kind"] != PK_DATA or w.pkt[k]["n_sub"] < 2:
+        return
+    g = w.pkt[k]["flow"]
+    p = I64(w.qp[g]["nic_port"])
+    if g == f or p == w.qp[f]["nic_port"] or not reaches_on(w, k) or train_at(w, p) != k:
+        return
+    cut_train(w, p, t, I64(-1))
 
 
 @njit

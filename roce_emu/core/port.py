@@ -30,6 +30,7 @@ from .kinds import (
 )
 from .mmu import admit, count_drop, ecn_mark, release
 from .nic import (
+    cut_for_arrival,
     delay_train,
     hand_on,
     interleaved_tail,
@@ -312,6 +313,8 @@ def on_switch_arrive(w, k, p_in, t):
         return
     prio = pk["prio"]
     pk["in_port"] = p_in
+    if w.cfg[CFG_TRAIN_MAX] > 0 and pk["kind"] == PK_DATA:
+        cut_for_arrival(w, e, I64(f), t)
     if pk["n_sub"] > 1 and pk["kind"] == PK_DATA and _interleave(w, k, p_in, e, t):
         return
     if prio == CTRL_PRIO:
