@@ -1,0 +1,129 @@
+"""How far packet trains (`sim.fast_forward: on`) put single flows under contention, against `off`.
+
+    python benchmarks/contention.py                 # 24 random workloads, one table row each
+    python benchmarks/contention.py --workloads 60 --first 100
+    python benchmarks/contention.py --json out.json # the rows as JSON too
+
+Each workload draws, from its own seed (1000 + its index): either a random `multi_dim` fabric
+(2 or 3 dimensions of 2-4 NPUs, ring, fully connected or switch, 100-800 Gb/s, 100-1000 ns) or
+a two-leaf leaf-spine (8 hosts per leaf, 2 spines, 200 Gb/s, 1 us); 2-23 flows between random
+hosts of 50 KB to 8 MB, starting within 40 us; none, DCQCN or TIMELY; one ACK per packet or per
+4. It runs `off` and `on` in this process and reports, per workload, the largest error of a
+single flow's completion, the error of the last completion, and how many times fewer events
+`on` took. The scale issue bounds iterations and collectives, not single flows: this measures
+what trains cost where flows of different paths meet (docs/fast_forward.md).
+"""
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+
+def workload(i: int) -> dict:
+    """Random workload number i (a scenario document)."""
+    rng = np.random.default_rng(1000 + i)
+    if i % 2 == 0:
+        dims = [
+            {
+                "size": int(rng.integers(2, 5)),
+                "kind": str(rng.choice(["ring", "fully_connected", "switch"])),
+                "rate_gbps": float(rng.choice([100, 200, 400, 800])),
+                "delay_ns": float(rng.choice([100, 500, 1000])),
+            }
+            for _ in range(int(rng.integers(2, 4)))
+        ]
+        topology = {"kind": "multi_dim", "dims": dims}
+        hosts = int(np.prod([d["size"] for d in dims]))
+    else:
+        topology = {
+            "kind": "leaf_spine",
+            "leaves": 2,
+            "hosts_per_leaf": 8,
+            "spines": 2,
+            "link": {"rate_gbps": 200, "delay_ns": 1000},
+        }
+        hosts = 16
+    flows = []
+    for _ in range(int(rng.integers(2, 24))):
+        src, dst = rng.choice(hosts, 2, replace=False)
+        flows.append(
+            {
+                "src": int(src),
+                "dst": int(dst),
+                "bytes": int(rng.choice([50_000, 200_000, 1_000_000, 5_000_000, 8_000_000])),
+                "start_ns": float(rng.integers(0, 40_000)),
+            }
+        )
+    cc = str(rng.choice(["none", "dcqcn", "timely"]))
+    every = int(rng.choice([1, 4]))
+    return {
+        "name": f"contention_{i}",
+        "seed": 1,
+        "topology": topology,
+        "workload": {"flows": flows},
+        "network": {"cc": {"algorithm": cc}, "nic": {"ack_every_packets": every}},
+    }
+
+
+def finishes(doc: dict, mode: str) -> tuple[np.ndarray, int]:
+    """Each flow's completion (ps) and the events, with fast_forward ``mode``."""
+    from roce_emu.api import prepare_scenario, run
+    from roce_emu.config.schema import Scenario
+
+    res = run(
+        prepare_scenario(Scenario.model_validate({**doc, "sim": {"fast_forward": mode}})), write=False, progress=False
+    )
+    n = len(doc["workload"]["flows"])
+    return res.outcome.world.task["finish_ps"][:n].astype(float), int(res.summary["events"])
+
+
+def measure(i: int) -> dict:
+    doc = workload(i)
+    exact, events_off = finishes(doc, "off")
+    approx, events_on = finishes(doc, "on")
+    return {
+        "workload": i,
+        "fabric": doc["topology"]["kind"],
+        "cc": doc["network"]["cc"]["algorithm"],
+        "acks_every": doc["network"]["nic"]["ack_every_packets"],
+        "flows": len(exact),
+        "worst_flow_error": float(np.abs(approx / exact - 1).max()),
+        "last_finish_error": float(abs(approx.max() / exact.max() - 1)),
+        "events_off_over_on": events_off / events_on,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", type=int, default=24, help="how many random workloads (24)")
+    ap.add_argument("--first", type=int, default=0, help="index of the first workload (0)")
+    ap.add_argument("--json", help="also write the rows to this JSON file")
+    args = ap.parse_args(argv)
+    print("| workload | fabric | cc | ACK per | flows | worst flow error | last finish error | events off / on |")
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
+    for i in range(args.first, args.first + args.workloads):
+        r = measure(i)
+        rows.append(r)
+        print(
+            f"| {r['workload']} | {r['fabric']} | {r['cc']} | {r['acks_every']} | {r['flows']} | "
+            f"{100 * r['worst_flow_error']:.2f} % | {100 * r['last_finish_error']:.2f} % | "
+            f"{r['events_off_over_on']:.1f}x |",
+            flush=True,
+        )
+    worst = max(rows, key=lambda r: r["worst_flow_error"])
+    last = max(rows, key=lambda r: r["last_finish_error"])
+    print(
+        f"\nlargest single-flow error {100 * worst['worst_flow_error']:.2f} % (workload {worst['workload']}), "
+        f"largest last-finish error {100 * last['last_finish_error']:.2f} % (workload {last['workload']})"
+    )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
