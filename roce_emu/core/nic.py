@@ -247,13 +247,13 @@ def roomy(w, p):
 @njit
 def _train_room(w, f):
     """The longest train flow f's own state allows: up to its steady run (so trains grow by
-    doubling), as long as _reach lets it, no longer than its ACKs allow (_acked_room), and with no more
-    ACKs to answer it (cfg[CFG_ACK_EVERY] packets per ACK) than 1/TRAIN_TAPER of the packets it
-    has left. So with one ACK per packet trains shrink towards the flow's end, where its timing
-    is decided: an ACK train is centred on its ACKs, so a long one at the end sends ahead of the
-    flow's last data packets ACKs that exactly leave after them, and delays them
-    (docs/fast_forward.md, "A taper by ACKs"). With an ACK per 2 packets or fewer ACKs, the ACK
-    trains are short enough not to need it."""
+    doubling), as long as _reach lets it, no longer than its ACKs allow (_acked_room), and
+    with no more ACKs to answer it (cfg[CFG_ACK_EVERY] packets per ACK) than 1/TRAIN_TAPER
+    of the packets it has left. So with one ACK per packet trains shrink towards the flow's
+    end, where its timing is decided: an ACK train is centred on its ACKs, so a long one at
+    the end sends ahead of the flow's last data packets ACKs that exactly leave after them,
+    and delays them (docs/fast_forward.md, "A taper by ACKs"). With an ACK per 2 packets or
+    fewer ACKs, the ACK trains are short enough not to need it."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
     every = w.cfg[CFG_ACK_EVERY]
@@ -488,15 +488,15 @@ def cut_train(w, p, t, newcomer):
     """Queue pair ``newcomer`` joins host port p at t (or, with newcomer -1, a data packet of
     another NIC meets the train at a switch port: cut_for_arrival): a data train the port is
     sending ends after its packet in progress, as the round robin would have served the
-    newcomer next. The
-    sending flow takes the other packets back, and every port of the path that passes the train
-    on sends as many packets fewer (_cut_on_path); a train within its first link's delay from a
-    multi_dim NIC link, at the router's port (_cut_at_router). A switch where it is queued holds
-    that much less of it. The train goes whole if its host has taken it already (a train longer
-    than its first link's delay is taken before its NIC has sent all of it, when the ACKs
-    answering it are due) or the switch where it is queued has paused the ingress it came by
-    (PFC): then the flow owes a newcomer half of the packets it sends after t; or, within its
-    first link's delay from a multi_dim NIC link, while it is queued at the router."""
+    newcomer next. The sending flow takes the other packets back, and every port of the path
+    that passes the train on sends as many packets fewer (_cut_on_path); a train within its
+    first link's delay from a multi_dim NIC link, at the router's port (_cut_at_router). A
+    switch where it is queued holds that much less of it. The train goes whole if its host
+    has taken it already (a train longer than its first link's delay is taken before its NIC
+    has sent all of it, when the ACKs answering it are due) or the switch where it is queued
+    has paused the ingress it came by (PFC): then the flow owes a newcomer half of the
+    packets it sends after t; or, within its first link's delay from a multi_dim NIC link,
+    while it is queued at the router."""
     k = train_at(w, p)
     if k < 0:
         return
@@ -559,7 +559,7 @@ def cut_train(w, p, t, newcomer):
         w.stats[C_TRAINS] -= 1
 
 
-@njit
+@njit(inline="always")
 def cut_for_arrival(w, e, f, t):
     """A data packet of flow f reaches switch egress port e at t: a long train (reaches_on) of
     another NIC's flow that e, not roomy, is passing on now, and that its NIC is still sending,
