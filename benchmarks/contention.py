@@ -16,6 +16,7 @@ what trains cost where flows of different paths meet (docs/fast_forward.md).
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -119,9 +120,11 @@ def main(argv=None) -> int:
         f"\nlargest single-flow error {100 * worst['worst_flow_error']:.2f} % (workload {worst['workload']}), "
         f"largest last-finish error {100 * last['last_finish_error']:.2f} % (workload {last['workload']})"
     )
-    if args.json:
-        with open(args.json, "w") as fh:
+    if args.json:  # written whole or not at all
+        tmp = f"{args.json}.tmp"
+        with open(tmp, "w") as fh:
             json.dump(rows, fh, indent=1)
+        os.replace(tmp, args.json)
     return 0
 
 
