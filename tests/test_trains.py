@@ -250,8 +250,8 @@ def test_coalesced_acks_let_long_flows_send_longer_trains(tmp_path, every, fewer
 def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
     """With an ACK per 4 packets an 8 MB flow sends trains of up to 1,000 packets (44 us at
     200 Gb/s). A 50 KB flow from another host of its leaf to the same host, 30 us in, meets one
-    at the leaf's port down to that host: the train ends at its NIC after the packet in
-    progress (nic.cut_for_arrival), so the short flow waits only for what was already sent.
+    on their common path: the train ends at its NIC after the packet in progress
+    (nic.cut_for_arrival), so the short flow waits only for what was already sent.
     It completes within 5 % of the exact engine (measured 2.6 %; 31.6 % when it waited for the
     whole train), the long one exactly. And two 8 MB flows into one host, the second 50 us
     later, both within a nanosecond of the exact engine (measured 0 and 0.54 ns; under DCQCN
