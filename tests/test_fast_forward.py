@@ -29,7 +29,7 @@ from roce_emu.errors import ScenarioError
 from roce_emu.results.iteration import collective_rows, task_rows
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-#: summary keys that describe the run's cost, not its result
+#: summary keys that describe the run (its cost, its mode, what it says of itself), not its result
 COST_KEYS = {
     "wall_s",
     "engine_load_s",
@@ -43,6 +43,7 @@ COST_KEYS = {
     "trains_sent",
     "packets_in_trains",
     "provenance",
+    "warnings",  # what the run says of its approximation (no trains under HPCC, say): not a result
 }  # names the sim.fast_forward override, which differs by design
 
 

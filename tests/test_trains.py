@@ -17,6 +17,7 @@ import yaml
 from conftest import advance_to, assert_conservation, qp_of, scenario, simulate
 from roce_emu.api import prepare, run
 from roce_emu.core import kinds as K
+from roce_emu.core.cc.registry import BY_NAME
 from roce_emu.results.iteration import collective_rows
 
 pytestmark = pytest.mark.quick
@@ -570,3 +571,25 @@ def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     path.write_text(yaml.safe_dump({"name": "ring", **ring(24, "on")}))
     p = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr.startswith("warning: sim.fast_forward: on with a ring of 24 ranks"), p.stderr
+
+
+@pytest.mark.parametrize("algorithm", sorted(BY_NAME))
+def test_on_says_when_it_sends_no_trains(algorithm):
+    """A windowed algorithm (HPCC, DCTCP: the registry's ``windowed``) sends no trains, and a
+    scenario with faults neither: with fast_forward on the run says it is the exact engine. The
+    registry's flag is what the engine does: a lone 2,000-packet flow sends trains exactly when
+    its algorithm is not windowed, and gives the exact engine's events only when windowed."""
+    flows = {"flows": [{"src": 0, "dst": 1, "bytes": LONG}]}
+    base = {"topology": {"kind": "single_switch", "hosts": 2}, "network": {"cc": {"algorithm": algorithm}}}
+    on = simulate(scenario(**base, workload=flows, sim={"fast_forward": "on"})).summary
+    windowed = BY_NAME[algorithm].windowed
+    assert (on["trains_sent"] == 0) == windowed, on["trains_sent"]
+    warned = [w for w in on.get("warnings", []) if "sends no packet trains" in w]
+    assert len(warned) == int(windowed) and all(algorithm in w for w in warned), on.get("warnings")
+    if windowed:
+        off = simulate(scenario(**base, workload=flows, sim={"fast_forward": "off"})).summary
+        assert on["events"] == off["events"]
+    faults = [{"kind": "slow_link", "link": ["h0", "sw0"], "at_ns": 1000, "rate_gbps": 50}]
+    faulty = simulate(scenario(**base, workload=flows, sim={"fast_forward": "on"}, faults=faults)).summary
+    assert faulty["trains_sent"] == 0 and "sends no packet trains" in faulty["warnings"][0]
+    assert windowed or "faults" in faulty["warnings"][0]

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..config import load_scenario
 from ..config.schema import Scenario
+from ..core.cc.registry import BY_NAME
 from ..errors import ScenarioError
 from ..fabric.faults import LinkPlan, compile_faults
 from ..fabric.records import node_records, port_records
@@ -60,7 +61,21 @@ TRAINS_ACK_EVERY = 4
 
 def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """What the run should say about the accuracy of the approximation it uses (one line each)."""
-    if scenario.sim.fast_forward != "on" or scenario.network.nic.ack_every_packets >= TRAINS_ACK_EVERY:
+    if scenario.sim.fast_forward != "on":
+        return []
+    algorithm = scenario.network.cc.algorithm
+    if BY_NAME[algorithm].windowed:
+        why = f"{algorithm} is clocked by a window (network.cc.algorithm)"
+    elif scenario.faults:
+        why = "the scenario has faults, whose losses and detours trains do not model"
+    else:
+        why = ""
+    if why:
+        return [
+            f"sim.fast_forward: on sends no packet trains here: {why}. The run is the exact engine and "
+            f"takes as long as off (docs/fast_forward.md, The model)."
+        ]
+    if scenario.network.nic.ack_every_packets >= TRAINS_ACK_EVERY:
         return []
     longest = max((_ring_ranks(fabric, c) for c in workload.collectives), default=0)
     if longest <= TRAINS_RING_RANKS:

@@ -45,6 +45,7 @@ class Algorithm:
     int_header_bytes: int = 0  #: extra bytes every data packet and ACK carries
     ecn: tuple = (400_000, 1_600_000, 0.2)  #: RED (kmin_bytes, kmax_bytes, pmax) at 100 Gb/s
     ordered: tuple = ()  #: (low, high) parameter pairs whose values must not cross
+    windowed: bool = False  #: clocked by a window (cc.dispatch.on_open opens it): it sends no packet trains
 
     def slot(self, name: str) -> int:
         """The parameter's index in World.ccp."""
@@ -236,6 +237,7 @@ HPCC = Algorithm(
         ),
     ),
     int_header_bytes=42,
+    windowed=True,
 )  # the INT stack: 5 hops x 8 B + 2 B hop count (the HPCC simulator's NORMAL mode)
 
 TIMELY = Algorithm(
@@ -312,6 +314,7 @@ DCTCP = Algorithm(
         ),
     ),
     ecn=(300_000, 300_000, 1.0),
+    windowed=True,
 )  # one threshold K, 300 KB at 100 Gb/s (the HPCC run.py dctcp profile)
 
 #: every algorithm; the position is the engine's kind code (CFG_CC)
