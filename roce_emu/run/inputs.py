@@ -59,17 +59,25 @@ TRAINS_RING_RANKS = 16
 TRAINS_ACK_EVERY = 4
 
 
+def why_no_trains(scenario: Scenario) -> str:
+    """Why packet trains (sim.fast_forward: on) do not apply to this scenario, or "" if they do:
+    an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
+    packet apart ACK trains would stall, or faults (every fault is a link action), whose losses
+    and detours trains do not model. world.train_limit turns trains off then, and
+    accuracy_warnings says so."""
+    algorithm = scenario.network.cc.algorithm
+    if BY_NAME[algorithm].windowed:
+        return f"{algorithm} is clocked by a window (network.cc.algorithm)"
+    if scenario.faults:
+        return "the scenario has faults, whose losses and detours trains do not model"
+    return ""
+
+
 def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """What the run should say about the accuracy of the approximation it uses (one line each)."""
     if scenario.sim.fast_forward != "on":
         return []
-    algorithm = scenario.network.cc.algorithm
-    if BY_NAME[algorithm].windowed:
-        why = f"{algorithm} is clocked by a window (network.cc.algorithm)"
-    elif scenario.faults:
-        why = "the scenario has faults, whose losses and detours trains do not model"
-    else:
-        why = ""
+    why = why_no_trains(scenario)
     if why:
         return [
             f"sim.fast_forward: on sends no packet trains here: {why}. The run is the exact engine and "

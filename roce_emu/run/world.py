@@ -27,15 +27,14 @@ from ..core.state import (
 from ..fabric.topology import Fabric
 from ..workload import ns_to_ps
 from ..workload.dag import FlowTable, QueueTable, TaskTable
-from .inputs import Inputs
+from .inputs import Inputs, why_no_trains
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
 
-def train_limit(scenario: Scenario, n_link_actions: int) -> int:
+def train_limit(scenario: Scenario) -> int:
     """Packets a steady flow may send as one train: sim.train_max_packets with fast-forward on,
-    0 (every packet alone) otherwise, and with faults, whose losses and detours trains do not
-    model."""
-    if scenario.sim.fast_forward != "on" or n_link_actions:
+    0 (every packet alone) otherwise, and where trains do not apply (inputs.why_no_trains)."""
+    if scenario.sim.fast_forward != "on" or why_no_trains(scenario):
         return 0
     return scenario.sim.train_max_packets
 
@@ -72,7 +71,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
         | (K.TRACE_PFC_ON if scenario.output.logs_pfc else 0)
     )
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
-    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, len(inputs.plan.actions))
+    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario)
     cfg[K.CFG_ACK_WITH_DATA] = int(net.switch.ack_queue == "data")
     return cfg
 
