@@ -270,6 +270,87 @@ def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
     assert np.abs(approx - exact).max() <= 1000, approx - exact
 
 
+def _small_leaf_spine(flows, mode):
+    """Receiver completions (ps) and summary of (src, dst, bytes, start_ns) flows on two leaves
+    of two hosts and one spine (200 Gb/s, 1 us links; each leaf's uplink oversubscribed 2:1),
+    PFC alone, an ACK per 4 packets."""
+    res = simulate(
+        scenario(
+            topology={
+                "kind": "leaf_spine",
+                "leaves": 2,
+                "hosts_per_leaf": 2,
+                "spines": 1,
+                "link": {"rate_gbps": 200, "delay_ns": 1000},
+            },
+            network={"nic": {"ack_every_packets": 4}},
+            workload={"flows": [{"src": s, "dst": d, "bytes": b, "start_ns": t} for s, d, b, t in flows]},
+            sim={"fast_forward": mode},
+        )
+    )
+    return res.outcome.world.task["finish_ps"][: len(flows)].astype(float), res.summary
+
+
+def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken():
+    """Host 2 sends host 0 an 8 MB flow in long trains, which host 0 takes before its leaf has
+    passed all of each on; the train's packet slot is soon reused. Hosts 0 and 1 send 8 MB each
+    across the spine, so their leaf's uplink is oversubscribed and PFC pauses them. The leaf's
+    PAUSE frames to host 0 leave inside the train it passes on, at a packet boundary, as they
+    would exactly (port._control_inside_train). When they waited for its end, host 0 sent on into
+    a full headroom: 106 packets dropped in a lossless fabric, 790 resent, and its flow 4.2 %
+    late. Now none is dropped and every flow is within 0.05 % of the exact engine (measured
+    0.024 %). And two opposite 8 MB flows started together: the ACKs inside each other's
+    trains, both complete within 100 ns of exactly (measured 79 ns; 299 ns when they waited)."""
+    flows = [(2, 0, HUGE, 0), (0, 2, HUGE, 5_000), (1, 3, HUGE, 5_000)]
+    exact, off = _small_leaf_spine(flows, "off")
+    approx, on = _small_leaf_spine(flows, "on")
+    assert on["packets_in_trains"] > 300 * on["trains_sent"] > 0  # trains of hundreds of packets
+    assert off["pfc_pauses_sent"] > 0
+    assert on["data_packets_dropped"] == off["data_packets_dropped"] == 0
+    assert on["retransmits"] == 0
+    assert np.abs(approx / exact - 1).max() < 5e-4, approx / exact - 1
+    exact, _ = _small_leaf_spine([(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "off")
+    approx, _ = _small_leaf_spine([(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "on")
+    assert np.abs(approx - exact).max() <= 100_000, approx - exact
+
+
+@pytest.mark.parametrize("every", [1, 4])
+def test_trains_keep_a_multi_dim_fabric_lossless(every):
+    """A 2 x 2 multi_dim fabric at 800 Gb/s (500 ns and 100 ns links), PFC alone: five flows of
+    1-8 MB into NPU 0 while it sends 8 MB to NPU 1. A NIC link's router holds a headroom of three
+    packets (its link is cut-through), and a train reaching it past its share was refused whole,
+    then resent by go-back-N: 1 (7 with an ACK per 4) packets dropped, 2,984 resent and one flow
+    15 % late. A train's frames would come one by one, PFC pausing the NIC as the headroom fills,
+    so it is refused only if its first frame would be (mmu.admit). And a PAUSE frame leaves
+    inside a short train its host has taken, as inside a long one. Nothing is dropped, as
+    exactly, and every flow is within 0.5 % (measured 0.11 %)."""
+    flows = [
+        (2, 0, 5_000_000, 4071),
+        (2, 0, 8_000_000, 8028),
+        (3, 0, 1_000_000, 8262),
+        (3, 0, 5_000_000, 19358),
+        (1, 0, 5_000_000, 18064),
+        (0, 1, 8_000_000, 5074),
+    ]
+    doc = {
+        "topology": {
+            "kind": "multi_dim",
+            "dims": [
+                {"size": 2, "kind": "fully_connected", "rate_gbps": 800, "delay_ns": 500},
+                {"size": 2, "kind": "ring", "rate_gbps": 800, "delay_ns": 100},
+            ],
+        },
+        "network": {"nic": {"ack_every_packets": every}},
+        "workload": {"flows": [{"src": s, "dst": d, "bytes": b, "start_ns": t} for s, d, b, t in flows]},
+    }
+    off, on = (simulate(scenario(**doc, sim={"fast_forward": mode})) for mode in ("off", "on"))
+    assert off.summary["pfc_pauses_sent"] > 0 and on.summary["trains_sent"] > 0
+    assert on.summary["data_packets_dropped"] == off.summary["data_packets_dropped"] == 0
+    assert on.summary["retransmits"] == 0
+    exact, approx = (r.outcome.world.task["finish_ps"][: len(flows)].astype(float) for r in (off, on))
+    assert np.abs(approx / exact - 1).max() < 5e-3, approx / exact - 1
+
+
 # The shipped training scenarios, made small: the iteration within 1 %, every collective
 # within 2 % of its own duration, with at least five times fewer events.
 TRAINING = [

@@ -39,8 +39,12 @@ def shared_used(w, p, prio):
 
 
 @njit
-def admit(w, node, p_in, prio, size):
-    """Account a data frame arriving on ingress (p_in, prio); False if it must be dropped."""
+def admit(w, node, p_in, prio, size, frames):
+    """Account a data frame arriving on ingress (p_in, prio), or a train of ``frames`` frames
+    (``size`` bytes in all); False if it must be dropped. A train's frames would arrive one by
+    one and PFC would pause its sender as the headroom fills, so it is refused for the headroom
+    only if its first frame would be: it may overfill the headroom by what exactly waits at its
+    sender (docs/fast_forward.md, "Trains and PFC")."""
     nd = w.node[node]
     q = w.pq[p_in, prio]
     if nd["used_bytes"] + size > nd["buffer_bytes"]:
@@ -50,7 +54,8 @@ def admit(w, node, p_in, prio, size):
     reserve = w.cfg[CFG_RESERVE]
     thr = pfc_threshold(w, node, p_in)
     if w.cfg[CFG_PFC_ON] != 0:
-        if size + q["hdrm_bytes"] > w.port[p_in]["headroom_bytes"] and size + shared_used(w, p_in, prio) > thr:
+        first = size // frames
+        if first + q["hdrm_bytes"] > w.port[p_in]["headroom_bytes"] and first + shared_used(w, p_in, prio) > thr:
             return False  # headroom exhausted: PFC is mis-sized for this link
     new_bytes = q["in_bytes"] + size
     if new_bytes <= reserve:

@@ -34,6 +34,7 @@ from .nic import (
     delay_train,
     hand_on,
     interleaved_tail,
+    move_train_end,
     next_data_packet,
     reaches_on,
     roomy,
@@ -149,6 +150,7 @@ def _try_send(w, p, t):
     if w.cfg[CFG_TRAIN_MAX] > 0:
         pt["tx_own_ps"] = end
         pt["tx_in_ps"] = 0
+        pt["tx_one_ps"] = 0
         if n > 1 and pt["cut_through"] == 0:
             end = _send_train(w, p, k, n, wire, t, end)
         pt["tx_end_ps"] = end
@@ -166,18 +168,27 @@ def _control_inside_train(w, p, t):
     (docs/fast_forward.md, "Control packets inside trains"). The train's last packet, and a
     NIC link its router passes on cut-through, keep them waiting as a lone packet would. A train
     longer than its first link's delay is taken by its host before it has all left
-    (nic.train_due_ps); it is still being sent, and control packets still go inside it."""
+    (nic.train_due_ps); it is still being sent, and control packets still go inside it. So they
+    do inside a train its host has taken while the port still sends it, short or long, also once
+    its packet slot is reused (by its time per packet here, tx_one_ps): then only this port ends
+    it later. Before, they waited for its end (up to 44 us with an ACK per 4): a switch's PAUSE
+    frames reached a host that late, the host sent on into a full headroom, and a lossless
+    fabric dropped packets (docs/fast_forward.md, "Trains and PFC")."""
     pt = w.port[p]
+    if pt["cut_through"] != 0 or pt["down"] != 0:
+        return
     k = train_at(w, p)
-    if k < 0 or pt["cut_through"] != 0 or pt["down"] != 0:
+    kind = w.pkt[k]["kind"] if k >= 0 else PK_FREE
+    if k >= 0 and (kind == PK_DATA or (kind == PK_FREE and reaches_on(w, k))):
+        n = I64(w.pkt[k]["n_sub"])
+        if n < 2:
+            return
+        one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
+    elif pt["busy"] != 0 and pt["tx_pkt"] < 0 and pt["tx_one_ps"] > 0:
+        k = -1  # a train its receiver has taken: a short one, or one whose slot was reused
+        one = pt["tx_one_ps"]
+    else:
         return
-    kind = w.pkt[k]["kind"]
-    if kind != PK_DATA and (kind != PK_FREE or not reaches_on(w, k)):
-        return
-    n = I64(w.pkt[k]["n_sub"])
-    if n < 2:
-        return
-    one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
     end = pt["tx_end_ps"]
     go = end - ((end - t) // one) * one  # the end of the data packet in progress
     if go >= end:
@@ -189,7 +200,11 @@ def _control_inside_train(w, p, t):
         go += ser_ps(wire, pt["rate_bps"])
         pt["tx_bytes"] += wire
         heap_push(w.ev, w.meta, go + pt["prop_ps"], EV_ARRIVE, I64(c), I64(pt["peer_port"]))
-    delay_train(w, p, k, go - first)
+    if k >= 0:
+        delay_train(w, p, k, go - first)
+    else:  # delivered: only this port's sending of it ends later
+        pt["tx_own_ps"] += go - first
+        move_train_end(w, p, max(pt["tx_own_ps"], pt["tx_in_ps"]))
 
 
 @njit(inline="always")
@@ -218,6 +233,7 @@ def _send_train(w, p, k, n, wire, t, end):
     pt["tx_pkt"] = -1
     pt["tx_train"] = k
     pt["tx_train_key"] = train_key(w, k)
+    pt["tx_one_ps"] = one
     hand_on(w, I64(k), I64(pt["peer_port"]), t + one + pt["prop_ps"])
     return end
 
@@ -321,7 +337,7 @@ def on_switch_arrive(w, k, p_in, t):
         fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)
         return
-    if not admit(w, node, p_in, prio, pk["frame_bytes"]):
+    if not admit(w, node, p_in, prio, pk["frame_bytes"], I64(pk["n_sub"])):
         if pk["kind"] == PK_DATA:
             count_drop(w, p_in, f)
         else:  # an ACK queued with data (cfg[CFG_ACK_WITH_DATA])

@@ -90,6 +90,9 @@ PORT_DTYPE = np.dtype(
         # trains: tx_train's flow and first sequence number (nic.train_key), which tell it from a
         # packet that reuses its slot once its receiver has taken it
         ("tx_train_key", np.int64),
+        # trains: one packet's time here of the train the port is passing on, else 0: control
+        # packets still go inside it once its receiver has taken it (port._control_inside_train)
+        ("tx_one_ps", np.int64),
         ("node", np.int32),  # owner node
         ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
         ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
