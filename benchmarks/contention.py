@@ -3,6 +3,7 @@
     python benchmarks/contention.py                 # 24 random workloads, one table row each
     python benchmarks/contention.py --workloads 60 --first 100
     python benchmarks/contention.py --json out.json # the rows as JSON too
+    python benchmarks/contention.py --seeds 10      # each workload over seeds 1..10: means and spreads
 
 Each workload draws, from its own seed (1000 + its index): either a random `multi_dim` fabric
 (2 or 3 dimensions of 2-4 NPUs, ring, fully connected or switch, 100-800 Gb/s, 100-1000 ns) or
@@ -12,6 +13,11 @@ hosts of 50 KB to 8 MB, starting within 40 us; none, DCQCN or TIMELY; one ACK pe
 single flow's completion, the error of the last completion, and how many times fewer events
 `on` took. The scale issue bounds iterations and collectives, not single flows: this measures
 what trains cost where flows of different paths meet (docs/fast_forward.md).
+
+With congestion control, one seed's single flows are a poor yardstick: the seed (ECMP hashes,
+DCQCN's marks) moves single completions of the exact engine itself by tens of percent. With
+``--seeds N`` each workload runs under seeds 1..N, and a second table gives the last completion's
+mean and standard deviation over them, `off` and `on`, and the error of `on`'s mean.
 """
 
 import argparse
@@ -20,6 +26,9 @@ import os
 import sys
 
 import numpy as np
+
+
+MODES = ("off", "on")
 
 
 def workload(i: int) -> dict:
@@ -80,20 +89,33 @@ def finishes(doc: dict, mode: str) -> tuple[np.ndarray, int]:
     return res.outcome.world.task["finish_ps"][:n].astype(float), int(res.summary["events"])
 
 
-def measure(i: int) -> dict:
+def measure(i: int, seeds: int = 1) -> dict:
+    """Workload i's row: its first seed's errors, and with seeds > 1 the last completion over
+    seeds 1..seeds (mean and standard deviation in us, off and on)."""
     doc = workload(i)
-    exact, events_off = finishes(doc, "off")
-    approx, events_on = finishes(doc, "on")
-    return {
-        "workload": i,
-        "fabric": doc["topology"]["kind"],
-        "cc": doc["network"]["cc"]["algorithm"],
-        "acks_every": doc["network"]["nic"]["ack_every_packets"],
-        "flows": len(exact),
-        "worst_flow_error": float(np.abs(approx / exact - 1).max()),
-        "last_finish_error": float(abs(approx.max() / exact.max() - 1)),
-        "events_off_over_on": events_off / events_on,
-    }
+    last = {"off": [], "on": []}
+    for seed in range(1, seeds + 1):
+        exact, events_off = finishes({**doc, "seed": seed}, "off")
+        approx, events_on = finishes({**doc, "seed": seed}, "on")
+        last["off"].append(exact.max() / 1e6)
+        last["on"].append(approx.max() / 1e6)
+        if seed == 1:
+            row = {
+                "workload": i,
+                "fabric": doc["topology"]["kind"],
+                "cc": doc["network"]["cc"]["algorithm"],
+                "acks_every": doc["network"]["nic"]["ack_every_packets"],
+                "flows": len(exact),
+                "worst_flow_error": float(np.abs(approx / exact - 1).max()),
+                "last_finish_error": float(abs(approx.max() / exact.max() - 1)),
+                "events_off_over_on": events_off / events_on,
+            }
+    if seeds > 1:
+        for mode, values in last.items():
+            row[f"{mode}_last_finish_us_mean"] = float(np.mean(values))
+            row[f"{mode}_last_finish_us_sd"] = float(np.std(values, ddof=1))
+        row["mean_last_finish_error"] = row["on_last_finish_us_mean"] / row["off_last_finish_us_mean"] - 1
+    return row
 
 
 def main(argv=None) -> int:
@@ -101,12 +123,13 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", type=int, default=24, help="how many random workloads (24)")
     ap.add_argument("--first", type=int, default=0, help="index of the first workload (0)")
     ap.add_argument("--json", help="also write the rows to this JSON file")
+    ap.add_argument("--seeds", type=int, default=1, help="run each workload under seeds 1..N (1)")
     args = ap.parse_args(argv)
     print("| workload | fabric | cc | ACK per | flows | worst flow error | last finish error | events off / on |")
     print("|---|---|---|---|---|---|---|---|")
     rows = []
     for i in range(args.first, args.first + args.workloads):
-        r = measure(i)
+        r = measure(i, args.seeds)
         rows.append(r)
         print(
             f"| {r['workload']} | {r['fabric']} | {r['cc']} | {r['acks_every']} | {r['flows']} | "
@@ -120,6 +143,13 @@ def main(argv=None) -> int:
         f"\nlargest single-flow error {100 * worst['worst_flow_error']:.2f} % (workload {worst['workload']}), "
         f"largest last-finish error {100 * last['last_finish_error']:.2f} % (workload {last['workload']})"
     )
+    if args.seeds > 1:
+        print(f"\nThe last completion over seeds 1..{args.seeds} (mean ± standard deviation):\n")
+        print("| workload | cc | off: last finish us | on: last finish us | error of the mean |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            off, on = (f"{r[m + '_last_finish_us_mean']:.1f} ± {r[m + '_last_finish_us_sd']:.1f}" for m in MODES)
+            print(f"| {r['workload']} | {r['cc']} | {off} | {on} | {100 * r['mean_last_finish_error']:+.2f} % |")
     if args.json:  # written whole or not at all
         tmp = f"{args.json}.tmp"
         with open(tmp, "w") as fh:
