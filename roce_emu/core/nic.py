@@ -12,9 +12,10 @@ need a queue, which trains pass interleaved: roomy, port._interleave), sends its
 as one train packet that stands for ``n_sub`` packets; its receiver answers with one ACK train
 of the ACKs they are owed (one per packet by default). Trains grow by doubling, shrink towards
 the flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
-delay unless the flow is long (_reach), and have one length per round of the NIC's round
-robin; a queue pair joining the NIC cuts the train in progress, wherever it is on its path,
-and a round cut short is settled by credits that later trains repay. A data packet of another
+delay unless the flow is long (_reach), span no more time at a paced flow's rate than at line
+rate, and have one length per round of the NIC's round robin; a queue pair joining the NIC
+cuts the train in progress, wherever it is on its path, and a round cut short is settled by
+credits that later trains repay. A data packet of another
 NIC reaching a switch port that passes a long train on cuts that train at its NIC too.
 docs/fast_forward.md gives the model and its error.
 
@@ -253,12 +254,16 @@ def _train_room(w, f):
     end, where its timing is decided: an ACK train is centred on its ACKs, so a long one at
     the end sends ahead of the flow's last data packets ACKs that exactly leave after them,
     and delays them (docs/fast_forward.md, "A taper by ACKs"). With an ACK per 2 packets or
-    fewer ACKs, the ACK trains are short enough not to need it."""
+    fewer ACKs, the ACK trains are short enough not to need it. A flow paced below its line
+    rate sends trains as much shorter: a train leaves at the port's rate, so its packets go
+    sooner than paced, and it spans no more time than the train of a flow at line rate
+    (docs/fast_forward.md, "Paced trains")."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
     every = w.cfg[CFG_ACK_EVERY]
     acked = _acked_room(r, every)
-    return min(w.cfg[CFG_TRAIN_MAX], r["steady"], left * every // TRAIN_TAPER, acked, _reach(w, f))
+    n = min(w.cfg[CFG_TRAIN_MAX], r["steady"], left * every // TRAIN_TAPER, acked, _reach(w, f))
+    return I64(n * r["rate_bps"] / w.ccs[f]["line_bps"])
 
 
 @njit
