@@ -15,9 +15,9 @@ the flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than th
 delay unless the flow is long (_reach), span no more time at a paced flow's rate than at line
 rate, and have one length per round of the NIC's round robin; a queue pair joining the NIC
 cuts the train in progress, wherever it is on its path, and a round cut short is settled by
-credits that later trains repay. A data packet of another
-NIC reaching a switch port that passes a long train on cuts that train at its NIC too.
-docs/fast_forward.md gives the model and its error.
+credits that later trains repay. A data packet of another NIC reaching a switch port that
+passes a long train on cuts that train at its NIC too. docs/fast_forward.md gives the model
+and its error.
 
 World arrays: reads cfg, pq, node; writes stats, meta, ev, pkt, port, qp, ccs.
 """
