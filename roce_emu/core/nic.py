@@ -341,8 +341,8 @@ def _train_length(w, p, f):
         pt["round_pkts"] = 0
     pt["round_left"] -= 1
     n = pt["round_len"]
-    # a window is clocked by ACKs one packet apart: ACK trains would stall it (HPCC, DCTCP)
-    if n < 2 or r["window_bytes"] > 0 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
+    # (windowed algorithms, HPCC and DCTCP, send no trains: world.train_limit is 0 for them)
+    if n < 2 or r["snd_nxt"] < r["max_sent"] or not _path_add(w, f, I64(0)):
         n = 1
     else:  # repay what an earlier round cut short owes or is owed, within the train's limits
         most = min(w.cfg[CFG_TRAIN_MAX], _reach(w, f))
