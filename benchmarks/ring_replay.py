@@ -9,8 +9,8 @@ diagonal ends: a ring is a feedback loop, and a small per-flow difference betwee
 trains) and `off` (the exact engine) can grow along it. This benchmark separates the two:
 
 1. **Closed loop**: the ring All-Reduce (steps of ``--step-bytes``) on a leaf-spine of
-   ``--leaves`` x ``--hosts`` hosts (4 spines, 200 Gb/s, 1 us links), `off` and `on`: the error
-   of `on`'s last completion.
+   ``--leaves`` x ``--hosts`` hosts (4 spines, 200 Gb/s, 1 us links, no congestion control unless
+   ``--set`` says otherwise), `off` and `on`: the error of `on`'s last completion.
 2. **Open loop**: every flow of the exact run, replayed as an explicit flow that starts when it
    started there, `off` and `on`: the error of each flow's completion (at its receiver) when
    both engines see the same start times. Replayed `off` reproduces the ring's own flows (the
