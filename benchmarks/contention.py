@@ -93,7 +93,7 @@ def measure(i: int, seeds: int = 1) -> dict:
     """Workload i's row: its first seed's errors, and with seeds > 1 the last completion over
     seeds 1..seeds (mean and standard deviation in us, off and on)."""
     doc = workload(i)
-    last = {"off": [], "on": []}
+    last = {mode: [] for mode in MODES}
     for seed in range(1, seeds + 1):
         exact, events_off = finishes({**doc, "seed": seed}, "off")
         approx, events_on = finishes({**doc, "seed": seed}, "on")

@@ -270,28 +270,12 @@ def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
     assert np.abs(approx - exact).max() <= 1000, approx - exact
 
 
-def _small_leaf_spine(flows, mode):
-    """Receiver completions (ps) and summary of (src, dst, bytes, start_ns) flows on two leaves
-    of two hosts and one spine (200 Gb/s, 1 us links; each leaf's uplink oversubscribed 2:1),
-    PFC alone, an ACK per 4 packets."""
-    res = simulate(
-        scenario(
-            topology={
-                "kind": "leaf_spine",
-                "leaves": 2,
-                "hosts_per_leaf": 2,
-                "spines": 1,
-                "link": {"rate_gbps": 200, "delay_ns": 1000},
-            },
-            network={"nic": {"ack_every_packets": 4}},
-            workload={"flows": [{"src": s, "dst": d, "bytes": b, "start_ns": t} for s, d, b, t in flows]},
-            sim={"fast_forward": mode},
-        )
-    )
-    return res.outcome.world.task["finish_ps"][: len(flows)].astype(float), res.summary
+#: _finishes' leaf-spine made two leaves of two hosts and one spine (each leaf's uplink
+#: oversubscribed 2:1), PFC alone, an ACK per 4 packets
+SMALL_LEAF_SPINE = ("topology.hosts_per_leaf=2", "topology.spines=1", "network.nic.ack_every_packets=4")
 
 
-def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken():
+def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken(tmp_path):
     """Host 2 sends host 0 an 8 MB flow in long trains, which host 0 takes before its leaf has
     passed all of each on; the train's packet slot is soon reused. Hosts 0 and 1 send 8 MB each
     across the spine, so their leaf's uplink is oversubscribed and PFC pauses them. The leaf's
@@ -302,78 +286,16 @@ def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken():
     0.024 %). And two opposite 8 MB flows started together: the ACKs inside each other's
     trains, both complete within 100 ns of exactly (measured 79 ns; 299 ns when they waited)."""
     flows = [(2, 0, HUGE, 0), (0, 2, HUGE, 5_000), (1, 3, HUGE, 5_000)]
-    exact, off = _small_leaf_spine(flows, "off")
-    approx, on = _small_leaf_spine(flows, "on")
+    exact, off = _finishes(tmp_path, flows, "off", SMALL_LEAF_SPINE)
+    approx, on = _finishes(tmp_path, flows, "on", SMALL_LEAF_SPINE)
     assert on["packets_in_trains"] > 300 * on["trains_sent"] > 0  # trains of hundreds of packets
     assert off["pfc_pauses_sent"] > 0
     assert on["data_packets_dropped"] == off["data_packets_dropped"] == 0
     assert on["retransmits"] == 0
     assert np.abs(approx / exact - 1).max() < 5e-4, approx / exact - 1
-    exact, _ = _small_leaf_spine([(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "off")
-    approx, _ = _small_leaf_spine([(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "on")
+    exact, _ = _finishes(tmp_path, [(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "off", SMALL_LEAF_SPINE)
+    approx, _ = _finishes(tmp_path, [(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "on", SMALL_LEAF_SPINE)
     assert np.abs(approx - exact).max() <= 100_000, approx - exact
-
-
-@pytest.mark.parametrize("every", [1, 4])
-def test_trains_keep_a_multi_dim_fabric_lossless(every):
-    """A 2 x 2 multi_dim fabric at 800 Gb/s (500 ns and 100 ns links), PFC alone: five flows of
-    1-8 MB into NPU 0 while it sends 8 MB to NPU 1. A NIC link's router holds a headroom of three
-    packets (its link is cut-through), and a train reaching it past its share was refused whole,
-    then resent by go-back-N: 1 (7 with an ACK per 4) packets dropped, 2,984 resent and one flow
-    15 % late. A train's frames would come one by one, PFC pausing the NIC as the headroom fills,
-    so it is refused only if its first frame would be (mmu.admit). And a PAUSE frame leaves
-    inside a short train its host has taken, as inside a long one. Nothing is dropped, as
-    exactly, and every flow is within 0.5 % (measured 0.11 %)."""
-    flows = [
-        (2, 0, 5_000_000, 4071),
-        (2, 0, 8_000_000, 8028),
-        (3, 0, 1_000_000, 8262),
-        (3, 0, 5_000_000, 19358),
-        (1, 0, 5_000_000, 18064),
-        (0, 1, 8_000_000, 5074),
-    ]
-    doc = {
-        "topology": {
-            "kind": "multi_dim",
-            "dims": [
-                {"size": 2, "kind": "fully_connected", "rate_gbps": 800, "delay_ns": 500},
-                {"size": 2, "kind": "ring", "rate_gbps": 800, "delay_ns": 100},
-            ],
-        },
-        "network": {"nic": {"ack_every_packets": every}},
-        "workload": {"flows": [{"src": s, "dst": d, "bytes": b, "start_ns": t} for s, d, b, t in flows]},
-    }
-    off, on = (simulate(scenario(**doc, sim={"fast_forward": mode})) for mode in ("off", "on"))
-    assert off.summary["pfc_pauses_sent"] > 0 and on.summary["trains_sent"] > 0
-    assert on.summary["data_packets_dropped"] == off.summary["data_packets_dropped"] == 0
-    assert on.summary["retransmits"] == 0
-    exact, approx = (r.outcome.world.task["finish_ps"][: len(flows)].astype(float) for r in (off, on))
-    assert np.abs(approx / exact - 1).max() < 5e-3, approx / exact - 1
-
-
-@pytest.mark.parametrize("every", [1, 4])
-def test_a_paced_flow_sends_trains_no_longer_in_time_than_at_line_rate(every):
-    """A lone 8 MB DCQCN flow on a 2 x 2 multi_dim fabric (a 400 Gb/s ring, then a 200 Gb/s
-    switch): the step down in rate marks it, and it runs paced below line rate for most of its
-    life. A train leaves as a burst at the port's rate: a train of n packets delivered its last
-    ones up to n - 1 paced gaps early, and the flow ended 0.31 % early (1.68 % with an ACK per
-    4). Its trains now span no more time than at line rate (nic._train_room): within 0.1 %
-    (measured 0.029 %)."""
-    doc = {
-        "topology": {
-            "kind": "multi_dim",
-            "dims": [
-                {"size": 2, "kind": "switch", "rate_gbps": 200, "delay_ns": 1000},
-                {"size": 2, "kind": "ring", "rate_gbps": 400, "delay_ns": 500},
-            ],
-        },
-        "network": {"cc": {"algorithm": "dcqcn"}, "nic": {"ack_every_packets": every}},
-        "workload": {"flows": [{"src": 3, "dst": 0, "bytes": HUGE}]},
-    }
-    off, on = (simulate(scenario(**doc, sim={"fast_forward": mode})) for mode in ("off", "on"))
-    assert off.summary["cnps_sent"] > 0 and on.summary["trains_sent"] > 0
-    exact, approx = (float(r.outcome.world.task["finish_ps"][0]) for r in (off, on))
-    assert abs(approx / exact - 1) < 1e-3, approx / exact - 1
 
 
 # The shipped training scenarios, made small: the iteration within 1 %, every collective
@@ -406,11 +328,12 @@ MULTI_DIM_2D = [
 ]
 
 
-def _multi_dim_flows(flows, mode, cc="none", network=None):
-    """Flows on MULTI_DIM_2D: their receivers' and senders' finish times (ps), and the summary."""
+def _multi_dim_flows(flows, mode, cc="none", network=None, dims=MULTI_DIM_2D):
+    """Flows on a multi_dim fabric of ``dims`` (MULTI_DIM_2D by default): their receivers' and
+    senders' finish times (ps), and the summary."""
     res = simulate(
         scenario(
-            topology={"kind": "multi_dim", "dims": MULTI_DIM_2D},
+            topology={"kind": "multi_dim", "dims": dims},
             network={"cc": {"algorithm": cc}, **(network or {})},
             workload={"flows": flows},
             sim={"fast_forward": mode},
@@ -419,6 +342,60 @@ def _multi_dim_flows(flows, mode, cc="none", network=None):
     world = res.outcome.world
     assert_conservation(world)
     return world.task["finish_ps"][: len(flows)].copy(), world.flow["finish_ps"][: len(flows)].copy(), res.summary
+
+
+@pytest.mark.parametrize("every", [1, 4])
+def test_trains_keep_a_multi_dim_fabric_lossless(every):
+    """A 2 x 2 multi_dim fabric at 800 Gb/s (500 ns and 100 ns links), PFC alone: five flows of
+    1-8 MB into NPU 0 while it sends 8 MB to NPU 1. A NIC link's router holds a headroom of three
+    packets (its link is cut-through), and a train reaching it past its share was refused whole,
+    then resent by go-back-N: 1 (7 with an ACK per 4) packets dropped, 2,984 resent and one flow
+    15 % late. A train's frames would come one by one, PFC pausing the NIC as the headroom fills,
+    so it is refused only if its first frame would be (mmu.admit). And a PAUSE frame leaves
+    inside a short train its host has taken, as inside a long one. Nothing is dropped, as
+    exactly, and every flow is within 0.5 % (measured 0.11 %)."""
+    flows = [
+        {"src": s, "dst": d, "bytes": b, "start_ns": t}
+        for s, d, b, t in [
+            (2, 0, 5_000_000, 4071),
+            (2, 0, 8_000_000, 8028),
+            (3, 0, 1_000_000, 8262),
+            (3, 0, 5_000_000, 19358),
+            (1, 0, 5_000_000, 18064),
+            (0, 1, 8_000_000, 5074),
+        ]
+    ]
+    dims = [
+        {"size": 2, "kind": "fully_connected", "rate_gbps": 800, "delay_ns": 500},
+        {"size": 2, "kind": "ring", "rate_gbps": 800, "delay_ns": 100},
+    ]
+    network = {"nic": {"ack_every_packets": every}}
+    (exact, _, off), (approx, _, on) = (_multi_dim_flows(flows, m, network=network, dims=dims) for m in ("off", "on"))
+    assert off["pfc_pauses_sent"] > 0 and on["trains_sent"] > 0
+    assert on["data_packets_dropped"] == off["data_packets_dropped"] == 0
+    assert on["retransmits"] == 0
+    assert np.abs(approx / exact - 1).max() < 5e-3, approx / exact - 1
+
+
+@pytest.mark.parametrize("every", [1, 4])
+def test_a_paced_flow_sends_trains_no_longer_in_time_than_at_line_rate(every):
+    """A lone 8 MB DCQCN flow on a 2 x 2 multi_dim fabric (a 400 Gb/s ring, then a 200 Gb/s
+    switch): the step down in rate marks it, and it runs paced below line rate for most of its
+    life. A train leaves as a burst at the port's rate: a train of n packets delivered its last
+    ones up to n - 1 paced gaps early, and the flow ended 0.31 % early (1.68 % with an ACK per
+    4). Its trains now span no more time than at line rate (nic._train_room): within 0.1 %
+    (measured 0.029 %)."""
+    flows = [{"src": 3, "dst": 0, "bytes": HUGE}]
+    dims = [
+        {"size": 2, "kind": "switch", "rate_gbps": 200, "delay_ns": 1000},
+        {"size": 2, "kind": "ring", "rate_gbps": 400, "delay_ns": 500},
+    ]
+    network = {"nic": {"ack_every_packets": every}}
+    (exact, _, off), (approx, _, on) = (
+        _multi_dim_flows(flows, m, cc="dcqcn", network=network, dims=dims) for m in ("off", "on")
+    )
+    assert off["cnps_sent"] > 0 and on["trains_sent"] > 0
+    assert abs(approx[0] / exact[0] - 1) < 1e-3, approx[0] / exact[0] - 1
 
 
 @pytest.mark.parametrize("cc", ["none", "dcqcn", "timely"])
