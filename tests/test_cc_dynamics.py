@@ -253,7 +253,7 @@ def test_deterministic_whatever_the_slice_and_traces(algorithm, params):
     assert whole.summary["cnps_sent"] == sliced.summary["cnps_sent"]
 
 
-# ---- why HPCC slows ResNet-50's overlapping all-reduces (benchmarks/README.md, cc_ablation) ----
+# ---- why HPCC slows ResNet-50's overlapping all-reduces (docs/performance.md, "Congestion-control ablation") ----
 # HPCC's multiplicative step R = R_c eta / U scales every flow on a link by the same factor, so
 # it keeps their rate ratios; only the additive R_AI per reference update evens them out. With
 # n flows summing to S ~ eta B, a gap between two flows shrinks by at most (1 - n R_AI / S) per

@@ -113,7 +113,7 @@ COLLECTIVE_BOUND = 0.02  #: and on each collective's duration
 NUDGES_NS = (1, 2, 3, 5)  #: the exact engine's sensitivity: every link delay this much longer
 SENSITIVITY_FACTOR = 2  #: trains may differ from the exact engine this many times as much as the nudges do
 #: random workloads: trains within this of the exact engine (ring steps of about a hundred
-#: packets on a k=4 fat-tree miss the issue's bounds by up to 2.1 %: docs/fast_forward.md)
+#: packets on a k=4 fat-tree miss 1 % by up to 2.1 %: docs/fast_forward.md, "Small cases")
 RANDOM_TOLERANCE = 0.03
 
 

@@ -10,9 +10,8 @@ flattens the NamedTuple of arrays into its scalar parts, about 212 machine words
 of stack arguments, pushed one by one, at every call). The event handlers on the hot path are
 too big for LLVM to inline, so they are marked ``@njit(inline="always")`` (Numba inlines them
 before LLVM sees them; each has one or two callers): 32 % less engine time on ResNet-50 with
-trains, the same results and compile time (benchmarks/README.md, "The event queue and calls at
-scale"). The port scheduling run after every event (``port.drain_kicks``) was still a call
-until 2026-11-26: inlined, another 13-28 % ("Port scheduling inlined"). ``python
+trains, the same results and compile time (docs/performance.md, "Engine speed"). The port
+scheduling run after every event (``port.drain_kicks``) is inlined too. ``python
 benchmarks/calls.py`` lists the kernels the event loop still calls.
 """
 

@@ -275,7 +275,7 @@ def _acked_room(r, every):
     TRAIN_ACKS ACKs: coalesced ACKs take 1/every of the reverse links' time that one ACK per
     packet takes. With an ACK per 4 packets, the 8,389-packet steps of a 1 GiB ring on 128 NPUs
     send trains of 1,024 packets, within 0.2 % of the exact engine (docs/fast_forward.md,
-    "Longer trains with coalesced ACKs")."""
+    "Trains with coalesced ACKs")."""
     short = min(TRAIN_ACKS * every, TRAIN_LONG)
     return max(short, min(TRAIN_ACKS * every * every, r["n_pkts"] // TRAIN_SHARE))
 
