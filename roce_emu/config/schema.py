@@ -394,6 +394,8 @@ class Ecn(Strict):
 
 
 class Switch(Strict):
+    """Every switch: its shared buffer, PFC, ECN marking, where ACKs queue, and in-network reduction."""
+
     buffer_bytes: int = Field(32 * MIB, ge=1, le=MAX_BUFFER_BYTES)
     """Shared buffer per switch (32 MiB)."""
     pfc: Pfc = Pfc()
@@ -458,6 +460,8 @@ class Routing(Strict):
 
 
 class Network(Strict):
+    """The network's model: frame sizes, switches, NICs, congestion control and rerouting."""
+
     profile: Literal[PROFILES] = "roce_v2"  # type: ignore[valid-type]  # profiles.py's names
     """A set of model choices for the keys the scenario leaves out: roce_v2, or hpcc_ns3 to match the HPCC ns-3
     simulator (config/profiles.py)."""
@@ -508,6 +512,8 @@ CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchica
 
 
 class Flow(Strict):
+    """One flow from host ``src`` to host ``dst``."""
+
     src: int = Field(ge=0)
     """Sending host id."""
     dst: int = Field(ge=0)
@@ -637,6 +643,8 @@ class LayerComm(Strict):
 
 
 class Layer(Strict):
+    """One layer of an explicit training model: its compute, gradients, collectives and memory."""
+
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
     """Layer name (tasks are named after it)."""
     forward_ns: float = Field(0.0, ge=0, le=1e12)
@@ -737,6 +745,9 @@ class Chakra(Strict):
 
 
 class Workload(Strict):
+    """What runs over the fabric. Everything becomes one task DAG: flows, compute tasks and the
+    dependencies between them; a flow with predecessors starts when the last one finishes."""
+
     flows: list[Flow] = []
     """Explicit flows; hosts are numbered 0..H-1."""
     patterns: list[Pattern] = []
@@ -818,6 +829,8 @@ class Fault(Strict):
 
 # ---- run control and output -----------------------------------------------------------------
 class Sim(Strict):
+    """Run control: the bounds that end a run, deadlock detection and fast-forward."""
+
     max_time_ns: float = Field(1e9, gt=0, le=1e15)
     """Simulated-time bound; reaching it ends the run with status incomplete."""
     max_events: int = Field(10**10, ge=1, le=10**15)
@@ -847,6 +860,8 @@ TRACE_KINDS = ("rate", "queue", "pfc")
 
 
 class Output(Strict):
+    """What the run writes besides flows.csv and summary.json, and where."""
+
     dir: Optional[str] = None
     """The run directory; null: runs/<name>. `--out` wins."""
     traces: list[Literal["rate", "queue", "pfc"]] = []
@@ -866,6 +881,8 @@ class Output(Strict):
 
 
 class Scenario(Strict):
+    """A scenario file."""
+
     name: str = Field("scenario", pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
     """Names the default run directory, runs/<name>."""
     seed: int = Field(1, ge=0, le=2**63 - 1)
