@@ -4,8 +4,9 @@ the tutorial and the how-to guides run, and every relative link resolves.
 The convention for runnable commands: in docs/tutorial.md and docs/howto/*.md, every fenced
 block whose info string is ``bash`` is run, line by line, in one temporary working directory per
 page that holds copies of scenarios/ and benchmarks/. A line starting with ``roce-emu `` or
-``python -m roce_emu `` runs (in this process, through the click command); comments and blank
-lines are ignored; any other line is an error. A block directly preceded by
+``python -m roce_emu `` runs (in this process, through the click command; a line ending in a
+backslash continues on the next); comments and blank lines are ignored; any other line is an
+error. A block directly preceded by
 ``<!-- skip-test: REASON -->`` is not run; one preceded by ``<!-- expect-exit: N -->`` must
 exit with N instead of 0.
 """
@@ -49,6 +50,22 @@ def bash_blocks(text: str):
         i += 1
 
 
+def joined(body: list[str]):
+    """(offset, line) of a block's lines, a line ending in a backslash joined to the next."""
+    pending, first = "", 0
+    for offset, line in enumerate(body):
+        if not pending:
+            first = offset
+        text = line.strip()
+        if text.endswith("\\"):
+            pending += text[:-1] + " "
+            continue
+        yield first, pending + text
+        pending = ""
+    if pending:
+        yield first, pending
+
+
 def commands(page: Path):
     """(line number, argv after the program name, expected exit code) of every command the
     page runs; a line that is neither a command, a comment nor blank fails the test."""
@@ -59,8 +76,7 @@ def commands(page: Path):
         marker = re.fullmatch(r"<!-- expect-exit: (\d+) -->", before)
         if marker:
             expected = int(marker.group(1))
-        for offset, line in enumerate(body):
-            text = line.strip()
+        for offset, text in joined(body):
             if not text or text.startswith("#"):
                 continue
             argv = shlex.split(text, comments=True)
@@ -70,7 +86,7 @@ def commands(page: Path):
                     break
             else:
                 pytest.fail(
-                    f"{page.relative_to(ROOT)}:{start + offset + 1}: '{text}' is not a roce-emu command; "
+                    f"{page.name}:{start + offset + 1}: '{text}' is not a roce-emu command; "
                     "mark the block <!-- skip-test: REASON --> or show it as ```text"
                 )
 
@@ -91,7 +107,7 @@ def test_the_commands_of_a_page_run(page, tmp_path, monkeypatch):
             result = runner.invoke(main, argv, catch_exceptions=True)
         finally:
             signal.signal(signal.SIGTERM, sigterm)
-        where = f"{page.relative_to(ROOT)}:{line}: roce-emu {shlex.join(argv)}"
+        where = f"docs/{page.relative_to(DOCS)}:{line}: roce-emu {shlex.join(argv)}"
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             f"{where} raised {result.exception!r}\n{result.output}"
         )
@@ -183,3 +199,24 @@ def test_every_relative_link_resolves():
             if not (page.parent / target.split("#")[0]).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, f"links to files that do not exist: {broken}"
+
+
+def test_the_runnable_block_convention(tmp_path):
+    """What runs: commands in order, continuation lines joined, skipped blocks left out, the
+    expected exit code taken from the marker; anything else in a run block fails the test."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```bash\nroce-emu validate a.yaml   # a comment\n# only a comment\n\n"
+        "python -m roce_emu run a.yaml \\\n    --set seed=2\n```\n"
+        "<!-- skip-test: needs a cluster -->\n```bash\npip install x\n```\n"
+        "<!-- expect-exit: 2 -->\n```bash\nroce-emu run missing.yaml\n```\n"
+        "```text\nnot run\n```\n"
+    )
+    assert list(commands(page)) == [
+        (2, ["validate", "a.yaml"], 0),
+        (5, ["run", "a.yaml", "--set", "seed=2"], 0),
+        (14, ["run", "missing.yaml"], 2),
+    ]
+    page.write_text("```bash\ncd somewhere\n```\n")
+    with pytest.raises(pytest.fail.Exception, match="not a roce-emu command"):
+        list(commands(page))
