@@ -46,6 +46,8 @@ the model, with examples, is in [Writing a scenario](scenario_guide.md).
 
 
 def unit(name: str) -> str:
+    if name == "bytes":
+        return "bytes"
     for suffix, text in UNITS.items():
         if name.endswith(suffix):
             return text
@@ -59,6 +61,8 @@ def number(value: Any) -> str:
     if isinstance(value, int):
         if value >= 1 << 20 and value & (value - 1) == 0:
             return f"2^{value.bit_length() - 1}"
+        if value >= 1 << 20 and (value + 1) & value == 0:
+            return f"2^{value.bit_length()} - 1"
         if value >= 10**6 and str(value).rstrip("0") == "1":
             return f"1e{len(str(value)) - 1}"
         return str(value)
@@ -103,7 +107,7 @@ def bounds(metadata: list, things: str = "items") -> list[str]:
         elif getattr(item, "pattern", None):
             out.append(f"matching `{item.pattern}`")
     if high is None and low:
-        out.append(f"at least {low} {things}")
+        out.append(f"at least {low} {things[:-1] if low == 1 else things}")
     elif high is not None:
         out.append(
             f"exactly {high} {things}"
@@ -218,9 +222,9 @@ def section(model: type[BaseModel], path: str, title: str, seen: set, out: list[
         kind, allowed = describe_type(field.annotation)
         things = "characters" if kind.startswith("string") else "items"
         allowed = bounds(field.metadata, things) + allowed
-        tiers = getattr(model, "TIERS", ())
-        if name == "tiers" and tiers:
-            allowed.append("tiers: " + ", ".join(f"`{t}`" for t in tiers))
+        if name == "tiers":
+            tiers = getattr(model, "TIERS", ())
+            allowed.append("tiers: " + (", ".join(f"`{t}`" for t in tiers) or "none"))
         row = [f"`{name}`", kind, unit(name), default_text(field), "; ".join(allowed), field.description or ""]
         out.append("| " + " | ".join(cell(c) for c in row) + " |")
         below = f"{path}.{name}" if path else name

@@ -54,7 +54,7 @@ class _TopologyBase(Strict):
     link: Link = Link()
     """Rate and delay of every link, unless a tier overrides them."""
     tiers: dict[str, LinkOverride] = {}
-    """Per-tier overrides of `link`, by tier name; the tiers each kind has are listed under `kind`."""
+    """Per-tier overrides of `link`, by tier name; each kind has its own tiers."""
     TIERS: ClassVar[tuple[str, ...]] = ()
 
     @field_validator("tiers")
