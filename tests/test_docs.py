@@ -220,3 +220,19 @@ def test_the_runnable_block_convention(tmp_path):
     page.write_text("```bash\ncd somewhere\n```\n")
     with pytest.raises(pytest.fail.Exception, match="not a roce-emu command"):
         list(commands(page))
+
+
+def test_the_outputs_page_names_every_summary_key():
+    """Every key a run's summary.json holds (with faults, collectives and training) is on the page."""
+    from roce_emu import api
+
+    page = (DOCS / "reference" / "outputs.md").read_text()
+    keys = set()
+    for scenario, overrides in (
+        ("link_failure.yaml", ["workload.collectives.0.bytes=1e5"]),
+        ("training_dlrm.yaml", ["workload.iterations=1", "workload.training.model.batch_per_rank=1"]),
+    ):
+        summary = api.run_scenario(ROOT / "scenarios" / scenario, overrides, write=False).summary
+        keys |= set(summary) | set(summary["provenance"])
+    missing = sorted(k for k in keys if f"`{k}`" not in page)
+    assert not missing, f"docs/reference/outputs.md does not describe the summary.json keys {missing}"
