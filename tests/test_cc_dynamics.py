@@ -41,7 +41,7 @@ def _wire_factor(world):
 #: DCTCP (one marking threshold keeps a standing queue) and DCQCN-paper (a CNP at most every
 #: 50 us per flow) keep the link busy; HPCC holds eta = 0.95 of it plus an R_AI per flow;
 #: DCQCN-cx's synchronised cuts leave it idle now and then (measured 0.915) and TIMELY settles
-#: at one of its many fixed points below line rate (measured 0.872): README, congestion control
+#: at one of its many fixed points below line rate (measured 0.872): docs/reference/congestion_control.md
 UTILISATION = {
     "none": (0.99, 1.0),
     "dcqcn-cx": (0.90, 0.95),

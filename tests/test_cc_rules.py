@@ -269,14 +269,14 @@ def test_defaults_follow_the_nic_rate_and_are_reported():
     assert params["variant"] == "cx"
 
 
-def test_readme_and_the_model_document_every_parameter_table():
+def test_the_docs_and_the_model_document_every_parameter_table():
     from pathlib import Path
 
     from roce_emu.config.cc_params import markdown_table
     from roce_emu.core.cc.registry import ALGORITHMS
 
     root = Path(__file__).resolve().parent.parent
-    for doc in ("README.md", "docs/model.md"):
+    for doc in ("docs/reference/congestion_control.md", "docs/model.md"):
         text = (root / doc).read_text()
         for algorithm in ALGORITHMS:
             if algorithm.params:
@@ -299,7 +299,7 @@ def test_every_citation_of_the_model_names_a_section_it_has():
         *root.glob("benchmarks/*"),
         *root.glob("scenarios/*.yaml"),
         root / "README.md",
-        *root.glob("docs/*.md"),
+        *root.glob("docs/**/*.md"),
     ]
     for path in files:
         for cite in re.findall(r"docs/model\.md[`,]? ((?:§[\d.]+(?:-[\d.]+)?(?:, )?)+)", path.read_text()):

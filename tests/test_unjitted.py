@@ -1,6 +1,6 @@
 """The engine runs as plain Python (NUMBA_DISABLE_JIT=1), so that debuggers and coverage see it.
 
-The quick tier runs that way too (README: testing); this test keeps the path from breaking by
+The quick tier runs that way too (CONTRIBUTING.md, "Tests"); this test keeps the path from breaking by
 running two of its modules unjitted and reading the engine's line coverage."""
 
 import json

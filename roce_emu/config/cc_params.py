@@ -115,7 +115,7 @@ def params_from_engine(algorithm: str, ccp: np.ndarray) -> dict:
 
 
 def markdown_table(algorithm: str) -> str:
-    """The algorithm's parameters as a Markdown table (README and ``roce-emu cc``)."""
+    """The algorithm's parameters as a Markdown table (docs/reference/congestion_control.md and ``roce-emu cc``)."""
     table = BY_NAME[algorithm].params
     if not table:
         return f"`{algorithm}` has no parameters."

@@ -25,7 +25,10 @@ def kmin_bytes_msg(kmin: int, kmax: int) -> str:
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A section of the scenario: unknown keys are errors; each field's docstring is its description
+    (``use_attribute_docstrings``), which the scenario reference (config/reference.py) prints."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 # ---- topology ---------------------------------------------------------------------------
@@ -33,19 +36,25 @@ class Link(Strict):
     """Rate and one-way propagation delay of a link (both directions)."""
 
     rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    """Line rate of the link, each direction."""
     delay_ns: float = Field(1000.0, ge=0, le=1e9)
+    """One-way propagation delay."""
 
 
 class LinkOverride(Strict):
     """Per-tier override of ``topology.link``; an omitted field keeps the default."""
 
     rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    """Line rate of this tier's links; null keeps `topology.link.rate_gbps`."""
     delay_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """One-way propagation delay of this tier's links; null keeps `topology.link.delay_ns`."""
 
 
 class _TopologyBase(Strict):
     link: Link = Link()
+    """Rate and delay of every link, unless a tier overrides them."""
     tiers: dict[str, LinkOverride] = {}
+    """Per-tier overrides of `link`, by tier name; each kind has its own tiers."""
     TIERS: ClassVar[tuple[str, ...]] = ()
 
     @field_validator("tiers")
@@ -71,7 +80,9 @@ class SingleSwitch(_TopologyBase):
     """All hosts on one switch (a star)."""
 
     kind: Literal["single_switch"] = "single_switch"
+    """All hosts on one switch."""
     hosts: int = Field(2, ge=2, le=4096)
+    """Number of hosts."""
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
 
 
@@ -79,8 +90,11 @@ class FatTree(_TopologyBase):
     """k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores."""
 
     kind: Literal["fat_tree"] = "fat_tree"
+    """k-ary fat-tree with ECMP over all shortest paths."""
     k: int = Field(4, ge=2, le=64)
+    """Switch radix: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 core switches; even."""
     oversubscription: int = Field(1, ge=1, le=16)
+    """Hosts per edge switch = k/2 x oversubscription."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "edge_agg", "agg_core")
 
     @field_validator("k")
@@ -95,9 +109,13 @@ class LeafSpine(_TopologyBase):
     """Two-tier Clos: every leaf links to every spine once."""
 
     kind: Literal["leaf_spine"] = "leaf_spine"
+    """Two-tier Clos with ECMP over all shortest paths."""
     leaves: int = Field(2, ge=1, le=1024)
+    """Leaf switches."""
     spines: int = Field(2, ge=1, le=1024)
+    """Spine switches; each leaf links to each spine once."""
     hosts_per_leaf: int = Field(4, ge=1, le=1024)
+    """Hosts under each leaf."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "leaf_spine")
 
 
@@ -108,13 +126,19 @@ class Fred(_TopologyBase):
     Fred-C: a whole group's). Delays come from ``link`` and the tiers ``host`` and ``uplink``."""
 
     kind: Literal["fred"] = "fred"
+    """FRED's wafer-scale fabric."""
     npus: int = Field(20, ge=2, le=4096)
+    """NPUs (hosts); a multiple of `group_size`."""
     group_size: int = Field(4, ge=1, le=4096)
+    """NPUs under each L1 switch."""
     npu_rate_gbps: float = Field(24000.0, gt=0, le=1e5)
+    """Rate of the NPU-L1 links (FRED's 3 TB/s NPU ports)."""
     uplink_rate_gbps: float = Field(3000.0, gt=0, le=1e5)
-    #: I/O controllers (io0, io1, ...), controller i on L1 switch i mod groups
+    """Rate of the L1-L2 links (Fred-A: 1/8 of an NPU's rate)."""
     io_controllers: int = Field(0, ge=0, le=4096)
-    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)  # the paper's 128 GB/s
+    """I/O controllers io0, io1, ...; controller i hangs off L1 switch i mod groups."""
+    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
+    """Rate of an I/O controller's link (128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink", "io")
 
     @model_validator(mode="after")
@@ -128,8 +152,11 @@ class Torus(_TopologyBase):
     """N-D torus of routers (wrap-around in every dimension), hosts_per_node hosts each."""
 
     kind: Literal["torus"] = "torus"
+    """N-dimensional torus of routers with wrap-around links; dimension-order routing, the shorter way round."""
     dims: list[Annotated[int, Field(ge=2, le=1024)]] = Field([4, 4], min_length=1, max_length=6)
+    """Routers per dimension, up to 6 dimensions."""
     hosts_per_node: int = Field(1, ge=1, le=64)
+    """Hosts on each router."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric")
 
 
@@ -137,11 +164,15 @@ class Mesh(_TopologyBase):
     """Wafer-scale 2-D mesh of routers, no wrap-around, hosts_per_node hosts each."""
 
     kind: Literal["mesh"] = "mesh"
+    """Wafer-scale 2-D mesh of routers, no wrap-around; dimension-order routing."""
     dims: list[Annotated[int, Field(ge=1, le=1024)]] = Field([4, 4], min_length=2, max_length=2)
+    """Routers per dimension: exactly two dimensions, at least 2 routers in all."""
     hosts_per_node: int = Field(1, ge=1, le=64)
-    #: I/O controllers (io0, io1, ...) on the edge routers, spread evenly around the edge
+    """Hosts on each router."""
     io_controllers: int = Field(0, ge=0, le=4096)
-    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)  # FRED's 128 GB/s
+    """I/O controllers io0, io1, ..., spread evenly over the edge routers clockwise from r0_0."""
+    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
+    """Rate of an I/O controller's link (FRED's 128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric", "io")
 
     @field_validator("dims")
@@ -157,9 +188,14 @@ class Dimension(Strict):
     coordinate are connected, and that link's rate and one-way delay."""
 
     size: int = Field(ge=2, le=1024)
+    """NPUs along this dimension."""
     kind: Literal["ring", "fully_connected", "switch"] = "ring"
+    """How the NPUs along this dimension are joined: a ring (a ring of 2 is one link), all to all, or through one
+    switch per group."""
     rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    """Rate of this dimension's links."""
     delay_ns: float = Field(500.0, ge=0, le=1e9)
+    """One-way propagation delay of this dimension's links."""
 
 
 class MultiDim(_TopologyBase):
@@ -173,10 +209,15 @@ class MultiDim(_TopologyBase):
     dimension."""
 
     kind: Literal["multi_dim"] = "multi_dim"
+    """NPUs on a grid of dimensions (ASTRA-sim / LIBRA style), dimension 0 varying fastest; ECMP over shortest
+    paths."""
     dims: list[Dimension] = Field(
         default_factory=lambda: [Dimension(size=4), Dimension(size=4, kind="switch")], min_length=1, max_length=6
     )
+    """The dimensions, dimension 0 first."""
     nic: Literal["per_link", "shared"] = "per_link"
+    """per_link: a NIC port per dimension link, at that link's rate; shared: one NIC port on the host link, served
+    round-robin by the flows of every dimension."""
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
 
 
@@ -195,8 +236,11 @@ class Custom(_TopologyBase):
     to a switch. Routing is ECMP over shortest paths through switches (HPCC ns-3 style)."""
 
     kind: Literal["custom"] = "custom"
+    """Any graph of hosts and switches."""
     switches: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    """The node ids that are switches; the other nodes are hosts, numbered in ascending node order."""
     links: list[CustomLink] = Field(min_length=1, max_length=1_000_000)
+    """Links as [a, b, rate_gbps, delay_ns]; each host has exactly one, to a switch."""
     TIERS: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="after")
@@ -293,20 +337,31 @@ class Wire(Strict):
     """Frame sizes. Defaults: RoCEv2 over IPv4 without VLAN (docs/model.md §6.3)."""
 
     data_header_bytes: int = Field(62, ge=1, le=4096)
+    """Header bytes of a data frame, on top of its payload (Ethernet 14 + IP 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4)."""
     ack_bytes: int = Field(66, ge=1, le=4096)
+    """Bytes of an ACK or NACK frame."""
     cnp_bytes: int = Field(78, ge=1, le=4096)
+    """Bytes of a CNP frame."""
     pfc_bytes: int = Field(64, ge=1, le=4096)
+    """Bytes of a PFC PAUSE or RESUME frame."""
     preamble_ifg_bytes: int = Field(20, ge=0, le=4096)
+    """Preamble and inter-frame gap: on the wire for every frame, not in buffers."""
 
 
 class Pfc(Strict):
     """Priority flow control on the switches' ingress queues (HPCC ns-3 MMU, docs/model.md §5.1)."""
 
     enabled: bool = True
+    """Pause upstream senders when a switch's buffer share fills; false: drop what does not fit."""
     reserve_bytes: int = Field(4096, ge=0, le=MAX_BUFFER_BYTES)
+    """Buffer reserved for each ingress (port, priority) before it uses the shared pool."""
     headroom_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
+    """Headroom per ingress port for what arrives after XOFF; null: three one-way link BDPs plus three maximum
+    frames."""
     alpha_shift: int = Field(3, ge=0, le=20)
+    """Dynamic threshold (free shared buffer) >> shift for ports at the hosts' rate, one less per doubling of rate."""
     resume_offset_bytes: int = Field(3072, ge=0, le=MAX_BUFFER_BYTES)
+    """XON once the headroom is empty and the share is this far below the threshold."""
 
 
 class Ecn(Strict):
@@ -315,11 +370,18 @@ class Ecn(Strict):
     An omitted threshold takes the congestion-control algorithm's default (core/cc/registry.py)."""
 
     enabled: bool = True
+    """Mark packets with ECN."""
     kmin_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
+    """Egress queue below which nothing is marked; null: the algorithm's default."""
     kmax_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
+    """Egress queue from which the marking probability is pmax (always marked above); null: the algorithm's
+    default."""
     pmax: Optional[float] = Field(None, ge=0, le=1)
+    """Marking probability at kmax_bytes; null: the algorithm's default."""
     scale_with_rate: bool = True
+    """Scale the thresholds by port rate / reference_rate_gbps (the HPCC ns-3 ECN map)."""
     reference_rate_gbps: float = Field(100.0, gt=0)
+    """The port rate at which the thresholds apply as written."""
 
     def resolved(self, algorithm: str) -> tuple[int, int, float]:
         """(kmin_bytes, kmax_bytes, pmax) at the reference rate, defaults filled in."""
@@ -332,15 +394,20 @@ class Ecn(Strict):
 
 
 class Switch(Strict):
+    """Every switch: its shared buffer, PFC, ECN marking, where ACKs queue, and in-network reduction."""
+
     buffer_bytes: int = Field(32 * MIB, ge=1, le=MAX_BUFFER_BYTES)
+    """Shared buffer per switch (32 MiB)."""
     pfc: Pfc = Pfc()
+    """Priority flow control."""
     ecn: Ecn = Ecn()
-    #: where switches queue ACKs and NACKs: the strict-priority control queue, or with their
-    #: flow's data (buffered, paused by PFC, as the HPCC ns-3 simulator's switches do)
+    """ECN marking."""
     ack_queue: Literal["control", "data"] = "control"
-    #: in_network collectives: chunks a switch's reduction holds at once; a chunk beyond them
-    #: waits at its senders until the oldest one has been sent down (docs/in_network.md)
+    """Where switches queue ACKs and NACKs: the strict-priority control queue, or with their flow's data (buffered,
+    paused by PFC, as the HPCC ns-3 simulator's switches do)."""
     reduction_slots: int = Field(16, ge=1, le=1 << 20)
+    """in_network collectives: chunks a switch's reduction holds at once; a chunk beyond them waits at its senders
+    until the oldest one has been sent down."""
 
 
 class Nic(Strict):
@@ -354,17 +421,28 @@ class Nic(Strict):
     a flow joins the round robin once the one before it has sent its last packet."""
 
     rto_ns: float = Field(1_000_000.0, gt=0, le=1e12)
+    """Retransmission timeout: with no ACK progress for this long, the sender goes back to its last acknowledged
+    packet."""
     nack_interval_ns: float = Field(500_000.0, ge=0, le=1e12)
+    """At most one NACK per gap per this interval."""
     data_priority: int = Field(3, ge=1, le=7)
+    """Priority (PFC class) of data packets unless a flow sets its own; 0 is the control priority."""
     ack_every_packets: int = Field(1, ge=1, le=1_000_000)
+    """One ACK per this many in-order packets, and always one for a flow's last packet and for a packet whose
+    congestion mark the algorithm echoes."""
     queue_pair: Literal["flow", "connection"] = "flow"
+    """flow: a queue pair per flow, served round-robin by the NIC port; connection: flows from one NIC port to one
+    destination at one priority go in order, as NCCL posts a ring's steps."""
 
 
 class Cc(Strict):
     """The congestion-control algorithm of every sender, and overrides of its parameters by name."""
 
-    algorithm: Literal[NAMES] = "none"  # type: ignore[valid-type]  # the registry's names, built at import
+    algorithm: Literal[NAMES] = "none"  # type: ignore[valid-type]  # the registry's names
+    """Congestion control of every sender (`roce-emu cc` lists them)."""
     params: dict[str, Union[bool, int, float, str]] = {}
+    """Overrides of the algorithm's parameters by name, in the units of the name (`roce-emu cc ALGORITHM` lists
+    them)."""
 
     @model_validator(mode="after")
     def _known_params(self):
@@ -378,17 +456,27 @@ class Routing(Strict):
     BGP with BFD takes tens to hundreds)."""
 
     convergence_ns: float = Field(100_000.0, ge=0, le=1e15)
+    """Time from a link failure or repair until the switches install new tables."""
 
 
 class Network(Strict):
-    #: a set of model choices (config/profiles.py): roce_v2, or hpcc_ns3 to match that simulator
+    """The network's model: frame sizes, switches, NICs, congestion control and rerouting."""
+
     profile: Literal[PROFILES] = "roce_v2"  # type: ignore[valid-type]  # profiles.py's names
+    """A set of model choices for the keys the scenario leaves out: roce_v2, or hpcc_ns3 to match the HPCC ns-3
+    simulator (config/profiles.py)."""
     mtu_bytes: int = Field(1000, ge=64, le=65536)
+    """Payload per data packet."""
     wire: Wire = Wire()
+    """Frame sizes."""
     switch: Switch = Switch()
+    """Switch buffer, PFC and ECN."""
     nic: Nic = Nic()
+    """The RDMA NIC."""
     cc: Cc = Cc()
+    """Congestion control."""
     routing: Routing = Routing()
+    """Rerouting after faults."""
 
     @property
     def frame_bytes(self) -> int:
@@ -424,11 +512,18 @@ CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchica
 
 
 class Flow(Strict):
+    """One flow from host ``src`` to host ``dst``."""
+
     src: int = Field(ge=0)
+    """Sending host id."""
     dst: int = Field(ge=0)
+    """Receiving host id."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    """Bytes to send."""
     start_ns: float = Field(0.0, ge=0, le=1e15)
+    """Start time."""
     priority: Optional[int] = Field(None, ge=1, le=7)
+    """Data priority; null: `network.nic.data_priority`."""
 
 
 PATTERN_KINDS = ("all_to_all", "permutation", "incast", "neighbours", "weight_streaming")
@@ -443,13 +538,24 @@ class Pattern(Strict):
     at once."""
 
     kind: Literal["all_to_all", "permutation", "incast", "neighbours", "poisson", "weight_streaming"]
+    """all_to_all: every ordered pair; permutation: a random derangement from the seed; incast: every host to dst;
+    neighbours: each host to the next router along every dimension; weight_streaming: every I/O controller to
+    each of its hosts; poisson: background traffic."""
     bytes: Optional[int] = Field(None, ge=1, le=MAX_FLOW_BYTES)
+    """Bytes per flow (every kind but poisson)."""
     start_ns: float = Field(0.0, ge=0, le=1e15)
+    """Start time of the flows (of the arrivals, for poisson)."""
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = None
+    """The hosts taking part; null: all."""
     dst: Optional[int] = Field(None, ge=0)
+    """incast: the receiver; null: the first of hosts."""
     load: Optional[float] = Field(None, gt=0, le=1)
+    """poisson: offered load, a fraction of each host's link on average."""
     cdf: Optional[str] = Field(None, min_length=1, max_length=4096)
+    """poisson: flow-size distribution, websearch, fb_hadoop, ali_storage, google_rpc, or a file of `size_bytes
+    cumulative_percent` rows relative to the scenario."""
     duration_ns: Optional[float] = Field(None, gt=0, le=1e15)
+    """poisson: how long flows keep arriving."""
 
     @field_validator("cdf")
     @classmethod
@@ -479,14 +585,23 @@ class CollectiveSpec(Strict):
     (NCCL's convention), cut into ``chunks`` that pipeline through the steps and phases."""
 
     name: Optional[str] = Field(None, pattern=NAME_PATTERN, max_length=100)
+    """Name other items' `after` refer to; null: kind + index."""
     kind: CollectiveKind
+    """The collective."""
     algorithm: CollectiveAlgorithm = "ring"
+    """How it runs; halving_doubling needs 2^k ranks, hierarchical and hierarchical_bidir a multi_dim, torus or
+    mesh fabric, in_network a switched fabric."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    """Per-rank buffer: the All-Reduce and Reduce-Scatter input, the All-Gather output, the All-To-All send buffer."""
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    """The ranks: all hosts, or a list of host ids."""
     chunks: int = Field(1, ge=1, le=4096)
+    """The buffer is cut into this many chunks that pipeline through the steps."""
     after: list[str] = []
-    #: hierarchical: the order of dimensions per chunk (workload/themis.py)
+    """Names of collectives or compute this one waits for (each rank for its own part)."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
+    """hierarchical All-Reduce: the order of dimensions per chunk; themis_* balance the dimensions' loads
+    (docs/themis.md)."""
 
 
 class ComputeSpec(Strict):
@@ -494,10 +609,15 @@ class ComputeSpec(Strict):
     named tasks."""
 
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
+    """Name other items' `after` refer to."""
     host: Optional[int] = Field(None, ge=0)
+    """The one host it runs on (instead of hosts)."""
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    """The hosts it runs on: all, or a list of host ids."""
     duration_ns: float = Field(ge=0, le=1e15)
+    """Compute time on each host."""
     after: list[str] = []
+    """Names of collectives or compute this one waits for."""
 
     @model_validator(mode="after")
     def _one_host_key(self):
@@ -513,33 +633,51 @@ class LayerComm(Strict):
     (``group: tp``) or its data-parallel group (``group: dp``, e.g. DLRM's embedding all-to-all)."""
 
     kind: CollectiveKind
+    """The collective."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
+    """Per-rank buffer."""
     group: Literal["tp", "dp"] = "tp"
+    """Over the tensor-parallel or the data-parallel group."""
     algorithm: CollectiveAlgorithm = "ring"
+    """Collective algorithm."""
 
 
 class Layer(Strict):
+    """One layer of an explicit training model: its compute, gradients, collectives and memory."""
+
     name: str = Field(pattern=NAME_PATTERN, max_length=100)
+    """Layer name (tasks are named after it)."""
     forward_ns: float = Field(0.0, ge=0, le=1e12)
-    backward_ns: float = Field(0.0, ge=0, le=1e12)  # input- and weight-gradient compute
-    weight_grad_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # all-reduced over the dp group
+    """Forward compute time."""
+    backward_ns: float = Field(0.0, ge=0, le=1e12)
+    """Backward compute time (input and weight gradients)."""
+    weight_grad_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
+    """Weight gradients, all-reduced over the data-parallel group."""
     forward_comm: Optional[LayerComm] = None
+    """A collective after the forward compute, on the critical path."""
     backward_comm: Optional[LayerComm] = None
-    #: memory (roce-emu design --parallel): the layer's parameters on one rank, and the bytes it
-    #: keeps for its backward pass over the rank's whole batch (its output, the tensor it hands on)
+    """A collective after the backward compute, on the critical path."""
     params: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
+    """Memory for `roce-emu design --parallel`: the layer's parameters on one rank."""
     activation_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
+    """Memory for `roce-emu design --parallel`: the bytes kept for the backward pass over the rank's whole batch."""
 
 
 class Model(Strict):
     """A built-in model whose layers, sizes and compute times roce_emu derives (roce_emu.models)."""
 
     name: Literal["resnet50", "transformer", "dlrm"]
+    """The built-in model (roce_emu/workload/models.py)."""
     batch_per_rank: int = Field(32, ge=1, le=1 << 20)
-    device_tflops: float = Field(100.0, gt=0, le=1e6)  # sustained fp16/fp32 throughput per rank
-    layers: Optional[int] = Field(None, ge=1, le=1024)  # transformer blocks
-    hidden: int = Field(1024, ge=8, le=1 << 20)  # transformer
-    sequence: int = Field(512, ge=1, le=1 << 20)  # transformer
+    """Samples per rank per iteration."""
+    device_tflops: float = Field(100.0, gt=0, le=1e6)
+    """Sustained compute throughput per rank; compute time = FLOPs x batch / this."""
+    layers: Optional[int] = Field(None, ge=1, le=1024)
+    """transformer: blocks; null: the model's default."""
+    hidden: int = Field(1024, ge=8, le=1 << 20)
+    """transformer: hidden size."""
+    sequence: int = Field(512, ge=1, le=1 << 20)
+    """transformer: sequence length."""
 
 
 class Training(Strict):
@@ -549,28 +687,35 @@ class Training(Strict):
     index fastest, then pipeline stage, then data-parallel replica (Megatron's order)."""
 
     model: Optional[Model] = None
+    """A built-in model (give model or layers)."""
     layers: list[Layer] = []
+    """Explicit layers, in forward order (give model or layers)."""
     tp: int = Field(1, ge=1, le=4096)
+    """Tensor-parallel degree."""
     pp: int = Field(1, ge=1, le=4096)
-    dp: Optional[int] = Field(None, ge=1, le=1 << 20)  # default: hosts / (tp * pp)
+    """Pipeline-parallel degree: the layers are split into pp contiguous stages."""
+    dp: Optional[int] = Field(None, ge=1, le=1 << 20)
+    """Data-parallel degree; null: hosts / (tp x pp)."""
     dp_algorithm: CollectiveAlgorithm = "ring"
-    #: hierarchical gradient all-reduces: the order of dimensions per chunk (workload/themis.py)
+    """Algorithm of the gradient All-Reduces."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
+    """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
-    pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)  # activations between stages, each way
-    #: each rank's batch is cut into this many micro-batches that pipeline through the stages
-    #: (compute, activation collectives and pipeline sends scale down with them)
+    """Chunks of each gradient All-Reduce."""
+    pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
+    """Activations sent between pipeline stages, each way, per iteration."""
     micro_batches: int = Field(1, ge=1, le=4096)
-    #: the order of a stage's micro-batches: 1f1b (one forward, one backward, after a warm-up of
-    #: the stages still ahead; PipeDream-Flush / Megatron) or gpipe (all forwards, then all backwards)
+    """Each rank's batch is cut into this many micro-batches that pipeline through the stages (compute, activation
+    collectives and pipeline sends scale down with them)."""
     schedule: Literal["1f1b", "gpipe"] = "1f1b"
-    #: gradients all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb,
-    #: 25 MiB); 0: one all-reduce per layer
+    """Order of a stage's micro-batches: 1f1b (Megatron's one forward, one backward after a warm-up) or gpipe (all
+    forwards, then all backwards)."""
     bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)
-    #: false: a stage's gradient all-reduces run one at a time, in the order their buckets fill,
-    #: as NCCL runs the collectives of one process group on one stream (PyTorch DDP);
-    #: true: each starts once its bucket is ready, and they share the network
+    """Gradients are all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb, 25 MiB); 0:
+    one All-Reduce per layer."""
     concurrent_all_reduces: bool = False
+    """false: a stage's gradient All-Reduces run one at a time, in the order their buckets fill, as on one NCCL
+    stream; true: each starts once its bucket is ready, and they share the network."""
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -585,11 +730,13 @@ class Chakra(Strict):
     host ``ranks[r]`` (default: host r). docs/importers.md gives the mapping."""
 
     prefix: str = Field(min_length=1, max_length=4096)
+    """Trace files `<prefix>.<rank>.et` (or `.et.gz`), relative to the scenario file."""
     ranks: Optional[list[Annotated[int, Field(ge=0)]]] = None
-    #: compute nodes that give FLOPs (num_ops) but no duration run at this rate
+    """Host of each rank; null: rank r on host r."""
     device_tflops: Optional[float] = Field(None, gt=0, le=1e6)
-    #: the algorithm of each collective kind (default: ring; direct for all_to_all)
+    """Compute nodes that give FLOPs (num_ops) but no duration run at this rate."""
     algorithms: dict[CollectiveKind, CollectiveAlgorithm] = {}
+    """Algorithm of each collective kind (default: ring; direct for all_to_all)."""
 
     @field_validator("prefix")
     @classmethod
@@ -598,13 +745,23 @@ class Chakra(Strict):
 
 
 class Workload(Strict):
+    """What runs over the fabric. Everything becomes one task DAG: flows, compute tasks and the
+    dependencies between them; a flow with predecessors starts when the last one finishes."""
+
     flows: list[Flow] = []
+    """Explicit flows; hosts are numbered 0..H-1."""
     patterns: list[Pattern] = []
+    """Traffic patterns, expanded into flows after the explicit ones."""
     collectives: list[CollectiveSpec] = []
+    """Collectives."""
     compute: list[ComputeSpec] = []
+    """Compute tasks."""
     training: Optional[Training] = None
+    """Training iterations as compute and collectives."""
     chakra: Optional[Chakra] = None
+    """A Chakra execution trace as the iteration, instead of collectives, compute and training."""
     iterations: int = Field(1, ge=1, le=10_000)
+    """The collectives, compute, training or trace run this many times."""
 
     @model_validator(mode="after")
     def _one_iteration_source(self):
@@ -635,12 +792,20 @@ class Fault(Strict):
     ``roce-emu topo`` lists them (h0, h1, ... for hosts)."""
 
     kind: Literal["link_down", "slow_link", "lossy_port"]
+    """link_down: the link carries nothing; slow_link: it runs at rate_gbps; lossy_port: a port loses packets with
+    probability loss."""
     link: Optional[list[NodeName]] = Field(None, min_length=2, max_length=2)
+    """link_down, slow_link: the link's two nodes, by name (`roce-emu topo --links`)."""
     port: Optional[list[NodeName]] = Field(None, min_length=2, max_length=2)
+    """lossy_port: [node, neighbour]: the node's port towards the neighbour."""
     at_ns: float = Field(0.0, ge=0, le=1e15)
+    """When the fault starts."""
     until_ns: Optional[float] = Field(None, gt=0, le=1e15)
+    """When it ends; null: at the end of the run."""
     rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    """slow_link: the rate both ways."""
     loss: Optional[float] = Field(None, gt=0, le=1)
+    """lossy_port: probability of losing each packet the port sends (PFC frames are spared)."""
 
     @model_validator(mode="after")
     def _keys_of_kind(self):
@@ -664,17 +829,23 @@ class Fault(Strict):
 
 # ---- run control and output -----------------------------------------------------------------
 class Sim(Strict):
-    max_time_ns: float = Field(1e9, gt=0, le=1e15)  # simulated time
-    max_events: int = Field(10**10, ge=1, le=10**15)  # about an hour at 3 M events/s
-    max_wall_s: float = Field(86_400.0, gt=0, le=1e7)  # wall-clock seconds
+    """Run control: the bounds that end a run, deadlock detection and fast-forward."""
+
+    max_time_ns: float = Field(1e9, gt=0, le=1e15)
+    """Simulated-time bound; reaching it ends the run with status incomplete."""
+    max_events: int = Field(10**10, ge=1, le=10**15)
+    """Event bound (about an hour at 3 M events/s); status incomplete."""
+    max_wall_s: float = Field(86_400.0, gt=0, le=1e7)
+    """Wall-clock bound, checked between slices; status incomplete."""
     stall_timeout_ns: float = Field(20e6, gt=0, le=1e15)
+    """No flow progress for this long stops the run as a PFC deadlock or stall; must exceed network.nic.rto_ns."""
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
-    #: off: every packet simulated; exact: skip whole periods in which the network repeats itself,
-    #: results identical to off to the picosecond; on: a flow that is steady and alone on its path
-    #: sends its packets in trains, within the tolerance docs/fast_forward.md states and tests
+    """Events per engine call between progress updates and pool growth; results never depend on it."""
     fast_forward: Literal["off", "exact", "on"] = "off"
-    #: the longest train (packets) with fast_forward: on
+    """off: every packet simulated; exact: skip whole periods in which the network repeats itself, identical to off
+    to the picosecond; on: steady flows send packet trains, approximate (docs/fast_forward.md)."""
     train_max_packets: int = Field(1024, ge=2, le=4096)
+    """The longest train with fast_forward: on."""
 
     @field_validator("fast_forward", mode="before")
     @classmethod
@@ -689,15 +860,20 @@ TRACE_KINDS = ("rate", "queue", "pfc")
 
 
 class Output(Strict):
+    """What the run writes besides flows.csv and summary.json, and where."""
+
     dir: Optional[str] = None
-    #: sampled time series (rate, queue) and the PFC event log (pfc) written to the run directory
+    """The run directory; null: runs/<name>. `--out` wins."""
     traces: list[Literal["rate", "queue", "pfc"]] = []
+    """Sampled time series (rate, queue) and the PFC event log (pfc) written to the run directory."""
     trace_interval_ns: float = Field(1000.0, ge=1, le=1e12)
-    #: rows of the collectives' own flows in flows.csv and tasks.csv (collectives.csv has them all)
+    """Sampling interval of the rate and queue traces."""
     collective_flows: bool = False
-    format: Literal["csv", "parquet"] = "csv"  # parquet needs pyarrow
-    #: other simulators' output files written beside the tables: ns3 = fct.txt and pfc.txt
+    """Also write a row per flow of every collective in flows.csv and tasks.csv."""
+    format: Literal["csv", "parquet"] = "csv"
+    """Table format; parquet needs pandas and pyarrow (`pip install 'roce-emu[parquet]'`)."""
     formats: list[Literal["ns3"]] = []
+    """Other simulators' files written beside the tables: ns3 writes fct.txt and pfc.txt in the HPCC ns-3 layout."""
 
     @property
     def logs_pfc(self) -> bool:
@@ -705,14 +881,24 @@ class Output(Strict):
 
 
 class Scenario(Strict):
+    """A scenario file."""
+
     name: str = Field("scenario", pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
+    """Names the default run directory, runs/<name>."""
     seed: int = Field(1, ge=0, le=2**63 - 1)
+    """Seeds ECN marking, ECMP hashing, random patterns and lossy ports."""
     topology: Topology = SingleSwitch()
+    """The fabric; `kind` picks one of the sections below."""
     network: Network = Network()
+    """NICs, switches, congestion control and routing."""
     workload: Workload = Workload()
+    """What runs over the fabric, as one task DAG."""
     sim: Sim = Sim()
+    """Run control."""
     output: Output = Output()
+    """What the run writes."""
     faults: list[Fault] = Field([], max_length=10_000)
+    """Faults in the modelled network, each for a time window."""
 
     @field_validator("topology", mode="before")
     @classmethod
