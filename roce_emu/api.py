@@ -23,7 +23,7 @@ from .results.iteration import (
     timeline_rows,
 )
 from .results.ns3_format import fct_text, pfc_text
-from .results.output import frame, write_run_dir
+from .results.output import frame, table_files, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
     FLOW_COLUMNS,
@@ -104,8 +104,8 @@ def read_run(path: Path | str) -> RunDirectory:
     if not (path / "summary.json").is_file():
         raise ScenarioError(str(path), "", "not a run directory (no summary.json)")
     frames = {}
-    for table in sorted([*path.glob("*.csv"), *path.glob("*.parquet")]):
-        frames[table.stem] = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
+    for name, table in table_files(path).items():
+        frames[name] = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
     return RunDirectory(json.loads((path / "summary.json").read_text()), frames)
 
 

@@ -45,17 +45,20 @@ def training_dir(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("run") / "r"
+def _traced_run(out: Path, fmt: str = "csv") -> Path:
     sc = scenario(
         topology={"kind": "single_switch", "hosts": 5},
         network={"cc": {"algorithm": "dcqcn"}},
         workload={"flows": [{"src": s, "dst": 0, "bytes": 100_000 * s} for s in range(1, 5)]},
-        output={"traces": ["rate", "queue"], "trace_interval_ns": 2000},
+        output={"traces": ["rate", "queue"], "trace_interval_ns": 2000, "format": fmt},
     )
     run(prepare_scenario(sc), out, progress=False)
     return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return _traced_run(tmp_path_factory.mktemp("run") / "r")
 
 
 def _check(fig):
@@ -128,6 +131,27 @@ def test_plot_command_and_scripts(sweep_dir, run_dir, tmp_path):
         [sys.executable, "-m", "roce_emu", "plot", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
     assert p.returncode == 2 and "neither a run directory" in p.stderr
+
+
+def test_plot_reads_a_parquet_run_like_a_csv_one(run_dir, tmp_path):
+    """output.format parquet: the same figures with the same data as the CSV run, and the plot command works."""
+    pytest.importorskip("pyarrow")
+    parquet = _traced_run(tmp_path / "pq", "parquet")
+    assert not list(parquet.glob("*.csv")) and (parquet / "flows.parquet").is_file()
+    from_csv, from_parquet = figures_for(run_dir), figures_for(parquet)
+    assert set(from_parquet) == set(from_csv) == EXPECTED["run"]
+    for name in from_csv:
+        for a, b in zip(from_csv[name].axes, from_parquet[name].axes):
+            assert len(a.lines) == len(b.lines) > 0, name
+            for la, lb in zip(a.lines, b.lines):
+                assert la.get_label() == lb.get_label()
+                assert list(la.get_xdata()) == pytest.approx(list(lb.get_xdata()))
+                assert list(la.get_ydata()) == pytest.approx(list(lb.get_ydata()))
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "plot", str(parquet)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert p.returncode == 0, p.stderr
+    assert (parquet / "plots" / "fct_slowdown.png").stat().st_size > 1000
 
 
 def test_policy_ratios_sit_on_an_axis_around_one_with_error_bars_over_seeds(sweep_dir):

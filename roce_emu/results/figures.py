@@ -1,4 +1,5 @@
-"""The standard figures, from run and sweep directories only (never the engine).
+"""The standard figures, from run and sweep directories only (never the engine); a run's tables
+may be CSV or Parquet (output.format).
 
 Each ``*_figure`` function returns a matplotlib Figure (or None when the directory lacks the
 data); ``save`` writes it as PDF and PNG with reproducible bytes. ``figures_for`` picks every
@@ -20,6 +21,7 @@ from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
+from .output import read_table, table_files  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -42,11 +44,11 @@ POLICY_ORDER = [a.name for a in ALGORITHMS]
 POLICY_LABEL = {a.name: a.label for a in ALGORITHMS}
 
 
-def _read_csv(path: Path):
-    import csv
-
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
+def _run_table(run_dir: Path, name: str) -> list[dict] | None:
+    """A run's table by name ("flows", "traces_queue", ...) as rows, written as CSV or Parquet;
+    None when the run has no such table."""
+    path = table_files(run_dir).get(name)
+    return None if path is None else read_table(path)
 
 
 def _num(value, default=np.nan) -> float:
@@ -143,7 +145,7 @@ def policy_time_figure(sweep_dir: Path):
     swept values and seed), on an axis around 1 so that a few percent show; bars start at 1,
     carry their value, and have error bars (one standard deviation over seeds) where a sweep
     repeats points. One panel per workload-like swept value."""
-    rows = [r for r in _read_csv(sweep_dir / "results.csv") if r.get("status") == "finished"]
+    rows = [r for r in read_table(sweep_dir / "results.csv") if r.get("status") == "finished"]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
     column, label = _time_metric(rows)
@@ -233,7 +235,7 @@ def breakdown_figure(sweep_dir: Path):
     repeats points), one panel per workload-like swept value."""
     rows = [
         r
-        for r in _read_csv(sweep_dir / "results.csv")
+        for r in read_table(sweep_dir / "results.csv")
         if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""
     ]
     if not rows:
@@ -290,7 +292,7 @@ def breakdown_figure(sweep_dir: Path):
 
 def pauses_marks_figure(sweep_dir: Path):
     """PFC pauses and ECN marks per policy (summed over the sweep's points of that policy)."""
-    rows = [r for r in _read_csv(sweep_dir / "results.csv") if r.get("status") in ("finished", "incomplete")]
+    rows = [r for r in read_table(sweep_dir / "results.csv") if r.get("status") in ("finished", "incomplete")]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
     policies = _policies(rows)
@@ -310,13 +312,13 @@ def pauses_marks_figure(sweep_dir: Path):
 def fct_figure(run_dir: Path):
     """FCT slowdown CDF per flow-size class (below the median size, to the 90th percentile,
     above), and the median, 95th and 99th percentile slowdown per size decile
-    (fct_by_size.csv), the way background-traffic studies report it."""
-    rows = [r for r in _read_csv(run_dir / "flows.csv") if r["slowdown"] != ""]
+    (the fct_by_size table), the way background-traffic studies report it."""
+    rows = [r for r in _run_table(run_dir, "flows") or [] if r["slowdown"] != ""]
     if not rows:
         return None
     size = np.array([_num(r["bytes"]) for r in rows])
     slowdown = np.array([_num(r["slowdown"]) for r in rows])
-    deciles = _read_csv(run_dir / "fct_by_size.csv") if (run_dir / "fct_by_size.csv").is_file() else []
+    deciles = _run_table(run_dir, "fct_by_size") or []
     with plt.rc_context(STYLE):
         fig, (cdf, pct) = plt.subplots(1, 2, figsize=(7.6, 3.2))
         for lo, hi, pick in size_buckets(size, (0, 0.5, 0.9, 1.0)):
@@ -345,11 +347,10 @@ def fct_figure(run_dir: Path):
 
 
 def queue_figure(run_dir: Path, top: int = 6):
-    """Egress queue over time of the busiest switch ports (from traces_queue.csv)."""
-    path = run_dir / "traces_queue.csv"
-    if not path.is_file():
+    """Egress queue over time of the busiest switch ports (the traces_queue table)."""
+    rows = _run_table(run_dir, "traces_queue")
+    if rows is None:
         return None
-    rows = _read_csv(path)
     series: dict[str, list] = {}
     for r in rows:
         series.setdefault(f"{r['switch']} -> {r['towards']}", []).append((_num(r["t_ns"]), _num(r["queue_bytes"])))
@@ -368,12 +369,12 @@ def queue_figure(run_dir: Path, top: int = 6):
 
 
 def rate_figure(run_dir: Path, top: int = 8):
-    """Pacing rate of the first flows over time (from traces_rate.csv)."""
-    path = run_dir / "traces_rate.csv"
-    if not path.is_file():
+    """Pacing rate of the first flows over time (the traces_rate table)."""
+    rows = _run_table(run_dir, "traces_rate")
+    if rows is None:
         return None
     series: dict[int, list] = {}
-    for r in _read_csv(path):
+    for r in rows:
         series.setdefault(int(r["flow_id"]), []).append((_num(r["t_ns"]), _num(r["rate_bps"])))
     if not series:
         return None
@@ -396,12 +397,9 @@ STATE_STYLE = {
 
 
 def timeline_figure(run_dir: Path, max_ranks: int = 64):
-    """Per rank, what it does through the run: compute, exposed communication, idle (from
-    timeline.csv); dashed lines mark iteration ends. Beyond max_ranks, evenly spaced ranks."""
-    path = run_dir / "timeline.csv"
-    if not path.is_file():
-        return None
-    rows = _read_csv(path)
+    """Per rank, what it does through the run: compute, exposed communication, idle (the
+    timeline table); dashed lines mark iteration ends. Beyond max_ranks, evenly spaced ranks."""
+    rows = _run_table(run_dir, "timeline")
     if not rows:
         return None
     hosts = sorted({int(r["host"]) for r in rows})
@@ -438,10 +436,7 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     """Per collective, one lane in launch order: left, when it ran in each iteration (start to
     finish), coloured by kind; right, its bus bandwidth (mean over iterations, error bars: the
     range over iterations)."""
-    path = run_dir / "collectives.csv"
-    if not path.is_file():
-        return None
-    rows = [r for r in _read_csv(path) if r["time_ns"] != ""]
+    rows = [r for r in _run_table(run_dir, "collectives") or [] if r["time_ns"] != ""]
     if not rows:
         return None
     first: dict[tuple, float] = {}
