@@ -520,11 +520,7 @@ def design_command(
         f"model time ({overlap}): designed {designed.predicted_s * 1e6:.3f} us, equal split "
         f"{equal.predicted_s * 1e6:.3f} us"
     )
-    for c in d.choice.candidates:
-        if c.measured_s is not None:
-            click.echo(f"packet level, {c.label}: {c.measured_s * 1e6:.3f} us")
-    click.echo(f"written: {d.choice.why}")
-    click.echo(f"{d.dest}  (run it: roce-emu run {d.dest})", err=True)
+    _echo_choice(d.choice, d.dest, 1e6, "us")
 
 
 def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite):
@@ -549,11 +545,19 @@ def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_
             f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
             f"{s.memory_bytes / GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
         )
-    for c in d.choice.candidates:
+    _echo_choice(d.choice, d.dest, 1e3, "ms")
+
+
+def _echo_choice(choice, dest: Path, scale: float, unit: str) -> None:
+    """The packet-level times of a design's candidates (with --verify), which one was written and why."""
+    for c in choice.candidates:
         if c.measured_s is not None:
-            click.echo(f"packet level, {c.label}: {c.measured_s * 1e3:.3f} ms (predicted {c.predicted_s * 1e3:.3f} ms)")
-    click.echo(f"written: {d.choice.why}")
-    click.echo(f"{d.dest}  (run it: roce-emu run {d.dest})", err=True)
+            click.echo(
+                f"packet level, {c.label}: {c.measured_s * scale:.3f} {unit} "
+                f"(predicted {c.predicted_s * scale:.3f} {unit})"
+            )
+    click.echo(f"written: {choice.why}")
+    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
 
 
 @main.group("import")
