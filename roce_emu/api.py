@@ -2,16 +2,20 @@
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
+from . import design as libra
+from . import parallel as comet
 from .config.cc_params import params_from_engine
 from .config import load_scenario
+from .config.load import validate_document
 from .config.schema import Scenario
 from .core.state import World
 from .errors import ScenarioError
 from .fabric.topology import Fabric
+from .importers.scenario_file import check_dest
 from .results.iteration import (
     TASK_COLUMNS,
     TIMELINE_COLUMNS,
@@ -23,7 +27,7 @@ from .results.iteration import (
     timeline_rows,
 )
 from .results.ns3_format import fct_text, pfc_text
-from .results.output import frame, write_run_dir
+from .results.output import frame, table_files, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
     FLOW_COLUMNS,
@@ -36,7 +40,7 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import accuracy_warnings, check_inputs
+from .run.inputs import accuracy_warnings, check_inputs, load_inputs
 from .run.invariants import engine_fault
 from .run.world import build_world
 from .workload import Workload, collective_flow_mask, ns_to_ps
@@ -104,8 +108,8 @@ def read_run(path: Path | str) -> RunDirectory:
     if not (path / "summary.json").is_file():
         raise ScenarioError(str(path), "", "not a run directory (no summary.json)")
     frames = {}
-    for table in sorted([*path.glob("*.csv"), *path.glob("*.parquet")]):
-        frames[table.stem] = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
+    for name, table in table_files(path).items():
+        frames[name] = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
     return RunDirectory(json.loads((path / "summary.json").read_text()), frames)
 
 
@@ -217,3 +221,177 @@ def run_scenario(
     write: bool = True,
 ) -> RunResult:
     return run(prepare(path, overrides), out, progress, slice_events, write)
+
+
+# ---- design: the candidates a model ranks, checked at packet level ------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """One design to choose from: a scenario document, the model's time for it and, once run at
+    packet level, the time measured (the first iteration's, else the last finish)."""
+
+    label: str  #: how the output names it, e.g. "rank 3 (tp 1, pp 2, dp 4, 8 micro-batches)"
+    doc: dict
+    predicted_s: float
+    measured_s: float | None = None
+
+
+@dataclass(frozen=True)
+class DesignChoice:
+    """The candidates in the model's order (the first is its best), which one to write, and why."""
+
+    candidates: list[Candidate]
+    chosen: Candidate
+    why: str
+
+
+def packet_level_s(doc: dict, source: str) -> float:
+    """Run a scenario document in memory (written nowhere): its first iteration's time, else
+    its last finish, in seconds."""
+    summary = run(prepare_scenario(validate_document(doc, source), source), write=False, progress=False).summary
+    times = summary.get("iteration_ns") or [summary["last_finish_ns"]]
+    return times[0] * 1e-9
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3f} us"
+
+
+def choose_design(candidates: list[Candidate], source: str, verify: bool) -> DesignChoice:
+    """The design to write: with ``verify``, every candidate runs at packet level and the
+    fastest there wins (the model's order breaks ties), since the model leaves contention out;
+    without, the model's best."""
+    best = candidates[0]
+    if not verify:
+        return DesignChoice(candidates, best, f"{best.label}, the fastest predicted (not run at packet level)")
+    measured = [replace(c, measured_s=packet_level_s(c.doc, source)) for c in candidates]
+    fastest = min(measured, key=lambda c: c.measured_s or 0.0)
+    n = len(measured)
+    if fastest is measured[0]:
+        why = f"{fastest.label}, the fastest predicted and the fastest of the {n} run at packet level"
+    else:
+        why = (
+            f"{fastest.label}, the fastest of the {n} run at packet level ({_fmt_s(fastest.measured_s or 0.0)} "
+            f"against {_fmt_s(measured[0].measured_s or 0.0)} for {measured[0].label}, the fastest predicted)"
+        )
+    return DesignChoice(measured, fastest, why)
+
+
+@dataclass
+class ParallelDesign:
+    """design --parallel: the splits that fit, fastest predicted first, and the one to write."""
+
+    scenario: Scenario
+    n_npus: int
+    device_memory_gb: float
+    searched: int  #: splits searched, fitting or not
+    fitting: list[comet.Strategy]
+    choice: DesignChoice
+    dest: Path  #: where the chosen scenario goes
+
+    @property
+    def chosen(self) -> comet.Strategy:
+        return self.fitting[[c.label for c in self.choice.candidates].index(self.choice.chosen.label)]
+
+    def about(self) -> list[str]:
+        """The written scenario's header: the search and the choice."""
+        s = self.chosen
+        return [
+            f"split searched for {self.n_npus} NPUs with {self.device_memory_gb:g} GiB each: tp {s.tp}, pp {s.pp}, "
+            f"dp {s.dp}, {s.micro_batches} micro-batches, predicted {s.predicted_s * 1e3:.3f} ms per iteration",
+            f"written: {self.choice.why}",
+        ]
+
+
+def split_label(rank: int, s: comet.Strategy) -> str:
+    return f"rank {rank} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches)"
+
+
+def design_parallel(
+    path: Path | str,
+    overrides: Sequence[str],
+    device_memory_gb: float,
+    verify_top: int = 0,
+    dest: Path | None = None,
+    overwrite: bool = False,
+) -> ParallelDesign:
+    """Rank the training model's tp x pp x dp splits that fit in ``device_memory_gb`` GiB per NPU
+    (parallel.search) and choose one (choose_design: with ``verify_top`` > 0, the fastest of
+    the best ``verify_top`` at packet level). ``dest`` (default NAME_parallel.yaml) is checked
+    before anything runs; the caller writes it. Raises ScenarioError for bad input, an existing
+    ``dest`` without ``overwrite``, or when no split fits."""
+    if not device_memory_gb > 0:
+        raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb} is not a positive memory size (GiB)")
+    inputs = load_inputs(path, list(overrides))
+    dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
+    check_dest(dest, overwrite)
+    ranked = comet.search(inputs.scenario, inputs.fabric, str(path))
+    fitting = [s for s in ranked if s.fits(device_memory_gb)]
+    if not fitting:
+        least = min(ranked, key=lambda s: s.memory_bytes)
+        raise ScenarioError(
+            "--device-memory-gb",
+            "",
+            f"{device_memory_gb:g} GiB: no split fits; the leanest "
+            f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
+            f"needs {least.memory_bytes / comet.GIB:.2f} GiB per NPU",
+        )
+    doc = inputs.scenario.model_dump(mode="json")
+    candidates = [
+        Candidate(split_label(i, s), comet.with_strategy(doc, inputs.scenario, s), s.predicted_s)
+        for i, s in enumerate(fitting[: max(verify_top, 1)], 1)
+    ]
+    choice = choose_design(candidates, str(path), verify_top > 0)
+    return ParallelDesign(inputs.scenario, inputs.fabric.n_hosts, device_memory_gb, len(ranked), fitting, choice, dest)
+
+
+@dataclass
+class RatesDesign:
+    """design (bandwidth): the model's rates, the equal split, a_d, and the rates to write."""
+
+    scenario: Scenario
+    best: libra.Design
+    bits: object  #: a_d, the bits per NPU on each dimension (numpy array)
+    equal_gbps: object  #: the equal split's rates (numpy array)
+    choice: DesignChoice
+    dest: Path  #: where the chosen scenario goes
+    budget: str  #: the budget as the output names it, "800 Gb/s" or "cost budget 3000"
+
+    def about(self) -> list[str]:
+        """The written scenario's header: the design and the choice."""
+        designed, equal = self.choice.candidates
+        return [
+            f"rates designed for {self.budget} per NPU, overlap {self.best.overlap}: model time "
+            f"{designed.predicted_s * 1e6:.3f} us (equal split {equal.predicted_s * 1e6:.3f} us)",
+            f"written: {self.choice.why}",
+        ]
+
+
+def design_rates(
+    path: Path | str,
+    overrides: Sequence[str],
+    budget_gbps: float | None,
+    overlap: str = "max",
+    costs: list[float] | None = None,
+    cost_budget: float | None = None,
+    verify: bool = False,
+    dest: Path | None = None,
+    overwrite: bool = False,
+) -> RatesDesign:
+    """Split each NPU's bandwidth budget across a multi_dim fabric's dimensions (design.design)
+    and choose between the designed rates and an equal split (choose_design: with ``verify``,
+    the faster at packet level; else the designed). ``dest`` (default NAME_design.yaml) is
+    checked before anything runs; the caller writes it. Raises ScenarioError for bad input or
+    an existing ``dest`` without ``overwrite``."""
+    inputs = load_inputs(path, list(overrides))
+    dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_design.yaml")
+    check_dest(dest, overwrite)
+    best, a = libra.design(inputs.scenario, inputs.workload, str(path), budget_gbps or 0.0, overlap, costs, cost_budget)
+    equal = libra.equal_split(best.weights, best.budget)
+    doc = inputs.scenario.model_dump(mode="json")
+    candidates = [
+        Candidate(label, libra.with_rates(doc, rates), libra.model_time(a, rates, overlap))
+        for label, rates in (("designed", best.rates_gbps), ("equal split", equal))
+    ]
+    budget = f"cost budget {cost_budget:g}" if costs is not None else f"{budget_gbps:g} Gb/s"
+    choice = choose_design(candidates, str(path), verify)
+    return RatesDesign(inputs.scenario, best, a, equal, choice, dest, budget)

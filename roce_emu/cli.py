@@ -493,9 +493,9 @@ def design_command(
     if parallel:
         _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite)
         return
-    from . import design as libra
+    from . import api
+    from .design import links_per_npu
     from .importers.scenario_file import write_scenario
-    from .run.inputs import load_inputs
 
     try:
         cost_list = None
@@ -504,98 +504,60 @@ def design_command(
                 cost_list = [float(c) for c in costs.split(",")]
             except ValueError:
                 raise ScenarioError("--cost", costs, "expected numbers separated by commas, e.g. 1,4") from None
-        inputs = load_inputs(scenario, list(overrides))
-        best, a = libra.design(inputs.scenario, inputs.workload, scenario, budget_gbps, overlap, cost_list, cost_budget)
-        equal = libra.equal_split(best.weights, best.budget)
-        doc = libra.with_rates(inputs.scenario.model_dump(mode="json"), best.rates_gbps)
-        dest = out if out is not None else Path(f"{inputs.scenario.name}_design.yaml")
-        note = [
-            f"rates designed for {'cost budget ' + str(cost_budget) if cost_list else f'{budget_gbps:g} Gb/s'} "
-            f"per NPU, overlap {overlap}: model time {best.time_s * 1e6:.3f} us (equal split "
-            f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us)"
-        ]
-        write_scenario(doc, dest, [scenario], note, overwrite)
+        d = api.design_rates(scenario, overrides, budget_gbps, overlap, cost_list, cost_budget, verify, out, overwrite)
+        write_scenario(d.choice.chosen.doc, d.dest, [scenario], [], overwrite, d.about())
     except ScenarioError as err:
         _fail_input(err)
+    designed, equal = d.choice.candidates
     click.echo("| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |")
     click.echo("|---|---|---|---|---|---|---|")
-    for d, (dim, rate, eq, bits) in enumerate(zip(inputs.scenario.topology.dims, best.rates_gbps, equal, a)):
+    for i, (dim, rate, eq, bits) in enumerate(zip(d.scenario.topology.dims, d.best.rates_gbps, d.equal_gbps, d.bits)):
         click.echo(
-            f"| {d} | {dim.kind} | {dim.size} | {libra.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
+            f"| {i} | {dim.kind} | {dim.size} | {links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
             f"{eq:.3f} | {bits:.4g} |"
         )
     click.echo(
-        f"model time ({overlap}): designed {best.time_s * 1e6:.3f} us, equal split "
-        f"{libra.model_time(a, equal, overlap) * 1e6:.3f} us"
+        f"model time ({overlap}): designed {designed.predicted_s * 1e6:.3f} us, equal split "
+        f"{equal.predicted_s * 1e6:.3f} us"
     )
-    if verify:
-        for label, rates in (("designed", best.rates_gbps), ("equal split", equal)):
-            summary = _packet_level(libra.with_rates(doc, rates), dest)
-            times = summary.get("iteration_ns") or [summary["last_finish_ns"]]
-            click.echo(f"packet level, {label}: {times[0] / 1e3:.3f} us")
-    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+    _echo_choice(d.choice, d.dest, 1e6, "us")
 
 
 def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite):
-    from . import parallel as comet
+    from . import api
     from .importers.scenario_file import write_scenario
-    from .run.inputs import load_inputs
+    from .parallel import GIB
 
     try:
-        if not device_memory_gb > 0:
-            raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb} is not a positive memory size (GiB)")
-        inputs = load_inputs(scenario, list(overrides))
-        fabric = inputs.fabric
-        ranked = comet.search(inputs.scenario, fabric, scenario)
-        fitting = [s for s in ranked if s.fits(device_memory_gb)]
-        if not fitting:
-            least = min(ranked, key=lambda s: s.memory_bytes)
-            raise ScenarioError(
-                "--device-memory-gb",
-                "",
-                f"{device_memory_gb:g} GiB: no split fits; the leanest "
-                f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
-                f"needs {least.memory_bytes / comet.GIB:.2f} GiB per NPU",
-            )
-        best = fitting[0]
-        doc = comet.with_strategy(inputs.scenario.model_dump(mode="json"), inputs.scenario, best)
-        dest = out if out is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
-        note = [
-            f"split searched for {fabric.n_hosts} NPUs with {device_memory_gb:g} GiB each: tp {best.tp}, "
-            f"pp {best.pp}, dp {best.dp}, {best.micro_batches} micro-batches, predicted "
-            f"{best.predicted_s * 1e3:.3f} ms per iteration"
-        ]
-        write_scenario(doc, dest, [scenario], note, overwrite)
+        d = api.design_parallel(scenario, overrides, device_memory_gb, verify_top if verify else 0, out, overwrite)
+        write_scenario(d.choice.chosen.doc, d.dest, [scenario], [], overwrite, d.about())
     except ScenarioError as err:
         _fail_input(err)
+    first = d.fitting[0]
     click.echo(
-        f"{len(fitting)} of {len(ranked)} splits fit in {device_memory_gb:g} GiB per NPU "
-        f"(global batch {best.batch_per_rank * best.dp}); the fastest predicted:"
+        f"{len(d.fitting)} of {d.searched} splits fit in {device_memory_gb:g} GiB per NPU "
+        f"(global batch {first.batch_per_rank * first.dp}); the fastest predicted:"
     )
     click.echo("| rank | tp | pp | dp | micro-batches | batch per replica | memory GiB | predicted ms |")
     click.echo("|---|---|---|---|---|---|---|---|")
-    for i, s in enumerate(fitting[:top], 1):
+    for i, s in enumerate(d.fitting[:top], 1):
         click.echo(
             f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
-            f"{s.memory_bytes / comet.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
+            f"{s.memory_bytes / GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
         )
-    if verify:
-        for i, s in enumerate(fitting[:verify_top], 1):
-            summary = _packet_level(comet.with_strategy(doc, inputs.scenario, s), dest)
+    _echo_choice(d.choice, d.dest, 1e3, "ms")
+
+
+def _echo_choice(choice, dest: Path, scale: float, unit: str) -> None:
+    """The packet-level times of a design's candidates (with --verify), which one was written and why."""
+    for c in choice.candidates:
+        if c.measured_s is not None:
             click.echo(
-                f"packet level, rank {i} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches): "
-                f"{summary['iteration_ns'][0] / 1e6:.3f} ms (predicted {s.predicted_s * 1e3:.3f} ms)"
+                f"packet level, {c.label}: {c.measured_s * scale:.3f} {unit} "
+                f"(predicted {c.predicted_s * scale:.3f} {unit})"
             )
+    click.echo(f"written: {choice.why}")
     click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
-
-
-def _packet_level(doc: dict, dest: Path) -> dict:
-    """Run a designed scenario document in memory (written nowhere); its summary."""
-    from . import api
-    from .config.load import validate_document
-
-    sc = validate_document(doc, str(dest))
-    return api.run(api.prepare_scenario(sc, str(dest)), write=False, progress=False).summary
 
 
 @main.group("import")

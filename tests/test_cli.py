@@ -121,9 +121,32 @@ def test_topo_summary_of_a_k4_fat_tree(tmp_path):
 
 
 def test_topo_draws_a_multi_dim_fabric_with_its_dimension_switches(tmp_path):
-    """Each dimension switch is drawn beside the NPUs it joins (it has no grid place: this
-    was a KeyError 'coord' traceback)."""
-    p = cli("topo", SCEN / "allreduce_multi_dim.yaml", "--draw", tmp_path / "md.png")
+    """The shipped 4 x 4 multi_dim (dimension 0 a ring, dimension 1 a switch per row): each
+    dimension switch stands in a column of its own right of every router, at the height of the
+    row of NPUs it joins, in order; with the dimensions swapped, in a row of its own below
+    them, under its column. The command draws it (this was a KeyError 'coord' traceback)."""
+    from roce_emu.config import load_scenario
+    from roce_emu.fabric.summary import dimension_switches, layout
+    from roce_emu.fabric.topology import build_fabric
+
+    path = SCEN / "allreduce_multi_dim.yaml"
+    for swapped in (False, True):
+        sets = ["topology.dims.0.kind=switch", "topology.dims.1.kind=ring"] if swapped else []
+        fabric = build_fabric(load_scenario(path, sets).topology)
+        pos = layout(fabric)
+        hubs = dimension_switches(fabric)
+        routers = [n for n in range(fabric.n_endpoints, fabric.n_nodes) if n not in hubs]
+        assert len(hubs) == 4 and len(routers) == 16
+        across, along = (0, 1) if swapped else (1, 0)  # the position axis that tells hubs apart, the one they share
+        beyond = min if swapped else max
+        edge = beyond(pos[r][along] for r in routers)
+        for hub in hubs:
+            joined = list(fabric.graph.neighbors(hub))
+            assert {pos[m][across] for m in joined} == {pos[hub][across]}, "level with the NPUs it joins"
+            assert (pos[hub][along] < edge) if swapped else (pos[hub][along] > edge), "outside the router grid"
+        assert len({pos[h][along] for h in hubs}) == 1, "one column (row) for all"
+        assert len({pos[h][across] for h in hubs}) == 4
+    p = cli("topo", path, "--draw", tmp_path / "md.png")
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert (tmp_path / "md.png").stat().st_size > 1000
 

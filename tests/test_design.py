@@ -106,6 +106,31 @@ def test_command_writes_the_designed_scenario(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cost" in bad.stderr
 
 
+def test_verify_writes_the_rates_faster_at_packet_level(tmp_path, monkeypatch):
+    """design --verify writes whichever of the designed rates and the equal split ran faster at
+    packet level, and says so. The packet-level times are stood in for (the equal split
+    faster) so that the choice, not the engine, is under test."""
+    from click.testing import CliRunner
+
+    from roce_emu import api
+    from roce_emu.cli import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(two_dim().model_dump(mode="json")))
+    measured = iter([2.0e-4, 1.5e-4])  # designed, equal split
+    monkeypatch.setattr(api, "packet_level_s", lambda doc, source: next(measured))
+    out = tmp_path / "d.yaml"
+    p = CliRunner().invoke(main, ["design", str(path), "--budget-gbps", "400", "--verify", "-o", str(out)])
+    assert p.exit_code == 0, p.output
+    why = "written: equal split, the fastest of the 2 run at packet level (150.000 us against 200.000 us for designed"
+    assert why in p.stdout and f"# {why}" in out.read_text()
+    best, _ = design_of(two_dim())
+    equal = libra.equal_split(best.weights, best.budget)
+    rates = [d["rate_gbps"] for d in yaml.safe_load(out.read_text())["topology"]["dims"]]
+    assert rates == pytest.approx(list(equal))
+    assert rates != pytest.approx(list(best.rates_gbps))
+
+
 def test_bad_design_input():
     with pytest.raises(ScenarioError, match="allowed: multi_dim"):
         design_of(

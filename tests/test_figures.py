@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from matplotlib.container import ErrorbarContainer
 
 from conftest import scenario
 from roce_emu.api import prepare_scenario, run
@@ -45,17 +46,20 @@ def training_dir(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("run") / "r"
+def _traced_run(out: Path, fmt: str = "csv") -> Path:
     sc = scenario(
         topology={"kind": "single_switch", "hosts": 5},
         network={"cc": {"algorithm": "dcqcn"}},
         workload={"flows": [{"src": s, "dst": 0, "bytes": 100_000 * s} for s in range(1, 5)]},
-        output={"traces": ["rate", "queue"], "trace_interval_ns": 2000},
+        output={"traces": ["rate", "queue"], "trace_interval_ns": 2000, "format": fmt},
     )
     run(prepare_scenario(sc), out, progress=False)
     return out
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return _traced_run(tmp_path_factory.mktemp("run") / "r")
 
 
 def _check(fig):
@@ -130,6 +134,27 @@ def test_plot_command_and_scripts(sweep_dir, run_dir, tmp_path):
     assert p.returncode == 2 and "neither a run directory" in p.stderr
 
 
+def test_plot_reads_a_parquet_run_like_a_csv_one(run_dir, tmp_path):
+    """output.format parquet: the same figures with the same data as the CSV run, and the plot command works."""
+    pytest.importorskip("pyarrow")
+    parquet = _traced_run(tmp_path / "pq", "parquet")
+    assert not list(parquet.glob("*.csv")) and (parquet / "flows.parquet").is_file()
+    from_csv, from_parquet = figures_for(run_dir), figures_for(parquet)
+    assert set(from_parquet) == set(from_csv) == EXPECTED["run"]
+    for name in from_csv:
+        for a, b in zip(from_csv[name].axes, from_parquet[name].axes):
+            assert len(a.lines) == len(b.lines) > 0, name
+            for la, lb in zip(a.lines, b.lines):
+                assert la.get_label() == lb.get_label()
+                assert list(la.get_xdata()) == pytest.approx(list(lb.get_xdata()))
+                assert list(la.get_ydata()) == pytest.approx(list(lb.get_ydata()))
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "plot", str(parquet)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+    assert p.returncode == 0, p.stderr
+    assert (parquet / "plots" / "fct_slowdown.png").stat().st_size > 1000
+
+
 def test_policy_ratios_sit_on_an_axis_around_one_with_error_bars_over_seeds(sweep_dir):
     """Issue 13: a few percent must show, so the axis is not pinned at 0, and repeated points
     carry error bars."""
@@ -144,13 +169,69 @@ def test_policy_ratios_sit_on_an_axis_around_one_with_error_bars_over_seeds(swee
     labels = ax.get_legend_handles_labels()[1] or [t.get_text() for t in fig.legends[0].get_texts()]
     assert "PFC only" not in labels, "PFC only is the baseline line at 1, not a bar"
     assert "2 seeds" in ax.get_ylabel()
-    bars = [c for c in ax.containers if hasattr(c, "errorbar")]
-    assert bars and all(c.errorbar is not None for c in bars)
+    dots = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert dots and all(c.has_yerr for c in dots)
     with open(sweep_dir / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len({r["seed"] for r in rows}) == 2
-    tops = sorted(rect.get_y() + rect.get_height() for c in bars for rect in c.patches)
-    assert all(low <= t <= high for t in tops)
+    values = [y for c in dots for y in c.lines[0].get_ydata()]
+    assert all(low <= y <= high for y in values)
+
+
+def _fake_sweep(directory: Path, times: dict[str, float], counts: int = 0) -> Path:
+    """A results.csv of one point per policy (one seed), its iteration time and counts given."""
+    directory.mkdir()
+    columns = ["point", "network.cc.algorithm", "scenario", "status", "topology", "cc_algorithm"]
+    columns += ["mean_iteration_ns", "last_finish_ns", "pfc_pauses_sent", "ecn_marks"]
+    lines = [",".join(columns)]
+    for i, (policy, t) in enumerate(times.items()):
+        lines.append(f"p{i},{policy},s,finished,single_switch,{policy},{t},{t},{counts},{counts}")
+    (directory / "results.csv").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+def test_policy_time_shows_every_policy_with_its_label_inside_the_axes(tmp_path):
+    """A ratio of exactly 1.00 (DCQCN here) is a visible mark, one below 1 (HPCC) too, every
+    policy in the legend has one, and every value label lies inside the axes. The data come
+    from policy_time_table, the drawing from draw_policy_time."""
+    from roce_emu.results.figures import draw_policy_time, policy_time_table
+
+    sweep = _fake_sweep(tmp_path / "sw", {"none": 1000.0, "dcqcn": 1000.0, "hpcc": 900.0, "timely": 1200.0})
+    table = policy_time_table(sweep)
+    assert [(r["policy"], r["ratio"]) for r in table.records] == [
+        ("dcqcn", 1.0),
+        ("hpcc", pytest.approx(0.9)),
+        ("timely", pytest.approx(1.2)),
+    ]
+    fig = draw_policy_time(table)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["DCQCN", "HPCC", "TIMELY"]
+    marks = {c.get_label(): c.lines[0] for c in ax.containers if isinstance(c, ErrorbarContainer)}
+    for label, ratio in zip(legend, (1.0, 0.9, 1.2)):
+        line = marks[label]
+        assert line.get_marker() not in (None, "", "None") and line.get_markersize() > 0 and line.get_visible()
+        assert list(line.get_ydata()) == [pytest.approx(ratio)] and low < ratio < high
+    box = ax.get_window_extent()
+    texts = [t for t in ax.texts if t.get_text()]
+    assert sorted(t.get_text() for t in texts) == ["0.90", "1.00", "1.20"]
+    for text in texts:
+        extent = text.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1, text
+
+
+def test_pauses_and_marks_count_from_zero_when_every_count_is_zero(tmp_path):
+    from roce_emu.results.figures import pauses_marks_figure
+
+    fig = pauses_marks_figure(_fake_sweep(tmp_path / "sw", {"none": 1.0, "dcqcn": 1.0}))
+    fig.canvas.draw()
+    for ax in fig.axes:
+        low, high = ax.get_ylim()
+        assert low == 0 and high > 0
+        assert all(tick >= 0 for tick in ax.get_yticks() if low <= tick <= high)
+        assert [t.get_text() for t in ax.texts] == ["0", "0"]
 
 
 def test_the_rank_timeline_tiles_every_iteration(training_dir):

@@ -656,6 +656,38 @@ def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     assert p.returncode == 0 and p.stderr.startswith("warning: sim.fast_forward: on with a ring of 24 ranks"), p.stderr
 
 
+SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize(
+    "name, warned",
+    [
+        ("training_resnet50", True),  # measured +0.73 % and +1.11 % per iteration
+        ("training_dlrm", True),  # +2.5 % and +5.2 %
+        ("allreduce_in_network", False),  # the rest within 0.1 % (docs/fast_forward.md, "Accuracy")
+        ("allreduce_multi_dim", False),
+        ("cc_dcqcn", False),
+        ("fat_tree_permutation", False),
+        ("single_flow", False),
+        ("incast", False),
+    ],
+)
+def test_on_warns_for_the_shipped_scenarios_it_misses_by_more_than_1_percent(name, warned):
+    """`run` and `validate` share accuracy_warnings: with fast_forward on it warns for a training
+    workload, and not where benchmarks/fast_forward_accuracy.py measured trains within 1 %."""
+    p = subprocess.run(
+        [sys.executable, "-m", "roce_emu", "validate", str(SHIPPED / f"{name}.yaml"), "--set", "sim.fast_forward=on"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    expected = "warning: sim.fast_forward: on with a training workload: packet trains have been measured more than 1 %"
+    assert (expected in p.stderr) == warned, p.stderr
+    assert warned or "warning" not in p.stderr
+    assert "docs/fast_forward.md" in p.stderr or not warned
+
+
 @pytest.mark.parametrize("algorithm", sorted(BY_NAME))
 def test_on_says_when_it_sends_no_trains(algorithm):
     """A windowed algorithm (HPCC, DCTCP: the registry's ``windowed``) sends no trains, and a

@@ -79,6 +79,60 @@ def wrap_links(fabric: Fabric) -> set[tuple[int, int]]:
     return out
 
 
+def layout(fabric: Fabric) -> dict:
+    """Where draw puts each node: {node: (x, y)}. A grid (torus, mesh, multi_dim of two
+    dimensions) puts its routers at (2 x coord[1], -2 x coord[0]), a ring around a circle, and
+    each host below-right of its router. A multi_dim's dimension switch, which has no grid
+    place, gets its own column right of the grid (one switch per row, at its row's height) or
+    its own row below it (one per column), whichever its NPUs line up in; a ring's sits at the
+    circle's centre. Other fabrics are drawn by layer."""
+    g = fabric.graph
+    if not (fabric.dims and len(fabric.dims) <= 2):
+        return nx.multipartite_layout(g, subset_key="layer", align="horizontal")
+    pos = {}
+    dims = fabric.dims if len(fabric.dims) == 2 else (fabric.dims[0], 1)
+    hubs = []  # multi_dim's dimension switches
+    for n in range(fabric.n_endpoints, fabric.n_nodes):
+        coord = g.nodes[n].get("coord")
+        if coord is None:
+            hubs.append(n)
+            continue
+        if len(fabric.dims) == 1:  # a ring: around a circle
+            angle = np.pi / 2 - 2 * np.pi * coord[0] / fabric.dims[0]
+            pos[n] = (2.0 * np.cos(angle) * fabric.dims[0] / 4, 2.0 * np.sin(angle) * fabric.dims[0] / 4)
+            continue
+        pos[n] = (coord[1] * 2.0, -coord[0] * 2.0)
+    if pos:
+        right = max(x for x, _ in pos.values()) + 2.0
+        below = min(y for _, y in pos.values()) - 2.0
+    for n in hubs:
+        joined = [m for m in g.neighbors(n) if m in pos]
+        xs, ys = zip(*(pos[m] for m in joined))
+        spans = {d for d in range(len(fabric.dims)) if len({g.nodes[m]["coord"][d] for m in joined}) > 1}
+        if len(fabric.dims) == 1:
+            pos[n] = (0.0, 0.0)
+        elif spans == {1}:  # its NPUs share a row: in the column right of the grid
+            pos[n] = (right, float(np.mean(ys)))
+        elif spans == {0}:  # they share a column: in the row below the grid
+            pos[n] = (float(np.mean(xs)), below)
+        else:
+            pos[n] = (float(np.mean(xs)) + 0.7, float(np.mean(ys)) + 0.7)
+    for h in range(fabric.n_hosts):
+        x, y = pos[fabric.host_attachment(h)]
+        pos[h] = (x + 0.6, y - 0.6 - 0.3 * (h % max(1, fabric.n_hosts // (dims[0] * dims[1]))))
+    for io in range(fabric.n_hosts, fabric.n_endpoints):  # I/O controllers: on the other side
+        x, y = pos[fabric.host_attachment(io)]
+        pos[io] = (x - 0.6, y + 0.6)
+    return pos
+
+
+def dimension_switches(fabric: Fabric) -> list[int]:
+    """A multi_dim fabric's dimension switches: the switches without grid coordinates."""
+    if not fabric.dims:
+        return []
+    return [n for n in range(fabric.n_endpoints, fabric.n_nodes) if fabric.graph.nodes[n].get("coord") is None]
+
+
 def draw(fabric: Fabric, path: Path) -> None:
     import matplotlib
 
@@ -86,37 +140,29 @@ def draw(fabric: Fabric, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     g = fabric.graph
-    if fabric.dims and len(fabric.dims) <= 2:
-        pos = {}
-        dims = fabric.dims if len(fabric.dims) == 2 else (fabric.dims[0], 1)
-        hubs = []  # multi_dim's dimension switches: no grid place of their own
-        for n in range(fabric.n_endpoints, fabric.n_nodes):
-            coord = g.nodes[n].get("coord")
-            if coord is None:
-                hubs.append(n)
-                continue
-            if len(fabric.dims) == 1:  # a ring: around a circle
-                angle = np.pi / 2 - 2 * np.pi * coord[0] / fabric.dims[0]
-                pos[n] = (2.0 * np.cos(angle) * fabric.dims[0] / 4, 2.0 * np.sin(angle) * fabric.dims[0] / 4)
-                continue
-            pos[n] = (coord[1] * 2.0, -coord[0] * 2.0)
-        for n in hubs:  # beside the middle of the NPUs it joins
-            xs, ys = zip(*(pos[m] for m in g.neighbors(n) if m in pos))
-            pos[n] = (sum(xs) / len(xs) + 0.7, sum(ys) / len(ys) + 0.7)
-        for h in range(fabric.n_hosts):
-            x, y = pos[fabric.host_attachment(h)]
-            pos[h] = (x + 0.6, y - 0.6 - 0.3 * (h % max(1, fabric.n_hosts // (dims[0] * dims[1]))))
-        for io in range(fabric.n_hosts, fabric.n_endpoints):  # I/O controllers: on the other side
-            x, y = pos[fabric.host_attachment(io)]
-            pos[io] = (x - 0.6, y + 0.6)
-    else:
-        pos = nx.multipartite_layout(g, subset_key="layer", align="horizontal")
+    pos = layout(fabric)
     fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes**0.5 * 1.2), 4.0))
     hosts = list(range(fabric.n_hosts))
-    switches = list(range(fabric.n_endpoints, fabric.n_nodes))
+    hubs = dimension_switches(fabric)
+    switches = [n for n in range(fabric.n_endpoints, fabric.n_nodes) if n not in hubs]
     wrap = wrap_links(fabric)
-    straight = [e for e in g.edges() if e not in wrap and (e[1], e[0]) not in wrap]
+    fans = [(h, m) for h in hubs for m in g.neighbors(h)]  # a dimension switch's links to its NPUs
+    straight = [e for e in g.edges() if e not in wrap and (e[1], e[0]) not in wrap and not set(e) & set(hubs)]
     nx.draw_networkx_edges(g, pos, edgelist=straight, ax=ax, width=0.6, alpha=0.6)
+    if fans:  # arcs, since a switch's NPUs line up with it and straight links would lie on each other
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            edgelist=fans,
+            ax=ax,
+            width=0.6,
+            alpha=0.6,
+            edge_color="#aa3377",
+            arrows=True,
+            arrowstyle="-",
+            connectionstyle="arc3,rad=0.15",
+            node_size=120,
+        )
     if wrap:  # arcs bulging away from the grid, so they are not hidden behind their row or column
         centre = np.mean([pos[n] for n in range(fabric.n_endpoints, fabric.n_nodes)], axis=0)
         outward = []
@@ -143,6 +189,17 @@ def draw(fabric: Fabric, path: Path) -> None:
     nx.draw_networkx_nodes(
         g, pos, nodelist=switches, node_shape="s", node_size=120, node_color="#4477aa", ax=ax, label="switch"
     )
+    if hubs:
+        nx.draw_networkx_nodes(
+            g,
+            pos,
+            nodelist=hubs,
+            node_shape="s",
+            node_size=120,
+            node_color="#aa3377",
+            ax=ax,
+            label="dimension switch",
+        )
     nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=40, node_color="#ee6677", ax=ax, label="host")
     io_nodes = list(range(fabric.n_hosts, fabric.n_hosts + fabric.n_io))
     if io_nodes:

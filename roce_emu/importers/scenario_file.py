@@ -3,6 +3,7 @@ not carried over, atomically (a reader never sees half a file), never over a fil
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -11,12 +12,22 @@ from ..config.load import validate_document
 from ..errors import ScenarioError
 
 
-def write_scenario(doc: dict, dest: Path, sources: list[str], notes: list[str], overwrite: bool = False) -> Path:
-    dest = Path(dest)
-    if dest.exists() and not overwrite:
+def check_dest(dest: Path, overwrite: bool = False) -> None:
+    """Refuse to replace a file unless asked (checked before any simulation, and again on writing)."""
+    if Path(dest).exists() and not overwrite:
         raise ScenarioError(str(dest), "", "exists: add --overwrite to replace it, or give --out another path")
+
+
+def write_scenario(
+    doc: dict, dest: Path, sources: list[str], notes: list[str], overwrite: bool = False, about: Sequence[str] = ()
+) -> Path:
+    """Write ``doc`` with a header naming its sources, then the ``about`` lines (what the file is,
+    e.g. which design was chosen and why), then the ``notes`` (what was not carried over)."""
+    dest = Path(dest)
+    check_dest(dest, overwrite)
     validate_document(doc, str(dest))  # an importer's bug must not reach the user's disk
-    header = [f"# Imported by roce-emu from {', '.join(sources)}."]
+    header = [f"# {'Written' if about else 'Imported'} by roce-emu from {', '.join(sources)}."]
+    header += [f"# {line}" for line in about]
     if notes:
         header.append("# Not carried over:")
         header += [f"#   - {n}" for n in notes]

@@ -1,4 +1,5 @@
-"""The standard figures, from run and sweep directories only (never the engine).
+"""The standard figures, from run and sweep directories only (never the engine); a run's tables
+may be CSV or Parquet (output.format).
 
 Each ``*_figure`` function returns a matplotlib Figure (or None when the directory lacks the
 data); ``save`` writes it as PDF and PNG with reproducible bytes. ``figures_for`` picks every
@@ -8,6 +9,7 @@ there is more than one series, a colour-blind-safe cycle, no TeX needed.
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +17,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
+from .output import read_table, table_files  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -42,11 +46,11 @@ POLICY_ORDER = [a.name for a in ALGORITHMS]
 POLICY_LABEL = {a.name: a.label for a in ALGORITHMS}
 
 
-def _read_csv(path: Path):
-    import csv
-
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
+def _run_table(run_dir: Path, name: str) -> list[dict] | None:
+    """A run's table by name ("flows", "traces_queue", ...) as rows, written as CSV or Parquet;
+    None when the run has no such table."""
+    path = table_files(run_dir).get(name)
+    return None if path is None else read_table(path)
 
 
 def _num(value, default=np.nan) -> float:
@@ -138,89 +142,115 @@ def _topology_labels(rows) -> dict:
     return labels
 
 
-def policy_time_figure(sweep_dir: Path):
-    """Time per congestion-control policy per topology as a ratio to PFC only (the same other
-    swept values and seed), on an axis around 1 so that a few percent show; bars start at 1,
-    carry their value, and have error bars (one standard deviation over seeds) where a sweep
-    repeats points. One panel per workload-like swept value."""
-    rows = [r for r in _read_csv(sweep_dir / "results.csv") if r.get("status") == "finished"]
+@dataclass
+class PolicyTimes:
+    """A sweep's time per policy as a ratio to PFC only (the same other swept values and seed):
+    one record per panel, topology and policy with the mean and sample s.d. over seeds."""
+
+    records: list[dict]  #: {"panel", "topology", "policy", "ratio", "sd"}
+    metric: str  #: "iteration time" or "completion time"
+    panel_keys: list[str]  #: the swept keys a panel stands for (workload-like ones)
+    panels: list[tuple]
+    topologies: list[str]
+    policies: list[str]  #: congestion-control policies other than the baseline, in registry order
+    seeds: int  #: the most seeds of any (panel, topology, policy)
+
+
+def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
+    """The data of the policy_time figure from results.csv (None without finished points or a
+    cc_algorithm column)."""
+    rows = [r for r in read_table(sweep_dir / "results.csv") if r.get("status") == "finished"]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
-    column, label = _time_metric(rows)
+    column, metric = _time_metric(rows)
     swept = _swept(rows)
     others = _panel_keys(rows)
-    baseline = {}
-    for r in rows:
-        if r["cc_algorithm"] == "none":
-            baseline[tuple(r[k] for k in swept if k != "network.cc.algorithm")] = _num(r[column])
-    for r in rows:
-        base = baseline.get(tuple(r[k] for k in swept if k != "network.cc.algorithm"))
-        r["_ratio"] = _num(r[column]) / base if base else np.nan
-    panels = sorted({tuple(r[k] for k in others) for r in rows})
+
+    def same_but_policy(r) -> tuple:
+        return tuple(r[k] for k in swept if k != "network.cc.algorithm")
+
+    baseline = {same_but_policy(r): _num(r[column]) for r in rows if r["cc_algorithm"] == "none"}
     fabric = _topology_labels(rows)
-    topologies = sorted(set(fabric.values()))
+    groups: dict[tuple, list[float]] = {}  # (panel, topology, policy) -> the ratio of each seed
+    for r in rows:
+        base = baseline.get(same_but_policy(r))
+        ratio = _num(r[column]) / base if base else np.nan
+        groups.setdefault((tuple(r[k] for k in others), fabric[r["point"]], r["cc_algorithm"]), []).append(ratio)
     policies = [p for p in _policies(rows) if p != "none"] or _policies(rows)
-    seeds = max(
-        len(
-            {
-                r.get("seed", "")
-                for r in rows
-                if fabric[r["point"]] == topo and r["cc_algorithm"] == p and tuple(r[k] for k in others) == panel
-            }
-        )
-        for topo in topologies
-        for p in policies
-        for panel in panels
+    records = []
+    for (panel, topology, policy), ratios in sorted(groups.items()):
+        if policy in policies:
+            mean, sd = _spread(ratios)
+            records.append({"panel": panel, "topology": topology, "policy": policy, "ratio": mean, "sd": sd})
+    return PolicyTimes(
+        records,
+        metric,
+        others,
+        sorted({g[0] for g in groups}),
+        sorted(set(fabric.values())),
+        policies,
+        max(len(v) for k, v in groups.items() if k[2] in policies),
     )
+
+
+def policy_time_figure(sweep_dir: Path):
+    """Time per congestion-control policy per topology as a ratio to PFC only (the line at 1),
+    drawn as dots with their value (bars would start at an arbitrary baseline on an axis that
+    does not start at 0, and a ratio of 1.00 would vanish), with error bars (one standard
+    deviation over seeds) where a sweep repeats points. One panel per workload-like swept value."""
+    table = policy_time_table(sweep_dir)
+    return None if table is None else draw_policy_time(table)
+
+
+def draw_policy_time(table: PolicyTimes):
+    """The policy_time figure of a PolicyTimes table; the value labels sit inside the axes."""
+    panels, topologies, policies = table.panels, table.topologies, table.policies
+    colors = STYLE["axes.prop_cycle"].by_key()["color"]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.8 * len(panels)), 3.8), squeeze=False, sharey=True)
-        width = 0.8 / len(policies)
-        colors = STYLE["axes.prop_cycle"].by_key()["color"]
+        step = 0.8 / len(policies)
         extremes = [1.0]
         for ax, panel in zip(axes[0], panels):
-            mine = [r for r in rows if tuple(r[k] for k in others) == panel]
+            ax.axhline(1.0, color="0.2", lw=0.9)
             for i, policy in enumerate(policies):
-                stats = [
-                    _spread([r["_ratio"] for r in mine if fabric[r["point"]] == topo and r["cc_algorithm"] == policy])
-                    for topo in topologies
-                ]
-                mean = np.array([m for m, _ in stats])
-                err = np.array([e for _, e in stats])
-                x = np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * width
-                ax.bar(
+                mine = {r["topology"]: r for r in table.records if r["panel"] == panel and r["policy"] == policy}
+                x = np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * step
+                mean = np.array([mine[t]["ratio"] if t in mine else np.nan for t in topologies])
+                err = np.array([mine[t]["sd"] if t in mine else 0.0 for t in topologies])
+                ax.errorbar(
                     x,
-                    mean - 1.0,
-                    width,
-                    bottom=1.0,
+                    mean,
+                    yerr=err if table.seeds > 1 else None,
+                    fmt="o",
+                    markersize=5,
                     color=colors[(POLICY_ORDER.index(policy) if policy in POLICY_ORDER else i) % len(colors)],
                     label=POLICY_LABEL.get(policy, policy),
-                    yerr=err if seeds > 1 else None,
                     capsize=2,
-                    error_kw={"lw": 0.8},
+                    elinewidth=0.8,
                 )
                 for xi, m, e in zip(x, mean, err):
                     if m == m:
                         extremes += [m - e, m + e]
                         ax.annotate(
                             f"{m:.2f}",
-                            (xi, m + (e if m >= 1 else -e)),
-                            xytext=(0, 2 if m >= 1 else -2),
+                            (xi, m + e),
+                            xytext=(0, 4),
                             textcoords="offset points",
                             ha="center",
-                            va="bottom" if m >= 1 else "top",
+                            va="bottom",
                             fontsize=6,
                             rotation=90,
                         )
-            ax.axhline(1.0, color="0.2", lw=0.9)
             ax.set_xticks(np.arange(len(topologies)), topologies)
+            ax.set_xlim(-0.6, len(topologies) - 0.4)
             ax.set_xlabel("topology (fabric)")
             if panel:
-                ax.set_title(_panel_label(others, panel), fontsize=9)
-        span = max(extremes) - min(extremes)
-        pad = max(0.02, 0.18 * span)
-        axes[0][0].set_ylim(min(extremes) - pad, max(extremes) + pad)
-        note = f"; mean ± 1 s.d. over {seeds} seeds" if seeds > 1 else ""
-        axes[0][0].set_ylabel(f"{label}\n(ratio to PFC only = 1{note})")
+                ax.set_title(_panel_label(table.panel_keys, panel), fontsize=9)
+        span = max(max(extremes) - min(extremes), 0.02)
+        # room above the highest dot for its label (rotated text about a fifth of the axes tall)
+        axes[0][0].set_ylim(min(extremes) - 0.15 * span, max(extremes) + 0.45 * span)
+        note = f"; mean ± 1 s.d. over {table.seeds} seeds" if table.seeds > 1 else ""
+        axes[0][0].set_ylabel(f"{table.metric}\n(ratio to PFC only = 1{note})")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, ncols=min(len(policies), 5), loc="lower center", bbox_to_anchor=(0.5, 1.0))
         fig.tight_layout()
@@ -233,7 +263,7 @@ def breakdown_figure(sweep_dir: Path):
     repeats points), one panel per workload-like swept value."""
     rows = [
         r
-        for r in _read_csv(sweep_dir / "results.csv")
+        for r in read_table(sweep_dir / "results.csv")
         if r.get("status") == "finished" and r.get("mean_compute_ns", "") != ""
     ]
     if not rows:
@@ -289,8 +319,9 @@ def breakdown_figure(sweep_dir: Path):
 
 
 def pauses_marks_figure(sweep_dir: Path):
-    """PFC pauses and ECN marks per policy (summed over the sweep's points of that policy)."""
-    rows = [r for r in _read_csv(sweep_dir / "results.csv") if r.get("status") in ("finished", "incomplete")]
+    """PFC pauses and ECN marks per policy (summed over the sweep's points of that policy), on
+    count axes from 0, each bar labelled with its count."""
+    rows = [r for r in read_table(sweep_dir / "results.csv") if r.get("status") in ("finished", "incomplete")]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
     policies = _policies(rows)
@@ -299,7 +330,11 @@ def pauses_marks_figure(sweep_dir: Path):
         for ax, (column, name) in zip(axes, [("pfc_pauses_sent", "PFC pauses sent"), ("ecn_marks", "ECN marks")]):
             totals = [sum(_num(r.get(column), 0.0) for r in rows if r["cc_algorithm"] == p) for p in policies]
             colors = [STYLE["axes.prop_cycle"].by_key()["color"][i % 8] for i in range(len(policies))]
-            ax.bar([POLICY_LABEL.get(p, p) for p in policies], totals, color=colors)
+            bars = ax.bar([POLICY_LABEL.get(p, p) for p in policies], totals, color=colors)
+            ax.bar_label(bars, fmt="{:,.0f}", fontsize=7, padding=2)  # a count of 0 shows as "0"
+            ax.set_ylim(0, max(1.0, max(totals, default=0.0)) * 1.15)  # counts: from 0, also when all are 0
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+            plt.setp(ax.get_xticklabels(), fontsize=7, rotation=30, ha="right", rotation_mode="anchor")
             ax.set_xlabel("congestion control (policy)")
             ax.set_ylabel(f"{name} (count, all points)")
         fig.tight_layout()
@@ -310,13 +345,13 @@ def pauses_marks_figure(sweep_dir: Path):
 def fct_figure(run_dir: Path):
     """FCT slowdown CDF per flow-size class (below the median size, to the 90th percentile,
     above), and the median, 95th and 99th percentile slowdown per size decile
-    (fct_by_size.csv), the way background-traffic studies report it."""
-    rows = [r for r in _read_csv(run_dir / "flows.csv") if r["slowdown"] != ""]
+    (the fct_by_size table), the way background-traffic studies report it."""
+    rows = [r for r in _run_table(run_dir, "flows") or [] if r["slowdown"] != ""]
     if not rows:
         return None
     size = np.array([_num(r["bytes"]) for r in rows])
     slowdown = np.array([_num(r["slowdown"]) for r in rows])
-    deciles = _read_csv(run_dir / "fct_by_size.csv") if (run_dir / "fct_by_size.csv").is_file() else []
+    deciles = _run_table(run_dir, "fct_by_size") or []
     with plt.rc_context(STYLE):
         fig, (cdf, pct) = plt.subplots(1, 2, figsize=(7.6, 3.2))
         for lo, hi, pick in size_buckets(size, (0, 0.5, 0.9, 1.0)):
@@ -345,11 +380,10 @@ def fct_figure(run_dir: Path):
 
 
 def queue_figure(run_dir: Path, top: int = 6):
-    """Egress queue over time of the busiest switch ports (from traces_queue.csv)."""
-    path = run_dir / "traces_queue.csv"
-    if not path.is_file():
+    """Egress queue over time of the busiest switch ports (the traces_queue table)."""
+    rows = _run_table(run_dir, "traces_queue")
+    if rows is None:
         return None
-    rows = _read_csv(path)
     series: dict[str, list] = {}
     for r in rows:
         series.setdefault(f"{r['switch']} -> {r['towards']}", []).append((_num(r["t_ns"]), _num(r["queue_bytes"])))
@@ -368,12 +402,12 @@ def queue_figure(run_dir: Path, top: int = 6):
 
 
 def rate_figure(run_dir: Path, top: int = 8):
-    """Pacing rate of the first flows over time (from traces_rate.csv)."""
-    path = run_dir / "traces_rate.csv"
-    if not path.is_file():
+    """Pacing rate of the first flows over time (the traces_rate table)."""
+    rows = _run_table(run_dir, "traces_rate")
+    if rows is None:
         return None
     series: dict[int, list] = {}
-    for r in _read_csv(path):
+    for r in rows:
         series.setdefault(int(r["flow_id"]), []).append((_num(r["t_ns"]), _num(r["rate_bps"])))
     if not series:
         return None
@@ -396,12 +430,9 @@ STATE_STYLE = {
 
 
 def timeline_figure(run_dir: Path, max_ranks: int = 64):
-    """Per rank, what it does through the run: compute, exposed communication, idle (from
-    timeline.csv); dashed lines mark iteration ends. Beyond max_ranks, evenly spaced ranks."""
-    path = run_dir / "timeline.csv"
-    if not path.is_file():
-        return None
-    rows = _read_csv(path)
+    """Per rank, what it does through the run: compute, exposed communication, idle (the
+    timeline table); dashed lines mark iteration ends. Beyond max_ranks, evenly spaced ranks."""
+    rows = _run_table(run_dir, "timeline")
     if not rows:
         return None
     hosts = sorted({int(r["host"]) for r in rows})
@@ -438,10 +469,7 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     """Per collective, one lane in launch order: left, when it ran in each iteration (start to
     finish), coloured by kind; right, its bus bandwidth (mean over iterations, error bars: the
     range over iterations)."""
-    path = run_dir / "collectives.csv"
-    if not path.is_file():
-        return None
-    rows = [r for r in _read_csv(path) if r["time_ns"] != ""]
+    rows = [r for r in _run_table(run_dir, "collectives") or [] if r["time_ns"] != ""]
     if not rows:
         return None
     first: dict[tuple, float] = {}

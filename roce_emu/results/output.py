@@ -44,6 +44,27 @@ def frame(columns, rows):
     return df
 
 
+#: the file endings a run directory's tables are written with (output.format csv or parquet)
+TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def table_files(run_dir: Path) -> dict[str, Path]:
+    """A run directory's tables by name ("flows", "traces_queue", ...), whichever format wrote them."""
+    return {p.stem: p for p in sorted(Path(run_dir).iterdir()) if p.suffix in TABLE_SUFFIXES and p.is_file()}
+
+
+def read_table(path: Path) -> list[dict]:
+    """A run table as rows {column: cell}, CSV cells as text and Parquet cells as numbers, an
+    empty cell "" in both; reading CSV needs no pandas."""
+    if path.suffix != ".parquet":
+        with open(path, newline="") as fh:
+            return list(csv.DictReader(fh))
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    return df.astype(object).where(df.notna(), "").to_dict("records")
+
+
 def write_run_dir(
     out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv", texts: dict[str, str] | None = None
 ) -> None:
