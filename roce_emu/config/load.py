@@ -56,7 +56,7 @@ def _refuse_duplicate_keys(node: yaml.Node, path: list[str], seen: set[int]) -> 
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+            key = (key_node.tag, key_node.value) if isinstance(key_node, yaml.ScalarNode) else id(key_node)
             here = [*path, str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"]
             if key in lines:
                 raise DuplicateKey(".".join(here), lines[key], key_node.start_mark.line + 1)
