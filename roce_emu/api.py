@@ -40,7 +40,7 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import accuracy_warnings, check_inputs, load_inputs
+from .run.inputs import check_inputs, load_inputs, run_warnings
 from .run.invariants import engine_fault
 from .run.world import build_world
 from .workload import Workload, collective_flow_mask, ns_to_ps
@@ -61,8 +61,9 @@ class Prepared:
 
     @cached_property
     def warnings(self) -> list[str]:
-        """What a run of it should say about the accuracy of an approximation it uses."""
-        return accuracy_warnings(self.scenario, self.fabric, self.workload)
+        """What a run of it should warn about (run.inputs.run_warnings): the accuracy of an
+        approximation it uses, hosts it leaves idle."""
+        return run_warnings(self.scenario, self.fabric, self.workload)
 
 
 @dataclass

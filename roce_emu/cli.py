@@ -53,7 +53,7 @@ def _fail_input(err: ScenarioError) -> None:
 
 def _echo_notes(notes, warnings=()) -> None:
     """What an imported input held that roce-emu has no equivalent for, and what the run should
-    say about the accuracy of an approximation it uses (both also in summary.json)."""
+    warn about (run.inputs.run_warnings; both also in summary.json)."""
     for note in notes:
         click.echo(f"note: {note}", err=True)
     for warning in warnings:
@@ -226,12 +226,12 @@ def validate(scenario, overrides, print_normalized):
             prepared = api.prepare(scenario, list(overrides))
             click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
             return
-        from .run.inputs import accuracy_warnings, load_inputs
+        from .run.inputs import load_inputs, run_warnings
 
         inputs = load_inputs(scenario, list(overrides))
     except ScenarioError as err:
         _fail_input(err)
-    _echo_notes(inputs.workload.notes, accuracy_warnings(inputs.scenario, inputs.fabric, inputs.workload))
+    _echo_notes(inputs.workload.notes, run_warnings(inputs.scenario, inputs.fabric, inputs.workload))
     click.echo(
         f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
         f"{inputs.fabric.n_hosts} hosts)"

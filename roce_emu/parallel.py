@@ -119,8 +119,10 @@ def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: in
     stages = [[layers[i] for i in run] for run in stage_split(len(layers), pp)]
     gpipe = training.schedule == "gpipe"
 
+    hosts = training.hosts if training.hosts is not None else range(links.fabric.n_hosts)
+
     def host(t, s, d):
-        return rank_host(t, s, d, tp, pp)
+        return hosts[rank_host(t, s, d, tp, pp)]
 
     memory, stage_s, exposed = 0, [], []
     for s, stage in enumerate(stages):
@@ -185,9 +187,10 @@ def handed_bytes(scenario: Scenario, strategy: Strategy) -> int:
 
 
 def search(scenario: Scenario, fabric, source: str) -> list[Strategy]:
-    """Every split of n_npus NPUs into tp x pp x dp (tp only for the Transformer, dividing its
-    hidden size; pp at most the layers) with power-of-two micro-batch counts that divide the
-    replica's batch (one without pipelining), fastest predicted first."""
+    """Every split of the NPUs that train (workload.training.hosts, else all) into tp x pp x dp
+    (tp only for the Transformer, dividing its hidden size; pp at most the layers) with
+    power-of-two micro-batch counts that divide the replica's batch (one without pipelining),
+    fastest predicted first."""
     training = scenario.workload.training
     if training is None or training.model is None:
         raise ScenarioError(
@@ -196,7 +199,7 @@ def search(scenario: Scenario, fabric, source: str) -> list[Strategy]:
             "the parallelisation search needs a built-in model (resnet50, transformer or dlrm)",
         )
     model = training.model
-    n_npus = fabric.n_hosts
+    n_npus = fabric.n_hosts if training.hosts is None else len(training.hosts)
     tp0, pp0 = training.tp, training.pp
     dp0 = training.dp if training.dp is not None else n_npus // (tp0 * pp0)
     global_batch = model.batch_per_rank * dp0

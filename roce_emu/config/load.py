@@ -14,6 +14,79 @@ from ..errors import AT, ScenarioError
 from .schema import FILE_TOPOLOGY_KINDS, TOPOLOGY_KINDS, Scenario
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with two changes, so that what a file says is what the scenario gets:
+
+    - booleans as YAML 1.2 reads them: only true and false (also True, TRUE, False, FALSE).
+      YAML 1.1, which PyYAML follows, also reads yes, no, on, off, y and n as booleans, so
+      ``fast_forward: on`` would arrive as True; here it arrives as the string 'on'.
+    - a key given twice in one mapping is refused (``DuplicateKey``), where PyYAML keeps the
+      last and drops the first without a word."""
+
+    def construct_document(self, node):
+        _refuse_duplicate_keys(node, [], set())
+        return super().construct_document(node)
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+
+
+class DuplicateKey(Exception):
+    """A mapping gives ``key`` (dotted from the top) on two lines (1-based)."""
+
+    def __init__(self, key: str, first_line: int, second_line: int):
+        super().__init__(key)
+        self.key, self.first_line, self.second_line = key, first_line, second_line
+
+
+def _refuse_duplicate_keys(node: yaml.Node, path: list[str], seen: set[int]) -> None:
+    """Walk the composed document; raise DuplicateKey at the first key a mapping repeats.
+    Merge keys (``<<``) are left to PyYAML: a key written beside a merge overrides it, as YAML
+    means. An alias is walked once (anchors may nest)."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = (key_node.tag, key_node.value) if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+            here = [*path, str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"]
+            if key in lines:
+                raise DuplicateKey(".".join(here), lines[key], key_node.start_mark.line + 1)
+            lines[key] = key_node.start_mark.line + 1
+            _refuse_duplicate_keys(value_node, here, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, [*path, str(i)], seen)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """The YAML document in ``text`` as the project reads YAML (``_Loader``); invalid YAML and a
+    repeated key are one ScenarioError line naming ``source``."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except DuplicateKey as dup:
+        raise ScenarioError(
+            source,
+            dup.key,
+            f"the key is given twice, {_lines(dup.first_line, dup.second_line)}: keep one "
+            f"(YAML would silently use only the second)",
+        ) from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(source, "", f"invalid YAML: {yaml_problem(err, text)}") from None
+
+
+def _lines(first: int, second: int) -> str:
+    return f"on line {first}" if first == second else f"on lines {first} and {second}"
+
+
 def read_document(path: Path) -> dict:
     """The YAML mapping in ``path`` (no validation yet)."""
     source = str(path)
@@ -27,10 +100,7 @@ def read_document(path: Path) -> dict:
         raise ScenarioError(source, "", f"not UTF-8 text (byte {err.start})") from None
     except OSError as err:
         raise ScenarioError(source, "", f"cannot read: {err.strerror}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ScenarioError(source, "", f"invalid YAML: {yaml_problem(err, text)}") from None
+    doc = load_yaml(text, source)
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -76,7 +146,8 @@ def yaml_problem(err: yaml.YAMLError, text: str) -> str:
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """Split ``a.b.0.c=value``; the value is read as a number where it looks like one, else as YAML."""
+    """Split ``a.b.0.c=value``; the value is read as a number where it looks like one, else as YAML
+    the way scenario files are read (``load_yaml``: on, off and yes stay strings), else as text."""
     if "=" not in text:
         raise ScenarioError("--set", text, "expected KEY=VALUE, e.g. topology.k=8")
     key, raw = text.split("=", 1)
@@ -89,7 +160,9 @@ def parse_override(text: str) -> tuple[str, Any]:
         except ValueError:
             pass
     try:
-        return key, yaml.safe_load(raw)
+        return key, yaml.load(raw, Loader=_Loader)
+    except DuplicateKey as dup:
+        raise ScenarioError("--set", f"{key}.{dup.key}", "the key is given twice in the value") from None
     except yaml.YAMLError:
         return key, raw
 
@@ -214,6 +287,8 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
         if unit and kind != "int_from_float":
             what = "a whole number" if kind.startswith("int") else "a number"
             return ScenarioError(source, key, f"{value!r} is not {what} ({unit}){_unit_slip(value, unit)}")
+    if kind == "bool_type":
+        return ScenarioError(source, key, f"{value!r} is not allowed: write true or false")
     if kind == "union_tag_invalid":
         return ScenarioError(
             source,

@@ -8,7 +8,7 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 
 from typing import Annotated, ClassVar, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
 from .cc_params import check_params
 from ..core.cc.registry import BY_NAME, NAMES
@@ -119,14 +119,26 @@ class LeafSpine(_TopologyBase):
     TIERS: ClassVar[tuple[str, ...]] = ("host", "leaf_spine")
 
 
+class WaferLink(Link):
+    """A link on a wafer: millimetres of wire, so 100 ns by default."""
+
+    delay_ns: float = Field(100.0, ge=0, le=1e9)
+    """One-way propagation delay."""
+
+
 class Fred(_TopologyBase):
     """FRED's wafer-scale fabric (ISCA 2025): ``npus`` in groups of ``group_size`` under L1
     switches, the L1 switches under one L2 switch. NPU-L1 links run at ``npu_rate_gbps``
     (3 TB/s in the paper), L1-L2 links at ``uplink_rate_gbps`` (Fred-A: 1/8 of an NPU's rate;
-    Fred-C: a whole group's). Delays come from ``link`` and the tiers ``host`` and ``uplink``."""
+    Fred-C: a whole group's), I/O controllers' at ``io_rate_gbps``. Delays come from ``link``
+    (100 ns by default: on-wafer links are short, and a 3 TB/s port's PFC headroom, three
+    times rate x delay, fits a switch's 32 MiB buffer four times over only at such delays) and
+    the tiers ``host``, ``uplink`` and ``io``; those set no rate."""
 
     kind: Literal["fred"] = "fred"
     """FRED's wafer-scale fabric."""
+    link: WaferLink = WaferLink()
+    """Link delays (100 ns by default); FRED's rates come from the keys below."""
     npus: int = Field(20, ge=2, le=4096)
     """NPUs (hosts); a multiple of `group_size`."""
     group_size: int = Field(4, ge=1, le=4096)
@@ -145,6 +157,17 @@ class Fred(_TopologyBase):
     def _whole_groups(self):
         if self.npus % self.group_size:
             raise ValueError(f"{AT}group_size {self.group_size} does not divide npus ({self.npus})")
+        return self
+
+    @model_validator(mode="after")
+    def _rates_by_name(self):
+        rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
+        for where, link in rated:
+            if "rate_gbps" in link.model_fields_set:
+                raise ValueError(
+                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: fred's rates are npu_rate_gbps, "
+                    f"uplink_rate_gbps and io_rate_gbps (link and tiers set delays only)"
+                )
         return self
 
 
@@ -351,7 +374,7 @@ class Wire(Strict):
 class Pfc(Strict):
     """Priority flow control on the switches' ingress queues (HPCC ns-3 MMU, docs/model.md §5.1)."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     """Pause upstream senders when a switch's buffer share fills; false: drop what does not fit."""
     reserve_bytes: int = Field(4096, ge=0, le=MAX_BUFFER_BYTES)
     """Buffer reserved for each ingress (port, priority) before it uses the shared pool."""
@@ -369,7 +392,7 @@ class Ecn(Strict):
 
     An omitted threshold takes the congestion-control algorithm's default (core/cc/registry.py)."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     """Mark packets with ECN."""
     kmin_bytes: Optional[int] = Field(None, ge=0, le=MAX_BUFFER_BYTES)
     """Egress queue below which nothing is marked; null: the algorithm's default."""
@@ -378,7 +401,7 @@ class Ecn(Strict):
     default."""
     pmax: Optional[float] = Field(None, ge=0, le=1)
     """Marking probability at kmax_bytes; null: the algorithm's default."""
-    scale_with_rate: bool = True
+    scale_with_rate: StrictBool = True
     """Scale the thresholds by port rate / reference_rate_gbps (the HPCC ns-3 ECN map)."""
     reference_rate_gbps: float = Field(100.0, gt=0)
     """The port rate at which the thresholds apply as written."""
@@ -492,7 +515,8 @@ class Network(Strict):
     def _data_larger_than_ack(self):
         if self.mtu_bytes + self.wire.data_header_bytes <= self.wire.ack_bytes:
             raise ValueError(
-                "a full data frame (mtu_bytes + wire.data_header_bytes) must be larger than wire.ack_bytes"
+                f"{AT}mtu_bytes {self.mtu_bytes} is not allowed: a full data frame (mtu_bytes + "
+                f"wire.data_header_bytes) must be larger than wire.ack_bytes ({self.wire.ack_bytes})"
             )
         return self
 
@@ -684,7 +708,8 @@ class Training(Strict):
     """Training iterations as compute and collectives: forward through the layers (and the
     pipeline stages), backward in reverse, each layer's weight gradients all-reduced over its
     data-parallel group while the backward pass goes on. Ranks are hosts: tensor-parallel
-    index fastest, then pipeline stage, then data-parallel replica (Megatron's order)."""
+    index fastest, then pipeline stage, then data-parallel replica (Megatron's order). The
+    ranks, tp x pp x dp, run on every host of the topology, or on the ones ``hosts`` lists."""
 
     model: Optional[Model] = None
     """A built-in model (give model or layers)."""
@@ -696,6 +721,9 @@ class Training(Strict):
     """Pipeline-parallel degree: the layers are split into pp contiguous stages."""
     dp: Optional[int] = Field(None, ge=1, le=1 << 20)
     """Data-parallel degree; null: hosts / (tp x pp)."""
+    hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """The hosts the ranks run on, rank r on hosts[r]; null: every host, rank r on host r. tp x pp x dp must equal
+    their number: list them to leave the other hosts out on purpose."""
     dp_algorithm: CollectiveAlgorithm = "ring"
     """Algorithm of the gradient All-Reduces."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
@@ -713,7 +741,7 @@ class Training(Strict):
     bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)
     """Gradients are all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb, 25 MiB); 0:
     one All-Reduce per layer."""
-    concurrent_all_reduces: bool = False
+    concurrent_all_reduces: StrictBool = False
     """false: a stage's gradient All-Reduces run one at a time, in the order their buckets fill, as on one NCCL
     stream; true: each starts once its bucket is ready, and they share the network."""
 
@@ -847,14 +875,6 @@ class Sim(Strict):
     train_max_packets: int = Field(1024, ge=2, le=4096)
     """The longest train with fast_forward: on."""
 
-    @field_validator("fast_forward", mode="before")
-    @classmethod
-    def _yaml_on_off(cls, value):
-        """YAML 1.1 reads a bare on/off as true/false: take those as meant."""
-        if isinstance(value, bool):
-            return "on" if value else "off"
-        return value
-
 
 TRACE_KINDS = ("rate", "queue", "pfc")
 
@@ -868,7 +888,7 @@ class Output(Strict):
     """Sampled time series (rate, queue) and the PFC event log (pfc) written to the run directory."""
     trace_interval_ns: float = Field(1000.0, ge=1, le=1e12)
     """Sampling interval of the rate and queue traces."""
-    collective_flows: bool = False
+    collective_flows: StrictBool = False
     """Also write a row per flow of every collective in flows.csv and tasks.csv."""
     format: Literal["csv", "parquet"] = "csv"
     """Table format; parquet needs pandas and pyarrow (`pip install 'roce-emu[parquet]'`)."""
@@ -909,8 +929,8 @@ class Scenario(Strict):
     def _pfc_log_sees_every_frame(self):
         if self.output.logs_pfc and self.sim.fast_forward == "exact":
             raise ValueError(
-                "sim.fast_forward 'exact' jumps over repeated PFC frames, which the PFC log "
-                "(output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on"
+                f"{AT}sim.fast_forward 'exact' is not allowed with the PFC log: it jumps over repeated PFC frames, "
+                "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on"
             )
         return self
 
@@ -918,7 +938,7 @@ class Scenario(Strict):
     def _stall_after_rto(self):
         if self.sim.stall_timeout_ns <= self.network.nic.rto_ns:
             raise ValueError(
-                f"sim.stall_timeout_ns ({self.sim.stall_timeout_ns:g}) must exceed "
+                f"{AT}sim.stall_timeout_ns {self.sim.stall_timeout_ns:g} is not allowed: it must exceed "
                 f"network.nic.rto_ns ({self.network.nic.rto_ns:g})"
             )
         return self

@@ -5,7 +5,7 @@ hold its ports' headroom and reserve is refused here. No Numba."""
 import numpy as np
 
 from ..config.profiles import headroom_bytes
-from ..config.schema import Scenario
+from ..config.schema import MIB, Scenario
 from ..core.state import NODE_DTYPE, PORT_DTYPE
 from ..errors import ScenarioError
 from .topology import Fabric
@@ -66,22 +66,30 @@ def _in_bps(fabric: Fabric, rate: np.ndarray) -> np.ndarray:
 
 
 def node_records(scenario: Scenario, fabric: Fabric, port: np.ndarray, source: str) -> np.ndarray:
+    """One record per node. With PFC, every switch port holds headroom and reserve out of its
+    switch's buffer; a buffer that cannot hold them is refused, with a size that would do: one
+    that keeps the buffer given as the shared pool beside the largest switch's reserves."""
     sw = scenario.network.switch
     node = np.zeros(fabric.n_nodes, NODE_DTYPE)
     node["is_host"][: fabric.n_endpoints] = 1
     node["buffer_bytes"][fabric.n_endpoints :] = sw.buffer_bytes
     node["pfc_free_bytes"][fabric.n_endpoints :] = sw.buffer_bytes
-    if sw.pfc.enabled:
-        for n in range(fabric.n_endpoints, fabric.n_nodes):
-            owned = fabric.node_ports[n]
-            reserved = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
-            node[n]["pfc_free_bytes"] = sw.buffer_bytes - reserved
-            if sw.buffer_bytes <= reserved:
-                raise ScenarioError(
-                    source,
-                    "network.switch.buffer_bytes",
-                    f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[n]}' needs "
-                    f"more than {reserved} bytes for PFC headroom and reserve on its "
-                    f"{len(owned)} ports",
-                )
+    if not sw.pfc.enabled:
+        return node
+    reserved = np.zeros(fabric.n_nodes, np.int64)
+    for n in range(fabric.n_endpoints, fabric.n_nodes):
+        owned = fabric.node_ports[n]
+        reserved[n] = int(port["headroom_bytes"][owned].sum()) + sw.pfc.reserve_bytes * len(owned)
+    node["pfc_free_bytes"][fabric.n_endpoints :] = sw.buffer_bytes - reserved[fabric.n_endpoints :]
+    worst = int(np.argmax(reserved))
+    if sw.buffer_bytes <= reserved[worst]:
+        suggest = -(-(int(reserved[worst]) + sw.buffer_bytes) // MIB) * MIB
+        raise ScenarioError(
+            source,
+            "network.switch.buffer_bytes",
+            f"{sw.buffer_bytes} is not allowed: switch '{fabric.names[worst]}' needs more than {reserved[worst]} "
+            f"bytes for PFC headroom and reserve on its {len(fabric.node_ports[worst])} ports; give "
+            f"{suggest} (the {sw.buffer_bytes} shared beside them), or shorter links (a port's headroom is "
+            f"about 3 x rate x delay; network.switch.pfc.headroom_bytes sets it)",
+        )
     return node

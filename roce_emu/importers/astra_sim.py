@@ -19,8 +19,7 @@ it onto roce-emu's collective algorithms where one exists.
 import json
 from pathlib import Path
 
-import yaml
-
+from ..config.load import load_yaml
 from ..errors import ScenarioError
 from ..workload.collectives import ALGORITHMS
 
@@ -46,12 +45,7 @@ def read_text(path: Path) -> str:
 def read_yaml_mapping(path: Path) -> dict:
     source = str(path)
     text = read_text(path)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise ScenarioError(source, "", f"invalid YAML: {where}{getattr(err, 'problem', err)}") from None
+    doc = load_yaml(text, source)
     if not isinstance(doc, dict):
         raise ScenarioError(source, "", "expected a mapping with topology, npus_count, bandwidth and latency")
     return doc

@@ -237,8 +237,10 @@ NOT_MODELLED = {
     "TRACE_FILE": "packet traces: roce-emu samples queues and rates with output.traces",
     "TRACE_OUTPUT_FILE": "packet traces: roce-emu samples queues and rates with output.traces",
     "ENABLE_TRACE": "packet traces: roce-emu samples queues and rates with output.traces",
-    "FCT_OUTPUT_FILE": "roce-emu writes flows.csv (FCT per flow) in the run directory",
-    "PFC_OUTPUT_FILE": "roce-emu counts pauses in summary.json and the port tables",
+    "FCT_OUTPUT_FILE": "roce-emu writes flows.csv (FCT per flow), and fct.txt in the simulator's layout "
+    "with output.formats: [ns3]",
+    "PFC_OUTPUT_FILE": "roce-emu counts pauses in summary.json (pfc_pauses_sent), and writes pfc.txt in the "
+    "simulator's layout with output.formats: [ns3] (traces_pfc.csv with output.traces: [pfc])",
     "QLEN_MON_FILE": "roce-emu samples queues with output.traces: [queue]",
     "QLEN_MON_START": "roce-emu samples queues with output.traces: [queue]",
     "QLEN_MON_END": "roce-emu samples queues with output.traces: [queue]",

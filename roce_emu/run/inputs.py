@@ -102,6 +102,53 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
     ]
 
 
+def run_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
+    """Every ``warning:`` line a run of this scenario prints and records in summary.json's
+    ``warnings``: the approximation's accuracy, then hosts left idle."""
+    return accuracy_warnings(scenario, fabric, workload) + idle_host_warnings(scenario, fabric, workload)
+
+
+def idle_host_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
+    """One line naming the hosts that do nothing in the run (no flow from or to them, no task on
+    them), when some part of the workload took its hosts by default, so that idle hosts were
+    likely not meant: a Chakra trace of fewer ranks than hosts (ranks on hosts 0, 1, ...), or a
+    poisson pattern too short to reach every host. Where every part names its hosts (flows,
+    ``hosts`` lists, ``workload.training.hosts``, ``workload.chakra.ranks``), the user chose
+    them, as incast and single-flow scenarios do, and nothing is said."""
+    w = scenario.workload
+    by_default = (
+        [p.hosts is None for p in w.patterns]
+        + [c.hosts == "all" for c in w.collectives]
+        + [c.hosts == "all" for c in w.compute]
+        + [w.training is not None and w.training.hosts is None, w.chakra is not None and w.chakra.ranks is None]
+    )
+    if not any(by_default):
+        return []
+    used = np.zeros(fabric.n_hosts + 1, bool)  # the last slot takes joins (-1) and other endpoints
+    for ends in (workload.flows.src, workload.flows.dst, workload.tasks.host):
+        used[np.where((ends >= 0) & (ends < fabric.n_hosts), ends, fabric.n_hosts)] = True
+    idle = np.flatnonzero(~used[: fabric.n_hosts]).tolist()
+    if not idle:
+        return []
+    return [
+        f"{_host_list(idle)} ({len(idle)} of {fabric.n_hosts}) do nothing in this run: no flow or task uses "
+        f"{'it' if len(idle) == 1 else 'them'}. To leave hosts out on purpose, name the hosts each part of the "
+        f"workload uses (hosts, workload.training.hosts, workload.chakra.ranks)."
+    ]
+
+
+def _host_list(hosts: list[int]) -> str:
+    """``host 3`` or ``hosts 0, 4 to 7, 9``: runs of consecutive ids as ranges."""
+    runs: list[list[int]] = []
+    for h in hosts:
+        if runs and h == runs[-1][-1] + 1:
+            runs[-1].append(h)
+        else:
+            runs.append([h])
+    parts = [str(r[0]) if len(r) == 1 else f"{r[0]}, {r[1]}" if len(r) == 2 else f"{r[0]} to {r[-1]}" for r in runs]
+    return f"host{'s' if len(hosts) > 1 else ''} {', '.join(parts)}"
+
+
 def _ring_ranks(fabric: Fabric, c: Collective) -> int:
     """The ranks of the longest ring a collective runs its steps around: all of them for a ring
     (not all-to-all's pairwise exchange), the largest dimension for a hierarchical one."""

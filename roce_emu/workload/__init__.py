@@ -70,7 +70,9 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
             reductions,
         )
     if len(b) == 0:
-        raise ScenarioError(source, "workload", "nothing to do: give flows, patterns, collectives or compute")
+        raise ScenarioError(
+            source, "workload", "nothing to do: give flows, patterns, collectives, compute, training or chakra"
+        )
     flows, tasks, new_id = b.build()
     if not b.in_creation_order() and has_cycle(tasks):
         raise ScenarioError(source, "workload", "the tasks wait for each other in a cycle")
@@ -146,6 +148,7 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
                 nbytes=spec.bytes,
                 chunks=spec.chunks,
                 scheduler=spec.scheduler,
+                named=spec.name is not None,
             )
         )
     for i, task in enumerate(scenario.workload.compute):
@@ -160,8 +163,10 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
                 duration_ps=ns_to_ps(task.duration_ns),
             )
         )
-    if scenario.workload.training is not None:
-        items.extend(training_items(scenario.workload.training, fabric, source))
+    training = scenario.workload.training
+    if training is not None:
+        hosts = _hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
+        items.extend(training_items(training, hosts, H, source))
     return items
 
 
@@ -170,7 +175,11 @@ def _ordered(items: list[Item], source: str) -> list[Item]:
     by_name: dict[str, Item] = {}
     for item in items:
         if item.name in by_name:
-            raise ScenarioError(source, f"{item.key}.name", f"'{item.name}' is not allowed: the name is already used")
+            first = by_name[item.name]
+            at, other = (first, item) if first.named and not item.named else (item, first)
+            raise ScenarioError(
+                source, at.at("name"), f"'{item.name}' is not allowed: {other.key} has that name already"
+            )
         by_name[item.name] = item
     ordered: list[Item] = []
     state: dict[str, str] = {}
@@ -303,26 +312,25 @@ def ring_step_s(hops: int, delay_s: float, rate_bps: float, frame_bits: float) -
 
 def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) -> None:
     p = len(hosts)
-    key = spec.key
     if spec.algorithm not in ALGORITHMS[spec.collective]:
         raise ScenarioError(
             source,
-            f"{key}.algorithm",
+            spec.at("algorithm"),
             f"'{spec.algorithm}' is not allowed for {spec.collective} "
             f"(allowed: {', '.join(ALGORITHMS[spec.collective])})",
         )
     if spec.scheduler != "baseline" and spec.algorithm != "hierarchical":
         raise ScenarioError(
             source,
-            f"{key}.scheduler",
+            spec.at("scheduler"),
             f"'{spec.scheduler}' orders the dimensions of a hierarchical "
             f"all-reduce; this one is {spec.algorithm} (allowed here: "
             f"baseline)",
         )
     if spec.algorithm == "in_network":
-        check_reducing(fabric, source, f"{key}.algorithm")
+        check_reducing(fabric, source, spec.at("algorithm"))
     if spec.algorithm == "halving_doubling" and p & (p - 1):
-        raise ScenarioError(source, f"{key}.hosts", f"halving_doubling needs a power-of-two number of ranks, not {p}")
+        raise ScenarioError(source, spec.at("hosts"), f"halving_doubling needs a power-of-two number of ranks, not {p}")
     if spec.algorithm in HIERARCHICAL:
         if (
             not fabric.dims
@@ -332,16 +340,16 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
         ):
             raise ScenarioError(
                 source,
-                f"{key}.algorithm",
+                spec.at("algorithm"),
                 f"{spec.algorithm} needs a multi_dim, torus or mesh topology with one host per router",
             )
         if sorted(hosts) != list(range(fabric.n_hosts)):
-            raise ScenarioError(source, f"{key}.hosts", f"{spec.algorithm} runs over all hosts")
+            raise ScenarioError(source, spec.at("hosts"), f"{spec.algorithm} runs over all hosts")
     if spec.nbytes < p * spec.chunks:
         raise ScenarioError(
             source,
-            f"{key}.bytes",
-            f"{spec.nbytes} is not allowed: needs at least one byte per rank and chunk ({p} x {spec.chunks})",
+            spec.at("bytes"),
+            f"'{spec.name}' moves {spec.nbytes} bytes, fewer than one per rank and chunk ({p} x {spec.chunks})",
         )
 
 

@@ -21,3 +21,12 @@ class Item:
     nbytes: int = 0
     chunks: int = 1
     pairs: list = field(default_factory=list)  # send: (src, dst)
+    #: the key the user wrote for an attribute (algorithm, scheduler, bytes, hosts) where it is
+    #: not ``<key>.<attribute>``: a training's all-reduce takes its algorithm from dp_algorithm
+    keys: dict = field(default_factory=dict)
+    #: False where roce-emu made the name up (a collective without one, a training step)
+    named: bool = True
+
+    def at(self, attribute: str) -> str:
+        """The key an error about ``attribute`` names: the one the user wrote."""
+        return self.keys.get(attribute, f"{self.key}.{attribute}")

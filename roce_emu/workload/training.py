@@ -1,8 +1,10 @@
 """A training iteration as items: forward and backward compute per layer and pipeline stage,
 the collectives the layers trigger, pipeline sends, and data-parallel gradient all-reduces.
 
-Rank layout (Megatron's): host = t + tp * (s + pp * d) for tensor-parallel index t,
-pipeline stage s and data-parallel replica d. Layers are split into pp contiguous stages.
+Rank layout (Megatron's): rank = t + tp * (s + pp * d) for tensor-parallel index t,
+pipeline stage s and data-parallel replica d; rank r runs on host r, or on the r-th host
+``hosts`` lists. tp x pp x dp must equal the number of those hosts. Layers are split into pp
+contiguous stages.
 
 Forward, stage by stage: each layer's compute, then its forward collective (on the critical
 path), then the activations go to the next stage. Backward, from the last stage: each
@@ -31,29 +33,25 @@ import numpy as np
 
 from ..config.schema import Training
 from ..errors import ScenarioError
-from ..fabric.topology import Fabric
 from .items import Item
 from .models import model_layers
 
 
-def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
+def training_items(spec: Training, hosts: list[int], n_hosts: int, source: str) -> list[Item]:
+    """The iteration's items, rank r on ``hosts[r]`` (the checked ``workload.training.hosts``, or
+    every host of the fabric's ``n_hosts``)."""
     key = "workload.training"
     layers = model_layers(spec.model, spec.tp) if spec.model is not None else list(spec.layers)
     tp, pp = spec.tp, spec.pp
-    dp = spec.dp if spec.dp is not None else fabric.n_hosts // (tp * pp)
-    if dp < 1 or tp * pp * dp > fabric.n_hosts:
-        raise ScenarioError(
-            source,
-            f"{key}.dp",
-            f"tp x pp x dp = {tp} x {pp} x {dp or 0} ranks is not allowed: the topology has {fabric.n_hosts} hosts",
-        )
+    dp = spec.dp if spec.dp is not None else len(hosts) // (tp * pp)
+    _check_ranks(spec, dp, len(hosts), n_hosts, source)
     if pp > len(layers):
         raise ScenarioError(
             source, f"{key}.pp", f"{pp} is not allowed: more pipeline stages than the {len(layers)} layers"
         )
 
     def host(t, s, d):
-        return rank_host(t, s, d, tp, pp)
+        return hosts[rank_host(t, s, d, tp, pp)]
 
     def stage_hosts(s):
         return [host(t, s, d) for d in range(dp) for t in range(tp)]
@@ -74,7 +72,15 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
     def tag(j):
         return "" if m == 1 else f".mb{j}"
 
-    def comm(name, comm_spec, s, after):
+    def layer_keys(i, comm=""):
+        """The keys a layer's items come from: its entry in layers, or the built-in model."""
+        if spec.model is not None:
+            where = f"{key}.model"
+            return {"name": where, "algorithm": where, "bytes": where}
+        at = f"{key}.layers.{i}"
+        return {"name": f"{at}.name", "algorithm": f"{at}.{comm}.algorithm", "bytes": f"{at}.{comm}.bytes"}
+
+    def comm(name, comm_spec, s, after, keys):
         g = groups(s, comm_spec.group)
         if len(g[0]) < 2:  # a group of one rank has nothing to exchange
             return after
@@ -89,6 +95,8 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                     collective=comm_spec.kind,
                     algorithm=comm_spec.algorithm,
                     nbytes=max(1, comm_spec.bytes // m),
+                    keys={**keys, "hosts": f"{key}.{comm_spec.group}"},
+                    named=False,
                 )
             )
         ]
@@ -124,11 +132,15 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                         prev,
                         hosts=stage_hosts(s),
                         duration_ps=int(round(layer.forward_ns * 1000 / m)),
+                        keys=layer_keys(i),
+                        named=False,
                     )
                 )
             ]
             if layer.forward_comm is not None:
-                prev = comm(f"fwd_comm.{layer.name}{tag(j)}", layer.forward_comm, s, prev)
+                prev = comm(
+                    f"fwd_comm.{layer.name}{tag(j)}", layer.forward_comm, s, prev, layer_keys(i, "forward_comm")
+                )
         if s + 1 < pp and pipe:
             prev = [
                 add(
@@ -139,6 +151,7 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                         prev,
                         nbytes=pipe,
                         pairs=[(host(t, s, d), host(t, s + 1, d)) for d in range(dp) for t in range(tp)],
+                        named=False,
                     )
                 )
             ]
@@ -168,6 +181,8 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                         scheduler=spec.scheduler,
                         nbytes=sum(layer.weight_grad_bytes for layer in bucket),
                         chunks=spec.chunks,
+                        keys={"algorithm": f"{key}.dp_algorithm", "hosts": f"{key}.dp", "bytes": f"{key}.chunks"},
+                        named=False,
                     )
                 )
             )
@@ -184,12 +199,16 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                         prev,
                         hosts=stage_hosts(s),
                         duration_ps=int(round(layer.backward_ns * 1000 / m)),
+                        keys=layer_keys(i),
+                        named=False,
                     )
                 )
             ]
             computed = prev
             if layer.backward_comm is not None:
-                prev = comm(f"bwd_comm.{layer.name}{tag(j)}", layer.backward_comm, s, prev)
+                prev = comm(
+                    f"bwd_comm.{layer.name}{tag(j)}", layer.backward_comm, s, prev, layer_keys(i, "backward_comm")
+                )
             if last and layer.weight_grad_bytes and dp > 1:
                 bucket.append(layer)
                 if sum(b.weight_grad_bytes for b in bucket) >= spec.bucket_bytes:
@@ -206,6 +225,7 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
                         prev,
                         nbytes=pipe,
                         pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)],
+                        named=False,
                     )
                 )
             ]
@@ -214,6 +234,37 @@ def training_items(spec: Training, fabric: Fabric, source: str) -> list[Item]:
     for s, k in _build_order(runs):
         (forward if runs[s][k][0] == "F" else backward)(s, k)
     return items
+
+
+def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, source: str) -> None:
+    """tp x pp x dp ranks must fill the hosts they run on exactly: every host of the fabric, or
+    the ones ``workload.training.hosts`` lists. A rank more is refused, and so is a host left
+    over, which would do nothing while the others train (a split that does not divide the
+    fabric, say tp 3 on 16 hosts): to leave hosts idle on purpose, list the ones that train.
+    The error is at the key the user gave that decides the count (dp, else tp, else pp)."""
+    given = [k for k in ("dp", "tp", "pp") if k in spec.model_fields_set]
+    key = f"workload.training.{given[0] if given else 'dp'}"
+    ranks = spec.tp * spec.pp * dp
+    product = f"tp x pp x dp = {spec.tp} x {spec.pp} x {dp} = {ranks} ranks"
+    if spec.hosts is not None:
+        if ranks != n_ranks_hosts:
+            raise ScenarioError(
+                source,
+                key,
+                f"{product} is not allowed: workload.training.hosts lists {n_ranks_hosts} hosts, one per rank",
+            )
+        return
+    if ranks > n_hosts or dp < 1:
+        raise ScenarioError(source, key, f"{product} is not allowed: the topology has {n_hosts} hosts")
+    if ranks < n_hosts:
+        idle = f"host {ranks}" if ranks == n_hosts - 1 else f"hosts {ranks} to {n_hosts - 1}"
+        raise ScenarioError(
+            source,
+            key,
+            f"{product} is not allowed: the topology has {n_hosts} hosts, and {idle} would do nothing; "
+            f"choose tp, pp and dp whose product is {n_hosts}, or list the hosts that train in "
+            f"workload.training.hosts",
+        )
 
 
 def rank_host(t: int, s: int, d: int, tp: int, pp: int) -> int:
