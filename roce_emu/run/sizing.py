@@ -21,8 +21,9 @@ from ..errors import ScenarioError
 from ..fabric.topology import Fabric
 from ..workload.size import WorkloadSize
 
-#: bytes per routing-table row while it is built in Python (a tuple in a list) and then stored
-ROUTE_ROW_BYTES = 120
+#: bytes per routing-table row (node x host) at the peak of building the tables (fabric/routing.py),
+#: as tracemalloc measures it on fat-trees, tori and leaf-spines, with a margin
+ROUTE_ROW_BYTES = 80
 STORED_ROUTE_ROW_BYTES = 16  # per extra route epoch (link failures): an offset and a port or two
 NO_LIMIT = 1 << 62  #: a cgroup limit this large or "max" is none
 MAX_MEMORY_SHARE = 0.8  # refuse a world that would need more than this share of the available memory
@@ -33,9 +34,9 @@ MAX_MEMORY_SHARE = 0.8  # refuse a world that would need more than this share of
 # durations, offsets, labels and dependency counts; an edge's sort key, its two ends and the
 # int32 successor list): fitted to tracemalloc's peaks over every algorithm, with a margin
 # (tests/test_sizing.py checks them against measured peaks)
-BUILD_BYTES_PER_FLOW = 70
-BUILD_BYTES_PER_TASK = 104
-BUILD_BYTES_PER_EDGE = 42
+BUILD_BYTES_PER_FLOW = 76
+BUILD_BYTES_PER_TASK = 114
+BUILD_BYTES_PER_EDGE = 46
 #: a flow the builder adds one at a time (patterns; collectives other than ring and
 #: hierarchical) also holds Python tuples while its pattern or collective is expanded
 SINGLE_FLOW_BYTES = 110
