@@ -107,23 +107,23 @@ def pool_capacity(n_ports: int, n_qps: int) -> int:
 
 
 def available_bytes() -> tuple[int, str]:
-    """(bytes this process can still allocate, what limits it): the least of the machine's
+    """(bytes this process can still allocate, where: the end of "N GB is ..."): the least of the machine's
     available memory (MemAvailable), the room under the process's address-space and data
     limits (RLIMIT_AS against its virtual size, RLIMIT_DATA against its data segment) and
     under its cgroup's memory limit (memory.max, and those of the cgroups above it)."""
     status = _proc_kb("/proc/self/status")
     meminfo = _proc_kb("/proc/meminfo")
-    choices = [(meminfo.get("MemAvailable", _free_pages()), "the machine's available memory")]
+    choices = [(meminfo.get("MemAvailable", _free_pages()), "available on the machine (MemAvailable)")]
     for limit, used, name in (
-        (resource.RLIMIT_AS, "VmSize", "the process's address-space limit (RLIMIT_AS)"),
-        (resource.RLIMIT_DATA, "VmData", "the process's data-segment limit (RLIMIT_DATA)"),
+        (resource.RLIMIT_AS, "VmSize", "left under the process's address-space limit (RLIMIT_AS)"),
+        (resource.RLIMIT_DATA, "VmData", "left under the process's data-segment limit (RLIMIT_DATA)"),
     ):
         soft = resource.getrlimit(limit)[0]
         if soft != resource.RLIM_INFINITY:
             choices.append((soft - status.get(used, 0), name))
     room = cgroup_room()
     if room is not None:
-        choices.append((room, "the cgroup's memory limit (memory.max)"))
+        choices.append((room, "left under the process's cgroup memory limit"))
     return min(choices)
 
 
@@ -215,13 +215,13 @@ def check_fabric_memory(scenario: Scenario, hosts: int, nodes: int, source: str)
 
 
 def _refuse_above(need: int, what: str, source: str, key: str, smaller: str) -> None:
-    room, limit = available_bytes()
+    room, where = available_bytes()
     if need > MAX_MEMORY_SHARE * room:
         raise ScenarioError(
             source,
             key,
-            f"needs about {need / 1e9:.1f} GB to build ({what}), but {max(room, 0) / 1e9:.1f} GB is free "
-            f"under {limit}: make {smaller} smaller",
+            f"needs about {need / 1e9:.1f} GB to build ({what}), but {max(room, 0) / 1e9:.1f} GB is {where}: "
+            f"make {smaller} smaller",
         )
 
 

@@ -177,7 +177,8 @@ def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
     extra_edges, extra_joins = 0, 0
     if c.algorithm in HIERARCHICAL:
         halves = 2 if c.algorithm == "hierarchical_bidir" else 1
-        per_chunk = 2 * halves * sum(p // d * d * (d - 1) for d in (dims or ()) if d > 1)  # rings of d ranks
+        # per phase, p / d rings of d ranks, d - 1 steps each; a reduce-scatter and an all-gather per dimension
+        per_chunk = 2 * halves * sum(p * (d - 1) for d in (dims or ()))
         extra_edges, extra_joins = 1, 2 * halves * len(dims or ()) * p
     elif c.algorithm == "halving_doubling":
         per_chunk = 2 * (p.bit_length() - 1) * p
