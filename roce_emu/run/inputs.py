@@ -21,6 +21,7 @@ from ..fabric.topology import Fabric, build_fabric, fabric_size
 from ..results.output import parquet_missing
 from ..workload import Workload, build_workload
 from ..workload.collectives import HIERARCHICAL, Collective
+from ..workload.size import WorkloadSize, workload_size
 from .sizing import check_fabric_memory, check_memory
 
 
@@ -41,12 +42,15 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
     """Run every check in the order the inputs are built; raises ScenarioError at the first failure."""
     if scenario.output.format == "parquet" and parquet_missing():
         raise ScenarioError(source, "output.format", parquet_missing())
-    check_fabric_memory(*fabric_size(scenario.topology), source)
+    check_fabric_memory(scenario, *fabric_size(scenario.topology), source)
     fabric = build_fabric(scenario.topology)
+    most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
+    size = workload_size(scenario, fabric, source)
+    if size is not None:  # before the DAG's arrays are built
+        check_memory(scenario, fabric, size, source, most_epochs)
     workload = build_workload(scenario, fabric, source)
     fabric = place_units(fabric, workload)
-    most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
-    check_memory(fabric, workload, source, most_epochs)
+    check_memory(scenario, fabric, WorkloadSize.of(workload), source, most_epochs, built=True)
     plan = compile_faults(scenario, fabric, build_routes(fabric), source)
     port = port_records(scenario, fabric)
     node = node_records(scenario, fabric, port, source)

@@ -107,9 +107,8 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
         hosts = _hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", H)
         if pattern.kind == "poisson":  # its own stream: adding one leaves the other patterns' draws alone
             own = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2, i)))
-            rate = fabric.port_rate_bps[[fabric.node_ports[h][0] for h in range(H)]]
             for src, dst, nbytes, t in zip(
-                *(a.tolist() for a in poisson_flows(pattern, hosts, rate, own, source, key))
+                *(a.tolist() for a in poisson_flows(pattern, hosts, host_rates(fabric), own, source, key))
             ):
                 b.flow(src, dst, nbytes, default_prio, f"patterns.{i}", earliest_ps=ns_to_ps(t))
             continue
@@ -117,6 +116,11 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
         assert pattern.bytes is not None  # every kind but poisson needs it (the schema checks)
         for src, dst in _expand(pattern, hosts, fabric, rng, source, key):
             b.flow(src, dst, pattern.bytes, default_prio, f"patterns.{i}", earliest_ps=start)
+
+
+def host_rates(fabric: Fabric) -> np.ndarray:
+    """Each host's link rate (b/s), by host id: the rate of its first port."""
+    return fabric.port_rate_bps[[fabric.node_ports[h][0] for h in range(fabric.n_hosts)]]
 
 
 def _hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list[int]:

@@ -75,7 +75,7 @@ def poisson_flows(
     out = []
     host_ids = np.asarray(hosts)
     for h in host_ids.tolist():
-        per_s = pattern.load * rate_bps[h] / (8 * mean)  # flows per second
+        per_s = _per_second(pattern, rate_bps[h], mean)
         expected = per_s * pattern.duration_ns * 1e-9
         n = max(16, int(expected + 6 * np.sqrt(expected) + 16))  # enough gaps to pass the end, almost surely
         t = start + np.cumsum(rng.exponential(1e9 / per_s, n))
@@ -88,3 +88,15 @@ def poisson_flows(
     src, dst, nbytes, t = (np.concatenate(c) for c in zip(*out))
     order = np.argsort(t, kind="stable")
     return src[order], dst[order], nbytes[order], t[order]
+
+
+def _per_second(pattern, rate_bps: float, mean_bytes: float) -> float:
+    """Flows a host starts per second: ``load`` of its link rate, in flows of the mean size."""
+    return pattern.load * rate_bps / (8 * mean_bytes)
+
+
+def expected_flows(pattern, hosts: list[int], rate_bps: np.ndarray, source: str, key: str) -> float:
+    """How many flows poisson_flows draws for the pattern on average (for sizing, before drawing)."""
+    sizes, cum = read_cdf(pattern.cdf, source, f"{key}.cdf")
+    mean = mean_size(sizes, cum)
+    return sum(_per_second(pattern, rate_bps[h], mean) * pattern.duration_ns * 1e-9 for h in hosts)

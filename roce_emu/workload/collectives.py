@@ -166,6 +166,41 @@ def expand(
     return c
 
 
+def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
+    """(flows, joins, edges) that ``expand`` adds for collective c, counted without building
+    them, for run/sizing.py to size a workload before it is built. The flows are exact; the
+    joins and edges are what the expansion adds at most: per rank a start join (per chunk) and
+    an end join, plus each algorithm's joins between phases; per flow, the step it forwards,
+    the previous chunk's flow and its two ranks' end joins, plus a receive join between
+    phases (hierarchical) or the previous exchange (pairwise all-to-all)."""
+    p, chunks = len(c.ranks), c.chunks
+    extra_edges, extra_joins = 0, 0
+    if c.algorithm in HIERARCHICAL:
+        halves = 2 if c.algorithm == "hierarchical_bidir" else 1
+        # per phase, p / d rings of d ranks, d - 1 steps each; a reduce-scatter and an all-gather per dimension
+        per_chunk = 2 * halves * sum(p * (d - 1) for d in (dims or ()))
+        extra_edges, extra_joins = 1, 2 * halves * len(dims or ()) * p
+    elif c.algorithm == "halving_doubling":
+        per_chunk = 2 * (p.bit_length() - 1) * p
+    elif c.algorithm == "in_network":
+        trees = [reductions.tree(c.ranks, k).inputs for k in range(chunks)]
+        branches, points = sum(sum(map(len, tree.values())) for tree in trees), sum(map(len, trees))
+        return 2 * branches, p + chunks * p + 2 * points, 4 * 2 * branches  # a join per point up and down
+    else:  # ring, direct, all-to-all: every rank sends every other rank one share per ring step
+        per_chunk = (2 if c.kind == "all_reduce" else 1) * p * (p - 1)
+        extra_edges = int(c.kind == "all_to_all" and c.algorithm == "ring")
+        extra_joins = p if c.kind == "all_reduce" and c.algorithm == "direct" else 0
+    flows = chunks * per_chunk
+    edges = flows * (3 + extra_edges) + (chunks - 1) * per_chunk
+    return flows, p + chunks * (p + extra_joins), edges
+
+
+def one_at_a_time(c: Collective) -> bool:
+    """Whether ``expand`` adds c's flows one at a time (with Python objects per flow while it
+    expands c) rather than a ring's or a dimension's flows as whole arrays."""
+    return c.kind == "all_to_all" or c.algorithm not in ("ring", *HIERARCHICAL)
+
+
 def _by_rank(tasks: dict) -> np.ndarray:
     """{rank: task id} as an array indexed by rank, to look many ranks up at once."""
     out = np.zeros(max(tasks) + 1, np.int64)

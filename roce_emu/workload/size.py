@@ -1,0 +1,92 @@
+"""How large a scenario's workload will be, counted from its sections before anything is built:
+its flows, tasks and DAG edges. run/sizing.py turns the counts into bytes and refuses a
+scenario that would not fit before the builder (dag.DagBuilder) allocates anything large.
+
+The counts follow the builder (workload/__init__.py) item by item and iteration by iteration:
+flows exactly (each collective's own count, collectives.dag_size), tasks and edges as the
+most the builder adds. An imported Chakra trace is counted only once it is built."""
+
+from dataclasses import dataclass
+
+from ..config.schema import Scenario
+from ..fabric.reduction import Reductions
+from ..fabric.topology import Fabric
+from . import Workload, _check_collective, _hosts, _neighbours, _ordered, _scenario_items, host_rates
+from .background import expected_flows
+from .collectives import Collective, dag_size, one_at_a_time
+
+
+@dataclass(frozen=True)
+class WorkloadSize:
+    flows: int
+    tasks: int
+    edges: int  #: dependencies between tasks (the DAG's successor lists)
+    single_flows: int = 0  #: of the flows, those the builder adds one at a time (Python objects while it does)
+
+    @classmethod
+    def of(cls, workload: Workload) -> "WorkloadSize":
+        """The size of a built workload."""
+        return cls(len(workload.flows), len(workload.tasks), len(workload.tasks.succ))
+
+
+def workload_size(scenario: Scenario, fabric: Fabric, source: str) -> WorkloadSize | None:
+    """The flows, tasks and edges build_workload will make, counted without making them (None
+    for a Chakra trace, which only its import can count). Raises the ScenarioError the builder
+    would for a host, name or collective it refuses."""
+    if scenario.workload.chakra is not None:
+        return None
+    patterns = _pattern_flows(scenario, fabric, source)
+    flows, tasks, edges = len(scenario.workload.flows) + patterns, 0, 0
+    items = _ordered(_scenario_items(scenario, fabric, source), source)
+    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)  # a copy: counting names units
+    singles = 0  # per iteration
+    ranks: set[int] = set()  # every rank an iteration's join waits for
+    taking_part = 0  # (item, rank) pairs: the edges into the iteration's joins
+    for item in items:
+        waits = max(1, len(item.after))
+        if item.kind == "compute":
+            tasks += len(item.hosts)
+            edges += waits * len(item.hosts)
+            ranks.update(item.hosts)
+            taking_part += len(item.hosts)
+        elif item.kind == "send":
+            flows += len(item.pairs)
+            edges += waits * len(item.pairs)
+            ends = {r for pair in item.pairs for r in pair}
+            ranks.update(ends)
+            taking_part += len(ends)
+        else:
+            for group in item.groups:
+                _check_collective(source, item, group, fabric)
+                c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, 0)
+                f, joins, e = dag_size(c, fabric.dims, reductions)
+                flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * len(group) * item.chunks
+                singles += f if one_at_a_time(c) else 0
+                ranks.update(group)
+                taking_part += len(group)
+    tasks += len(ranks) + len(items)  # the iteration's join per rank, and per item one for ranks outside it
+    edges += taking_part + len(items) * len(ranks)
+    its = scenario.workload.iterations if items else 0
+    per_iteration = flows - len(scenario.workload.flows) - patterns
+    flows = len(scenario.workload.flows) + patterns + its * per_iteration
+    return WorkloadSize(flows, flows + its * tasks, its * edges, patterns + its * singles)
+
+
+def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:
+    """The flows the patterns expand into (poisson: how many it draws on average)."""
+    total = 0
+    for i, pattern in enumerate(scenario.workload.patterns):
+        key = f"workload.patterns.{i}"
+        hosts = _hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", fabric.n_hosts)
+        h = len(hosts)
+        if pattern.kind == "poisson":
+            total += round(expected_flows(pattern, hosts, host_rates(fabric), source, key))
+        elif pattern.kind == "all_to_all":
+            total += h * (h - 1)
+        elif pattern.kind == "incast":
+            total += h - ((hosts[0] if pattern.dst is None else pattern.dst) in hosts)
+        elif pattern.kind == "neighbours":
+            total += len(_neighbours(fabric, hosts, source, key))
+        else:  # permutation, weight_streaming: one flow per host
+            total += h
+    return total
