@@ -23,6 +23,7 @@ from .results.iteration import (
     timeline_rows,
 )
 from .results.ns3_format import fct_text, pfc_text
+from .results.destination import check_directory
 from .results.output import frame, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
@@ -146,8 +147,14 @@ def run(
     write: bool = True,
     check: bool = False,
 ) -> RunResult:
-    """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``."""
+    """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``.
+    ``out`` is checked first (ScenarioError): it must be new or a run directory roce-emu
+    wrote, in a folder that can be written (results/destination.py)."""
     sc = prepared.scenario
+    target = None
+    if write:
+        target = Path(out) if out is not None else default_out_dir(sc)
+        check_directory(target, "--out", "run", overwrite=True)
     limits = Limits(ns_to_ps(sc.sim.max_time_ns), sc.sim.max_events, sc.sim.max_wall_s)
     outcome = simulate(
         prepared.world,
@@ -173,9 +180,7 @@ def run(
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
-    target = None
-    if write:
-        target = Path(out) if out is not None else default_out_dir(sc)
+    if target is not None:
         texts = {"scenario.yaml": scenario_yaml(normalized_document(prepared))}
         if "ns3" in sc.output.formats:
             texts["fct.txt"] = fct_text(table, prepared.fabric)

@@ -33,6 +33,7 @@ from tqdm import tqdm
 from .config.load import apply_override, parse_override, read_document, validate_document
 from .config.schema import Scenario
 from .errors import ScenarioError
+from .results.destination import check_directory, make_directory, write_marker
 from .results.output import replace_dir, write_csv
 
 POINT_FILE = "point.json"  # what a point is: its overrides, seed and hash
@@ -154,6 +155,7 @@ def run_point(scenario_path: str, overrides: tuple[str, ...], point_dir: str, po
 def _write_error(target: Path, summary: dict) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    write_marker(tmp, "run")
     (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     replace_dir(tmp, target)
 
@@ -165,10 +167,12 @@ def is_done(point_dir: Path) -> bool:
 def run_sweep(
     spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None = None, progress: bool | None = None
 ) -> tuple[int, int, Path]:
-    """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv)."""
+    """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv).
+    ``out`` must be new, empty or a sweep directory roce-emu wrote (results/destination.py)."""
+    check_directory(out, "--out", "sweep", inputs=[spec.scenario])
     todo_all = points(spec)
     client = _connect(scheduler) if scheduler else None  # before anything is written
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out, "sweep")
     (out / "points").mkdir(exist_ok=True)
     todo = [p for p in todo_all if not is_done(out / "points" / p.digest)]
     clear_unfinished(out, todo)  # points a killed sweep left half-done start again

@@ -238,8 +238,8 @@ def _sweep_cmd(small, out, *extra):
 
 
 def _finished(out: Path) -> dict:
-    points = out / "points"
-    return {d.name: json.loads((d / "point.json").read_text()) for d in points.glob("*") if (d / "point.json").is_file()}
+    done = [d for d in (out / "points").glob("*") if (d / "point.json").is_file()]
+    return {d.name: json.loads((d / "point.json").read_text()) for d in done}
 
 
 def _interrupt_after_first_point(cmd, sig, group: bool):
@@ -290,9 +290,10 @@ def _assert_stopped_cleanly(proc, took, sent, done, stderr, code, out, jobs):
     assert took < 10, took
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "finished points are kept" in lines[0] and "Traceback" not in stderr, stderr
-    assert not _group_alive(proc.pid), "a worker process outlived the sweep: " + subprocess.run(
-        ["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True
-    ).stdout
+    assert not _group_alive(proc.pid), (
+        "a worker process outlived the sweep: "
+        + subprocess.run(["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+    )
     finished = _finished(out)
     assert done <= len(finished) <= done + jobs < 6, "only the points running at the signal may finish"
     assert all(p["started"] < sent + 0.5 for p in finished.values()), "a point was started after the signal"
