@@ -105,10 +105,6 @@ def check_directory(
         _check_not_in_use(path, option, inputs)
         if not path.is_dir():
             raise ScenarioError(option, str(path), f"is a file, not a {kind} directory: give {option} another path")
-        if kind == "run" and not overwrite:
-            raise ScenarioError(
-                option, str(path), f"the run directory exists: add --overwrite to replace it, or give {option} another"
-            )
         found = marker_kind(path)
         if found != kind and not (kind != "run" and not any(path.iterdir())):
             what = f"a roce-emu {found} directory" if found else "a folder roce-emu did not write"
@@ -117,6 +113,10 @@ def check_directory(
                 str(path),
                 f"is {what}; roce-emu only {'replaces' if kind == 'run' else 'writes into'} its own {kind} "
                 f"directories: give {option} a new folder (or move this one away)",
+            )
+        if kind == "run" and not overwrite:
+            raise ScenarioError(
+                option, str(path), f"the run directory exists: add --overwrite to replace it, or give {option} another"
             )
     check_writable(path, option)
 

@@ -65,10 +65,13 @@ def write_run_dir(
         _write_run_dir(out, summary, tables, fmt, texts)
     except OSError as err:
         reason = f"{out}: cannot write the results ({err.strerror or err})"
+        kept = None
         try:
             kept = Path(tempfile.mkdtemp(prefix=f"roce-emu-{out.name}-"))
             _write_run_dir(kept / "run", summary, tables, fmt, texts)
         except OSError as again:
+            if kept is not None:
+                shutil.rmtree(kept, ignore_errors=True)
             raise OutputError(f"{reason}; they could not be kept elsewhere either ({again.strerror or again})") from err
         raise OutputError(f"{reason}; they are kept in {kept / 'run'}") from err
 
