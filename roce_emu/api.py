@@ -15,7 +15,6 @@ from .config.schema import Scenario
 from .core.state import World
 from .errors import ScenarioError
 from .fabric.topology import Fabric
-from .importers.scenario_file import check_dest
 from .results.iteration import (
     TASK_COLUMNS,
     TIMELINE_COLUMNS,
@@ -27,6 +26,7 @@ from .results.iteration import (
     timeline_rows,
 )
 from .results.ns3_format import fct_text, pfc_text
+from .results.destination import check_directory, check_file
 from .results.output import frame, table_files, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
@@ -151,8 +151,14 @@ def run(
     write: bool = True,
     check: bool = False,
 ) -> RunResult:
-    """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``."""
+    """Simulate a prepared scenario and write flows.csv and summary.json (atomically) to ``out``.
+    ``out`` is checked first (ScenarioError): it must be new or a run directory roce-emu
+    wrote, in a folder that can be written (results/destination.py)."""
     sc = prepared.scenario
+    target = None
+    if write:
+        target = Path(out) if out is not None else default_out_dir(sc)
+        check_directory(target, "--out", "run", overwrite=True)
     limits = Limits(ns_to_ps(sc.sim.max_time_ns), sc.sim.max_events, sc.sim.max_wall_s)
     outcome = simulate(
         prepared.world,
@@ -178,9 +184,7 @@ def run(
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
-    target = None
-    if write:
-        target = Path(out) if out is not None else default_out_dir(sc)
+    if target is not None:
         texts = {"scenario.yaml": scenario_yaml(normalized_document(prepared))}
         if "ns3" in sc.output.formats:
             texts["fct.txt"] = fct_text(table, prepared.fabric)
@@ -324,7 +328,7 @@ def design_parallel(
         raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb} is not a positive memory size (GiB)")
     inputs = load_inputs(path, list(overrides))
     dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
-    check_dest(dest, overwrite)
+    check_file(dest, "--out", overwrite)
     ranked = comet.search(inputs.scenario, inputs.fabric, str(path))
     fitting = [s for s in ranked if s.fits(device_memory_gb)]
     if not fitting:
@@ -385,7 +389,7 @@ def design_rates(
     an existing ``dest`` without ``overwrite``."""
     inputs = load_inputs(path, list(overrides))
     dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_design.yaml")
-    check_dest(dest, overwrite)
+    check_file(dest, "--out", overwrite)
     best, a = libra.design(inputs.scenario, inputs.workload, str(path), budget_gbps or 0.0, overlap, costs, cost_budget)
     equal = libra.equal_split(best.weights, best.budget)
     doc = inputs.scenario.model_dump(mode="json")

@@ -11,7 +11,7 @@ import click
 
 from . import __version__
 from .core.cc.registry import NAMES as CC_NAMES
-from .errors import ScenarioError
+from .errors import OutputError, ScenarioError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -34,6 +34,20 @@ set_option = click.option(
 )
 
 
+def out_option(help_text: str):
+    """``--out``/``-o``: where a command writes; checked before anything is built
+    (results/destination.py)."""
+    return click.option("--out", "-o", type=click.Path(path_type=Path), default=None, help=help_text)
+
+
+overwrite_option = click.option(
+    "--overwrite",
+    is_flag=True,
+    default=False,
+    help="Replace the output if it exists and roce-emu wrote it (a file or folder of yours is never replaced).",
+)
+
+
 class Terminated(BaseException):
     """SIGTERM, raised where Python next runs (between engine slices), unwinding like Ctrl-C."""
 
@@ -49,6 +63,14 @@ def _stop_on_sigterm() -> None:
 def _fail_input(err: ScenarioError) -> None:
     click.echo(f"error: {err}", err=True)
     sys.exit(2)
+
+
+def _check_out_file(out: Path | None, overwrite: bool) -> None:
+    """A scenario file given with --out can be written (checked before anything is built)."""
+    from .results.destination import check_file
+
+    if out is not None:
+        check_file(out, "--out", overwrite)
 
 
 def _echo_notes(notes, warnings=()) -> None:
@@ -80,13 +102,7 @@ def main():
 @main.command()
 @click.argument("scenario")
 @set_option
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Run directory to write (default: output.dir, else runs/<scenario name>).",
-)
+@out_option("Run directory to write (default: output.dir, else runs/<scenario name>).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal).")
 @click.option(
     "--slice-events",
@@ -100,44 +116,42 @@ def main():
     default=False,
     help="Also run the expensive invariant checks (queues, packet pool) after every slice.",
 )
-@click.option(
-    "--overwrite",
-    is_flag=True,
-    default=False,
-    help="Replace the run directory if it exists (without this, an existing one is an error).",
-)
+@overwrite_option
 def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     """Simulate a scenario; write flows.csv and summary.json to the run directory.
 
     The directory is written atomically: it is complete or absent. An existing run
-    directory is never replaced silently: that needs --overwrite. Exit code 0 when the
+    directory is replaced only with --overwrite, and only if roce-emu wrote it (its marker
+    file .roce-emu); any other folder, the current one and those holding it are refused
+    before simulating, as is a path that cannot be written. Exit code 0 when the
     run finished (or stopped at sim.max_time_ns, status "incomplete"), 1 on a PFC deadlock
     or stall (the report names the paused ports and stuck flows; results are still
-    written), 2 on bad input (one line naming the file and key; nothing written).
+    written) or when the results cannot be written (the line says where they were kept),
+    2 on bad input (one line naming the file and key; nothing written), 130 on Ctrl-C and
+    143 on SIGTERM (nothing written).
 
     \b
     Example:
       roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
     """
     from . import api
+    from .config import load_scenario
+    from .results.destination import check_directory
 
     _stop_on_sigterm()
     try:
         try:
-            prepared = api.prepare(scenario, list(overrides))
+            sc = load_scenario(scenario, list(overrides))
+            target = out if out is not None else api.default_out_dir(sc)
+            check_directory(target, "--out", "run", overwrite, inputs=[scenario])
+            prepared = api.prepare_scenario(sc, scenario, tuple(overrides))
+            _echo_notes(prepared.workload.notes, prepared.warnings)
+            result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
         except ScenarioError as err:
             _fail_input(err)
-        _echo_notes(prepared.workload.notes, prepared.warnings)
-        target = out if out is not None else api.default_out_dir(prepared.scenario)
-        if target.exists() and not overwrite:
-            _fail_input(
-                ScenarioError(
-                    str(target),
-                    "",
-                    "the run directory exists: add --overwrite to replace it, or give --out another directory",
-                )
-            )
-        result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
+        except OutputError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
         sys.exit(130)
@@ -167,7 +181,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     "draw_to",
     type=click.Path(path_type=Path),
     default=None,
-    help="Also draw the fabric to this file (.png or .pdf).",
+    help="Also draw the fabric to this file (.png, .pdf or .svg; missing folders are created).",
 )
 @click.option(
     "--links",
@@ -186,11 +200,14 @@ def topo(scenario, overrides, draw_to, list_links):
     from .config import load_scenario
     from .fabric.topology import build_fabric
     from .fabric.summary import describe, draw, link_rows
+    from .results.destination import check_writable
 
     try:
         sc = load_scenario(scenario, list(overrides))
-        if draw_to is not None and draw_to.suffix.lower() not in (".png", ".pdf", ".svg"):
-            raise ScenarioError("--draw", str(draw_to), "must end in .png, .pdf or .svg")
+        if draw_to is not None:
+            if draw_to.suffix.lower() not in (".png", ".pdf", ".svg"):
+                raise ScenarioError("--draw", str(draw_to), "must end in .png, .pdf or .svg")
+            check_writable(draw_to, "--draw")
     except ScenarioError as err:
         _fail_input(err)
     fabric = build_fabric(sc.topology)
@@ -261,13 +278,7 @@ def validate(scenario, overrides, print_normalized):
     metavar="ADDRESS",
     help="Run the points on this dask.distributed scheduler (tcp://host:port) instead.",
 )
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Sweep directory (default: sweeps/<scenario name>).",
-)
+@out_option("Sweep directory: new, empty or an earlier sweep's (default: sweeps/<scenario name>).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: only on a terminal).")
 def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, progress):
     """Run a scenario over a grid of overrides and seeds; resumable; results.csv for pandas.
@@ -276,7 +287,8 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
     scenario, grid, repeat, set). Each point runs in its own process and writes
     OUT/points/<hash>/ atomically; running the same sweep again skips finished points. A
     point that fails is recorded with its status and reason. OUT/results.csv has one row
-    per point: the swept keys, then the summary fields.
+    per point: the swept keys, then the summary fields. Ctrl-C (exit 130) or SIGTERM
+    (143) stops the workers and keeps the finished points; no new point starts.
 
     \b
     Examples:
@@ -315,13 +327,7 @@ def _is_sweep_file(path: Path) -> bool:
 
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where the figures go (default: DIRECTORY/plots).",
-)
+@out_option("Folder for the figures: new, empty or an earlier plot's (default: DIRECTORY/plots).")
 def plot(directory, out):
     """Make the standard figures of a run or sweep directory, each as PDF and PNG.
 
@@ -335,14 +341,20 @@ def plot(directory, out):
       roce-emu plot runs/cc_hpcc
       roce-emu plot sweeps/cc_none --out figures/
     """
+    from .results.destination import check_directory, make_directory
     from .results.figures import figures_for, save
 
+    target = out or directory / "plots"
+    try:
+        check_directory(target, "--out", "plots")
+    except ScenarioError as err:
+        _fail_input(err)
     try:
         figures = figures_for(directory)
     except (FileNotFoundError, KeyError, ValueError) as err:
         click.echo(f"error: {directory}: cannot plot: {err}", err=True)
         sys.exit(2)
-    target = out or directory / "plots"
+    make_directory(target, "plots")
     for name, fig in figures.items():
         save(fig, target, name)
     click.echo(f"{len(figures)} figures ({', '.join(figures) or 'none'}) -> {target}", err=True)
@@ -374,7 +386,7 @@ def cc_command(algorithm):
     default=None,
     help="File or folder to copy the example to (default: ./NAME.yaml).",
 )
-@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+@overwrite_option
 def examples(name, dest, overwrite):
     """List the shipped example scenarios, or copy one out to edit and run.
 
@@ -419,14 +431,8 @@ def examples(name, dest, overwrite):
 )
 @click.option("--cost", "costs", default=None, metavar="C0,C1,...", help="Cost per Gb/s of each dimension's links.")
 @click.option("--cost-budget", type=float, default=None, help="With --cost: the total cost per NPU to spend.")
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Scenario file to write with the designed rates (default: ./NAME_design.yaml).",
-)
-@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+@out_option("Scenario file to write with the designed rates (default: ./NAME_design.yaml).")
+@overwrite_option
 @click.option(
     "--verify",
     is_flag=True,
@@ -490,6 +496,10 @@ def design_command(
       roce-emu design scenarios/allreduce_multi_dim.yaml --cost 1,4 --cost-budget 3000 -o cheap.yaml
       roce-emu design scenarios/training_transformer.yaml --parallel --device-memory-gb 16 --verify
     """
+    try:
+        _check_out_file(out, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
     if parallel:
         _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite)
         return
@@ -588,14 +598,8 @@ def import_group():
     show_default=True,
     help="Bytes per NPU of the all-reduce the scenario runs.",
 )
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Scenario file to write (default: ./NETWORK.yaml).",
-)
-@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+@out_option("Scenario file to write (default: ./NETWORK.yaml).")
+@overwrite_option
 def import_astra_sim(network, system, nbytes, out, overwrite):
     """An ASTRA-sim network YAML (and system JSON) as a scenario: the fabric as multi_dim and
     one all-reduce. A scenario can also name the network file directly:
@@ -610,6 +614,7 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
     from .importers.scenario_file import write_scenario
 
     try:
+        _check_out_file(out, overwrite)
         doc, notes = astra_sim.scenario(network, system, nbytes)
         dest = out if out is not None else Path(f"{doc['name']}.yaml")
         sources = [str(network)] + ([str(system)] if system is not None else [])
@@ -634,14 +639,8 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
     default=None,
     help="Flow file (default: FLOW_FILE of the configuration, or flow.txt beside it).",
 )
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Scenario file to write (default: ./CONFIG.yaml).",
-)
-@click.option("--overwrite", is_flag=True, default=False, help="Replace the file if it exists.")
+@out_option("Scenario file to write (default: ./CONFIG.yaml).")
+@overwrite_option
 def import_ns3(config, topology, flows, out, overwrite):
     """An HPCC ns-3 simulator run (config.txt with its topology and flow files) as a scenario:
     the fabric as a custom topology, the flows, the congestion control and its parameters,
@@ -658,6 +657,7 @@ def import_ns3(config, topology, flows, out, overwrite):
     from .importers.scenario_file import write_scenario
 
     try:
+        _check_out_file(out, overwrite)
         doc, notes, sources = ns3.scenario(config, topology, flows)
         dest = out if out is not None else Path(f"{doc['name']}.yaml")
         write_scenario(doc, dest, sources, notes, overwrite)

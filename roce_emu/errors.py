@@ -13,6 +13,12 @@ class ScenarioError(Exception):
         super().__init__(f"{source}: {key}: {message}" if key else f"{source}: {message}")
 
 
+class OutputError(Exception):
+    """Finished results could not be written where asked (a full disk, a folder removed meanwhile):
+    the CLI prints ``str(err)`` as one line, naming the path and where the results were kept
+    instead, and exits with code 1."""
+
+
 class SimulationError(Exception):
     """The simulation cannot go on (PFC deadlock, stall): exit code 1 with a one-line report."""
 

@@ -40,9 +40,21 @@ def describe(name: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 3].rstrip() + "..."
 
 
+def is_shipped_example(path: Path) -> bool:
+    """Whether the file's bytes are those of a shipped example (copied out and not edited)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    return any(p.stat().st_size == len(data) and p.read_bytes() == data for p in examples_dir().glob("*.yaml"))
+
+
 def copy_example(name: str, dest: Path | None = None, overwrite: bool = False) -> Path:
     """Copy example ``name`` (with or without .yaml) to ``dest`` (a file, or a folder to copy
-    into; default: ./NAME.yaml); never replaces a file unless ``overwrite``."""
+    into; default: ./NAME.yaml); an existing file is replaced only with ``overwrite`` and only
+    if roce-emu wrote it (results/destination.py): an edited copy is the user's."""
+    from .results.destination import check_file
+
     stem = name[:-5] if name.endswith(".yaml") else name
     names = example_names()
     if stem not in names:
@@ -50,8 +62,7 @@ def copy_example(name: str, dest: Path | None = None, overwrite: bool = False) -
     dest = Path(dest) if dest is not None else Path(f"{stem}.yaml")
     if dest.is_dir():
         dest = dest / f"{stem}.yaml"
-    if dest.exists() and not overwrite:
-        raise ScenarioError(str(dest), "", "exists: add --overwrite to replace it, or give --to another path")
+    check_file(dest, "--to", overwrite)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(examples_dir() / f"{stem}.yaml", dest)
     return dest

@@ -7,6 +7,13 @@ directory exists is done and is not run again, so an interrupted sweep resumes w
 stopped. A point that fails (a deadlock, a combination the fabric cannot hold) is recorded
 with its status and reason and does not stop the others. ``DIR/results.csv`` has one row per
 point: the swept keys, then the summary's scalar fields.
+
+Ctrl-C (SIGINT) or SIGTERM stops a sweep: no new point starts, local worker processes are
+killed and their unfinished points cleared, results.csv is written for the finished points,
+and the exception goes on to the caller (the CLI exits 130 or 143). The workers ignore both
+signals themselves (Ctrl-C reaches the whole process group): the sweep process alone decides,
+so a worker never drops its point half-way and goes on to the next. On dask the points not
+started are cancelled; a point a worker is running finishes there and is kept.
 """
 
 import hashlib
@@ -14,6 +21,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,6 +33,7 @@ from tqdm import tqdm
 from .config.load import apply_override, parse_override, read_document, validate_document
 from .config.schema import Scenario
 from .errors import ScenarioError
+from .results.destination import check_directory, make_directory, write_marker
 from .results.output import replace_dir, write_csv
 
 POINT_FILE = "point.json"  # what a point is: its overrides, seed and hash
@@ -146,6 +155,7 @@ def run_point(scenario_path: str, overrides: tuple[str, ...], point_dir: str, po
 def _write_error(target: Path, summary: dict) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    write_marker(tmp, "run")
     (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     replace_dir(tmp, target)
 
@@ -157,16 +167,15 @@ def is_done(point_dir: Path) -> bool:
 def run_sweep(
     spec: SweepSpec, out: Path, jobs: int = 1, scheduler: str | None = None, progress: bool | None = None
 ) -> tuple[int, int, Path]:
-    """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv)."""
+    """Run the missing points; rewrite results.csv. Returns (points run now, points in all, csv).
+    ``out`` must be new, empty or a sweep directory roce-emu wrote (results/destination.py)."""
+    check_directory(out, "--out", "sweep", inputs=[spec.scenario])
     todo_all = points(spec)
     client = _connect(scheduler) if scheduler else None  # before anything is written
-    out.mkdir(parents=True, exist_ok=True)
+    make_directory(out, "sweep")
     (out / "points").mkdir(exist_ok=True)
     todo = [p for p in todo_all if not is_done(out / "points" / p.digest)]
-    for p in todo:  # a point interrupted before it finished: start it again from nothing
-        shutil.rmtree(out / "points" / p.digest, ignore_errors=True)
-    for leftover in (out / "points").glob(".*.tmp-*"):  # half-written by a killed sweep
-        shutil.rmtree(leftover, ignore_errors=True)
+    clear_unfinished(out, todo)  # points a killed sweep left half-done start again
     args = [
         (
             str(spec.scenario),
@@ -192,6 +201,11 @@ def run_sweep(
                 _run_dask(client, args, bar)
             else:
                 _run_local(jobs, args, bar)
+    except BaseException:  # Ctrl-C, SIGTERM, a failure: keep what finished, ready to plot
+        if client is None:  # on dask a running point may still be writing its directory
+            clear_unfinished(out, todo)
+        write_results(out, todo_all)
+        raise
     finally:
         bar.close()
         if client is not None:
@@ -199,6 +213,16 @@ def run_sweep(
     path = write_results(out, todo_all)
     write_sweep_record(out, spec, len(todo_all))
     return len(todo), len(todo_all), path
+
+
+def clear_unfinished(out: Path, todo: list[Point]) -> None:
+    """Remove what the points of ``todo`` that did not finish left behind (their directories
+    and half-written temporary ones), so that each starts again from nothing."""
+    for p in todo:
+        if not is_done(out / "points" / p.digest):
+            shutil.rmtree(out / "points" / p.digest, ignore_errors=True)
+    for leftover in (out / "points").glob(".*.tmp-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def write_sweep_record(out: Path, spec: SweepSpec, n_points: int) -> None:
@@ -234,14 +258,47 @@ def warm_engine_cache() -> None:
     run(prepare_scenario(sc), write=False, progress=False)
 
 
+def _init_worker() -> None:
+    """A local worker's initializer. SIGINT and SIGTERM are the sweep process's to act on. A
+    worker shows no progress bar: tqdm gets a thread lock instead of its default
+    multiprocessing one, a semaphore that a killed worker would leave registered (and Python
+    would warn about at exit)."""
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    tqdm.set_lock(threading.RLock())
+
+
 def _run_local(jobs: int, args, bar) -> None:
     import multiprocessing
 
-    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, jobs),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+    )
+    try:
         futures = [pool.submit(run_point, *a) for a in args]
         for future in as_completed(futures):
             future.result()
             bar.update(1)
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel the points not started and kill the processes running the others (the executor
+    has no public way to stop a running task; waiting would run every queued point)."""
+    workers = list((pool._processes or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.kill()
+    for process in workers:
+        process.join(10)
+    pool.shutdown(wait=True)  # the executor's thread notices the dead workers and closes its queues
 
 
 #: how long to wait for a dask scheduler to answer
@@ -267,9 +324,13 @@ def _run_dask(client, args, bar) -> None:
     from distributed import as_completed as dask_completed
 
     futures = [client.submit(run_point, *a, pure=False) for a in args]
-    for future in dask_completed(futures):
-        future.result()
-        bar.update(1)
+    try:
+        for future in dask_completed(futures):
+            future.result()
+            bar.update(1)
+    except BaseException:
+        client.cancel(futures)  # the points not started; a running one finishes on its worker
+        raise
 
 
 def _flat(summary: dict) -> dict:

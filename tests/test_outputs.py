@@ -65,6 +65,7 @@ def test_parquet_tables_read_back_with_numeric_columns(tmp_path):
         "fct_by_size.parquet",
         "summary.json",
         "scenario.yaml",
+        ".roce-emu",
     }
     for table in ("flows", "tasks", "collectives", "timeline"):
         a = pd.read_csv(csv_out / f"{table}.csv")

@@ -218,3 +218,111 @@ def test_a_swept_topology_keeps_its_columns_and_its_own_bars(tmp_path):
     fig = policy_time_figure(tmp_path / "sw")
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert ticks == ["fat_tree (k=4)", "fat_tree (k=6)"]
+
+
+def _sweep_cmd(small, out, *extra):
+    """A sweep of six points of about a second each (so a signal lands while it runs)."""
+    grid = ["network.cc.algorithm=none,dcqcn,dctcp", "workload.flows.0.bytes=150000000,200000000"]
+    return [
+        sys.executable,
+        "-m",
+        "roce_emu",
+        "sweep",
+        str(small),
+        *[a for g in grid for a in ("--grid", g)],
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _finished(out: Path) -> dict:
+    done = [d for d in (out / "points").glob("*") if (d / "point.json").is_file()]
+    return {d.name: json.loads((d / "point.json").read_text()) for d in done}
+
+
+def _interrupt_after_first_point(cmd, sig, group: bool):
+    """Start the sweep in its own process group, send ``sig`` once a point has finished (to the
+    whole group, as Ctrl-C in a terminal does, or to the sweep process alone, as `kill` does);
+    (process, seconds from the signal to the exit, the time of the signal, points finished
+    then, stderr)."""
+    out = Path(cmd[cmd.index("--out") + 1])
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.exists() and _finished(out)):
+        time.sleep(0.01)
+    assert proc.poll() is None, "the sweep ended before the signal"
+    sent, done = time.time(), len(_finished(out))
+    (os.killpg if group else os.kill)(proc.pid, sig)
+    try:
+        _, stderr = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("the sweep did not exit within 20 s of the signal")
+    return proc, time.time() - sent, sent, done, stderr
+
+
+def _group_alive(pgid: int, grace_s: float = 3.0) -> bool:
+    """Whether a process of the group still runs after grace_s (helpers such as
+    multiprocessing's resource tracker exit a moment after their parent)."""
+    deadline = time.time() + grace_s
+    while time.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _assert_stopped_cleanly(proc, took, sent, done, stderr, code, out, jobs):
+    assert proc.returncode == code, stderr
+    assert took < 10, took
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "finished points are kept" in lines[0] and "Traceback" not in stderr, stderr
+    assert not _group_alive(proc.pid), (
+        "a worker process outlived the sweep: "
+        + subprocess.run(["ps", "-o", "pid,stat,args", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+    )
+    finished = _finished(out)
+    assert done <= len(finished) <= done + jobs < 6, "only the points running at the signal may finish"
+    assert all(p["started"] < sent + 0.5 for p in finished.values()), "a point was started after the signal"
+    assert not list((out / "points").glob(".*")), "half-written point directories left behind"
+    assert {d.name for d in (out / "points").iterdir()} == set(finished), "an unfinished point directory is left"
+    assert len(pd.read_csv(out / "results.csv")) == len(finished)  # the finished points, ready to plot
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"], ids=["jobs1", "jobs2"])
+@pytest.mark.parametrize(
+    "sig, code, group", [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)], ids=["ctrl-c", "kill"]
+)
+def test_a_signal_stops_a_local_sweep_and_keeps_its_finished_points(small, tmp_path, jobs, sig, code, group):
+    out = tmp_path / "s"
+    proc, took, sent, done, stderr = _interrupt_after_first_point(_sweep_cmd(small, out, "--jobs", jobs), sig, group)
+    _assert_stopped_cleanly(proc, took, sent, done, stderr, code, out, int(jobs))
+    rerun = subprocess.run(_sweep_cmd(small, out, "--jobs", "2"), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0 and f"already done -> {out}" in rerun.stderr, rerun.stderr
+
+
+def test_a_signal_stops_a_dask_sweep_and_starts_no_new_point(small, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "s"
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        cmd = _sweep_cmd(small, out, "--scheduler", cluster.scheduler_address)
+        proc, took, sent, done, stderr = _interrupt_after_first_point(cmd, signal.SIGINT, False)
+        assert proc.returncode == 130 and took < 10, stderr
+        assert "finished points are kept" in stderr and "Traceback" not in stderr, stderr
+        time.sleep(4)  # the point the worker was running may still finish; no other may start
+        assert done <= len(_finished(out)) <= done + 1

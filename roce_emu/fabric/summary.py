@@ -134,6 +134,7 @@ def dimension_switches(fabric: Fabric) -> list[int]:
 
 
 def draw(fabric: Fabric, path: Path) -> None:
+    """Draw the fabric to ``path`` (.png, .pdf or .svg), creating its missing folders."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -210,5 +211,6 @@ def draw(fabric: Fabric, path: Path) -> None:
     ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches{extra}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node
     ax.set_axis_off()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if str(path).endswith(".pdf") else None)
     plt.close(fig)

@@ -1,5 +1,6 @@
 """Write an imported scenario: validated first, with a header naming its sources and what was
-not carried over, atomically (a reader never sees half a file), never over a file unless asked."""
+not carried over and roce-emu's stamp, atomically (a reader never sees half a file), never over a
+file unless asked and roce-emu wrote it."""
 
 import os
 import tempfile
@@ -9,29 +10,25 @@ from pathlib import Path
 import yaml
 
 from ..config.load import validate_document
-from ..errors import ScenarioError
-
-
-def check_dest(dest: Path, overwrite: bool = False) -> None:
-    """Refuse to replace a file unless asked (checked before any simulation, and again on writing)."""
-    if Path(dest).exists() and not overwrite:
-        raise ScenarioError(str(dest), "", "exists: add --overwrite to replace it, or give --out another path")
+from ..results.destination import check_file, stamped
 
 
 def write_scenario(
     doc: dict, dest: Path, sources: list[str], notes: list[str], overwrite: bool = False, about: Sequence[str] = ()
 ) -> Path:
-    """Write ``doc`` with a header naming its sources, then the ``about`` lines (what the file is,
-    e.g. which design was chosen and why), then the ``notes`` (what was not carried over)."""
+    """Write ``doc`` to ``dest`` with a header naming its sources, then the ``about`` lines (what
+    the file is, e.g. which design was chosen and why), then the ``notes`` (what was not carried
+    over), and roce-emu's stamp (results/destination.py); an existing file is replaced only with
+    ``overwrite`` and only if roce-emu wrote it."""
     dest = Path(dest)
-    check_dest(dest, overwrite)
+    check_file(dest, "--out", overwrite)
     validate_document(doc, str(dest))  # an importer's bug must not reach the user's disk
     header = [f"# {'Written' if about else 'Imported'} by roce-emu from {', '.join(sources)}."]
     header += [f"# {line}" for line in about]
     if notes:
         header.append("# Not carried over:")
         header += [f"#   - {n}" for n in notes]
-    text = "\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+    text = stamped("\n".join(header) + "\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None))
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", dir=dest.parent)
     try:

@@ -1,4 +1,5 @@
-"""Atomic run directories: everything is written to a temporary sibling, then renamed into place."""
+"""Atomic run directories: everything is written to a temporary sibling, then renamed into place;
+tables as tidy CSV or Parquet."""
 
 import csv
 import json
@@ -7,6 +8,9 @@ import shutil
 import tempfile
 from importlib.util import find_spec
 from pathlib import Path
+
+from ..errors import OutputError
+from .destination import check_directory, write_marker
 
 
 def write_csv(path: Path, columns, rows) -> None:
@@ -68,13 +72,36 @@ def read_table(path: Path) -> list[dict]:
 def write_run_dir(
     out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv", texts: dict[str, str] | None = None
 ) -> None:
-    """Write summary.json, the tables {"name.csv": (columns, rows)} and the text files
-    {"name": text} into ``out`` atomically (complete or absent); with fmt "parquet" each table
-    is name.parquet."""
+    """Write summary.json, the tables {"name.csv": (columns, rows)}, the text files
+    {"name": text} and roce-emu's marker (results/destination.py) into ``out`` atomically
+    (complete or absent); with fmt "parquet" each table is name.parquet. An existing ``out``
+    is replaced only if it is a run directory roce-emu wrote (ScenarioError otherwise).
+
+    If writing fails all the same (a full disk, a folder removed meanwhile), the results are
+    written to a new folder in the system's temporary directory instead, and OutputError
+    says where (or that they could not be kept either)."""
     out = Path(out)
+    check_directory(out, "--out", "run", overwrite=True)
+    try:
+        _write_run_dir(out, summary, tables, fmt, texts)
+    except OSError as err:
+        reason = f"{out}: cannot write the results ({err.strerror or err})"
+        kept = None
+        try:
+            kept = Path(tempfile.mkdtemp(prefix=f"roce-emu-{out.name}-"))
+            _write_run_dir(kept / "run", summary, tables, fmt, texts)
+        except OSError as again:
+            if kept is not None:
+                shutil.rmtree(kept, ignore_errors=True)
+            raise OutputError(f"{reason}; they could not be kept elsewhere either ({again.strerror or again})") from err
+        raise OutputError(f"{reason}; they are kept in {kept / 'run'}") from err
+
+
+def _write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str, texts: dict[str, str] | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        write_marker(tmp, "run")
         for name, (columns, rows) in tables.items():
             if fmt == "parquet":
                 frame(columns, rows).to_parquet(tmp / name.replace(".csv", ".parquet"), index=False)
@@ -91,11 +118,19 @@ def write_run_dir(
 
 
 def replace_dir(new: Path, dest: Path) -> None:
-    """Move directory ``new`` to ``dest``, replacing an older ``dest`` without a moment of mixing."""
-    if dest.exists():
-        trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    """Move directory ``new`` to ``dest``, replacing an older ``dest`` without a moment of mixing
+    (the caller has checked that ``dest`` may be replaced); if a move fails, ``dest`` is put
+    back and no temporary folder is left."""
+    if not dest.exists():
+        os.replace(new, dest)
+        return
+    trash = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    try:
         os.replace(dest, trash / "old")
-        os.replace(new, dest)
+        try:
+            os.replace(new, dest)
+        except BaseException:
+            os.replace(trash / "old", dest)
+            raise
+    finally:
         shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.replace(new, dest)

@@ -1,0 +1,159 @@
+"""Where roce-emu may write, checked before anything is built or simulated: a bad path costs no
+work, and nothing of the user's is ever replaced.
+
+What roce-emu may replace (``--overwrite``), and add to:
+
+- A directory (a run, a sweep, a plot folder) is roce-emu's when it holds the marker file
+  ``.roce-emu``, which roce-emu writes into every directory it creates; its first word is
+  the kind (``run``, ``sweep``, ``plots``). ``run --overwrite`` replaces only a run directory
+  so marked; a sweep adds points only to a sweep directory so marked (or an empty one). Any
+  other directory, and a file where a directory belongs, is refused.
+- A file is roce-emu's when it is a scenario roce-emu wrote and nobody edited since (its
+  stamp line ``# roce-emu-sha256: <digest>`` matches the rest of its text; ``import`` and
+  ``design`` write it), or a shipped example copied out unchanged. Anything else is the user's.
+- Never the current directory or a folder holding it, nor a folder holding an input file.
+
+A destination's deepest existing folder must be a directory roce-emu can write to (probed
+with a temporary file, so a read-only or virtual file system such as /proc fails here too);
+the missing folders below it are created when the results are written.
+"""
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import ScenarioError
+
+#: the marker file of a directory roce-emu wrote
+MARKER = ".roce-emu"
+STAMP = "# roce-emu-sha256: "
+_STAMP_LINE = re.compile(r"^# roce-emu-sha256: ([0-9a-f]{64})\n", re.MULTILINE)
+
+
+def write_marker(directory: Path, kind: str) -> None:
+    (Path(directory) / MARKER).write_text(f"{kind}: written by roce-emu, which may replace this folder\n")
+
+
+def marker_kind(directory: Path) -> str | None:
+    """The kind a directory's marker names, or None when roce-emu did not write it."""
+    try:
+        return (Path(directory) / MARKER).read_text().split(":", 1)[0].strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def stamped(text: str) -> str:
+    """Text to write with its stamp line appended: the digest of everything before it."""
+    return f"{text}{STAMP}{hashlib.sha256(text.encode()).hexdigest()}\n"
+
+
+def is_stamped(path: Path) -> bool:
+    """Whether the file carries a stamp that matches the rest of its text (unedited since)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    found = _STAMP_LINE.search(text)
+    if found is None:
+        return False
+    rest = text[: found.start()] + text[found.end() :]
+    return hashlib.sha256(rest.encode()).hexdigest() == found.group(1)
+
+
+def check_writable(path: Path, option: str) -> None:
+    """The folder ``path`` goes into can be created and written: its deepest existing ancestor
+    is a directory that takes a new file."""
+    path = Path(path)
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ScenarioError(option, str(path), f"{parent} is a file, not a folder: give {option} another path")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".roce-emu-probe-", dir=parent)
+    except OSError as err:
+        raise ScenarioError(
+            option, str(path), f"cannot write in {parent} ({err.strerror or err}): give {option} another path"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _check_not_in_use(path: Path, option: str, inputs: Sequence[Path | str]) -> None:
+    """Refuse the current directory, a folder holding it, and a folder holding an input file."""
+    target = Path(path).resolve()
+    cwd = Path.cwd().resolve()
+    if target == cwd or target in cwd.parents:
+        raise ScenarioError(option, str(path), f"is the current directory or holds it: give {option} a new folder")
+    for source in inputs:
+        if target in Path(source).resolve().parents:
+            raise ScenarioError(option, str(path), f"holds the input {source}: give {option} a new folder")
+
+
+def check_directory(
+    path: Path, option: str, kind: str, overwrite: bool = False, inputs: Sequence[Path | str] = ()
+) -> None:
+    """A directory of ``kind`` may be written at ``path``. For "run" an existing one needs
+    ``overwrite`` and is replaced; for "sweep" and "plots" an existing one is added to. Either
+    way an existing directory must carry roce-emu's marker of that kind (a sweep or plot folder
+    may also be empty); raises ScenarioError otherwise."""
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        _check_not_in_use(path, option, inputs)
+        if not path.is_dir():
+            raise ScenarioError(option, str(path), f"is a file, not a {kind} directory: give {option} another path")
+        found = marker_kind(path)
+        if found != kind and not (kind != "run" and not any(path.iterdir())):
+            what = f"a roce-emu {found} directory" if found else "a folder roce-emu did not write"
+            raise ScenarioError(
+                option,
+                str(path),
+                f"is {what}; roce-emu only {'replaces' if kind == 'run' else 'writes into'} its own {kind} "
+                f"directories: give {option} a new folder (or move this one away)",
+            )
+        if kind == "run" and not overwrite:
+            raise ScenarioError(
+                option, str(path), f"the run directory exists: add --overwrite to replace it, or give {option} another"
+            )
+    check_writable(path, option)
+
+
+def check_file(path: Path, option: str, overwrite: bool = False) -> None:
+    """A file may be written at ``path``: it is new, or ``overwrite`` is given and roce-emu wrote
+    the existing one (written_by_roce_emu); raises ScenarioError otherwise."""
+    path = Path(path)
+    if path.exists() or path.is_symlink():
+        if path.is_dir():
+            raise ScenarioError(option, str(path), f"is a folder: give {option} a file name")
+        if not overwrite:
+            raise ScenarioError(
+                option, str(path), f"exists: add --overwrite to replace it, or give {option} another path"
+            )
+        if not written_by_roce_emu(path):
+            raise ScenarioError(
+                option,
+                str(path),
+                "was not written by roce-emu or was edited since; roce-emu replaces only its own files: "
+                f"give {option} another path (or move this file away)",
+            )
+    check_writable(path, option)
+
+
+def make_directory(path: Path, kind: str) -> None:
+    """Create the directory of ``kind`` (and its missing parents) with roce-emu's marker; an
+    existing empty one gets the marker too, one with anything in it is left as it is."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if not any(path.iterdir()):
+        write_marker(path, kind)
+
+
+def written_by_roce_emu(path: Path) -> bool:
+    """The file is a scenario roce-emu wrote and nobody edited since, or a shipped example
+    copied out unchanged."""
+    from ..examples import is_shipped_example
+
+    return is_stamped(path) or is_shipped_example(path)
