@@ -69,6 +69,37 @@ def write_run_dir(
         raise
 
 
+def read_summary(run_dir: Path) -> dict:
+    """A run directory's summary.json; ScenarioError (one line) if the directory is not a run
+    directory or its summary is not JSON."""
+    from ..errors import ScenarioError
+
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        raise ScenarioError(str(run_dir), "", "not a run directory (no summary.json): give one that roce-emu run wrote")
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ScenarioError(str(path), "", f"not readable as JSON ({err})") from None
+    if not isinstance(summary, dict):
+        raise ScenarioError(str(path), "", "not a run summary (expected a JSON object)")
+    return summary
+
+
+def read_rows(run_dir: Path, table: str) -> list[dict] | None:
+    """A run directory's table ``table`` (e.g. "links") as rows of {column: value}, from
+    table.csv (values as text) or table.parquet (needs pandas); None if the run has neither."""
+    run_dir = Path(run_dir)
+    if (run_dir / f"{table}.csv").is_file():
+        with open(run_dir / f"{table}.csv", newline="") as fh:
+            return list(csv.DictReader(fh))
+    if (run_dir / f"{table}.parquet").is_file():
+        import pandas as pd
+
+        return pd.read_parquet(run_dir / f"{table}.parquet").to_dict("records")
+    return None
+
+
 def replace_dir(new: Path, dest: Path) -> None:
     """Move directory ``new`` to ``dest``, replacing an older ``dest`` without a moment of mixing."""
     if dest.exists():
