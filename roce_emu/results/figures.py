@@ -20,6 +20,7 @@ from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
+from .output import read_rows  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -503,6 +504,70 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     return fig
 
 
+def links_figure(run_dir: Path, top: int = 30):
+    """The busiest directions of links (links.csv): utilization (busy time over the run) of the
+    ``top`` highest, one bar each, split by priority; the x label says how many are shown."""
+    rows = read_rows(run_dir, "links")
+    if not rows:
+        return None
+    per: dict[tuple, dict[int, float]] = {}  # (link, from, to, tier) -> {priority: utilization}
+    for r in rows:
+        key = (int(r["link"]), str(r["node_from"]), str(r["node_to"]), str(r["tier"]))
+        per.setdefault(key, {})[int(r["priority"])] = _num(r["utilization"], 0.0)
+    ranked = sorted(per, key=lambda k: (-sum(per[k].values()), k[0], k[1]))
+    shown = [k for k in ranked[:top] if sum(per[k].values()) > 0]
+    if not shown:
+        return None
+    prios = sorted({p for k in shown for p, u in per[k].items() if u > 0})
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, max(1.8, 0.8 + 0.18 * len(shown))))
+        left = np.zeros(len(shown))
+        for prio in prios:
+            width = np.array([per[k].get(prio, 0.0) for k in shown])
+            ax.barh(np.arange(len(shown)), width, 0.7, left=left, label=f"priority {prio}")
+            left += width
+        ax.set_yticks(range(len(shown)), [f"{k[1]} \u2192 {k[2]} ({k[3]})" for k in shown], fontsize=7)
+        ax.invert_yaxis()
+        ax.grid(axis="y", visible=False)
+        ax.set_xlim(0, max(1.0, float(left.max()) * 1.02))
+        ax.set_xlabel(
+            "utilization (busy time at the link rate / run duration)\n"
+            f"the busiest {len(shown)} of {len(per)} directions"
+        )
+        ax.set_ylabel("link direction (tier)")
+        if len(prios) > 1:
+            _legend_above(ax, ncols=len(prios), fontsize=8)
+    return fig
+
+
+def compare_figure(labels: list[str], summaries: list[dict]):
+    """One bar per run: its mean iteration time (dots: each iteration) when the runs have
+    iterations, else its last flow's finish time."""
+    times = [s.get("iteration_ns") if isinstance(s.get("iteration_ns"), list) else None for s in summaries]
+    iterations = any(times)
+    values_ns = [v for t in times if t for v in t] if iterations else [s.get("last_finish_ns") or 0 for s in summaries]
+    unit, scale = ("ms", 1e6) if max(values_ns, default=0) >= 1e6 else ("us", 1e3)
+    dots: str | None = "each iteration"  # the legend's entry, on the first run with dots
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(3.2, 1.0 + 0.7 * len(labels)), 3.2))
+        for i, (s, t) in enumerate(zip(summaries, times)):
+            values = [v / scale for v in t] if iterations and t else []
+            if not iterations and s.get("last_finish_ns") is not None:
+                values = [s["last_finish_ns"] / scale]
+            if values:
+                ax.bar(i, float(np.mean(values)), 0.6, color="#0072B2")
+            if len(values) > 1:
+                ax.plot([i] * len(values), values, "o", ms=3, color="#E69F00", label=dots)
+                dots = None
+        tilt = len(labels) > 3 or max(map(len, labels)) > 12
+        ax.set_xticks(range(len(labels)), labels, rotation=30 if tilt else 0, ha="right" if tilt else "center")
+        ax.grid(axis="x", visible=False)
+        ax.set_xlabel("run (directory)")
+        ax.set_ylabel(f"mean iteration time ({unit})" if iterations else f"last flow's finish ({unit})")
+        _legend_above(ax, fontsize=8)
+    return fig
+
+
 Maker = Callable[[Path], Any]  # a directory -> its Figure, or None when it has nothing to show
 SWEEP_FIGURES: dict[str, Maker] = {
     "policy_time": policy_time_figure,
@@ -515,6 +580,7 @@ RUN_FIGURES: dict[str, Maker] = {
     "rates": rate_figure,
     "rank_timeline": timeline_figure,
     "collective_times": collectives_figure,
+    "link_utilization": links_figure,
 }
 
 
