@@ -151,14 +151,11 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
     iterations = ""
-    if s.get("iteration_ns"):
-        times = s["iteration_ns"]
-        each = (
-            ", ".join(_fmt_ns(t) for t in times)
-            if len(times) <= 8
-            else f"{_fmt_ns(min(times))} .. {_fmt_ns(max(times))}"
-        )
-        iterations = f"iteration {_fmt_ns(s['mean_iteration_ns'])} ({each}), "
+    if s.get("iteration_ns"):  # the mean, then each iteration in its unit (min .. max beyond eight)
+        times, mean = s["iteration_ns"], s["mean_iteration_ns"]
+        unit, scale = ("ms", 1e6) if mean >= 1e6 else ("us", 1e3)
+        each = [f"{t / scale:.3f}" for t in (times if len(times) <= 8 else (min(times), max(times)))]
+        iterations = f"iteration {mean / scale:.3f} {unit} ({(', ' if len(times) <= 8 else ' .. ').join(each)}), "
     elif "iterations_finished" in s:
         iterations = f"{s['iterations_finished']} iterations finished, "
     click.echo(
