@@ -347,6 +347,8 @@ def plot(directory, out):
 
     try:
         figures = figures_for(directory)
+    except ScenarioError as err:  # a table it cannot read (Parquet without pandas)
+        _fail_input(err)
     except (FileNotFoundError, KeyError, ValueError) as err:
         click.echo(f"error: {directory}: cannot plot: {err}", err=True)
         sys.exit(2)

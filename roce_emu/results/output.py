@@ -88,12 +88,17 @@ def read_summary(run_dir: Path) -> dict:
 
 def read_rows(run_dir: Path, table: str) -> list[dict] | None:
     """A run directory's table ``table`` (e.g. "links") as rows of {column: value}, from
-    table.csv (values as text) or table.parquet (needs pandas); None if the run has neither."""
+    table.csv (values as text) or table.parquet (needs pandas and pyarrow: else ScenarioError);
+    None if the run has neither."""
     run_dir = Path(run_dir)
     if (run_dir / f"{table}.csv").is_file():
         with open(run_dir / f"{table}.csv", newline="") as fh:
             return list(csv.DictReader(fh))
     if (run_dir / f"{table}.parquet").is_file():
+        if parquet_missing():
+            from ..errors import ScenarioError
+
+            raise ScenarioError(str(run_dir / f"{table}.parquet"), "", f"cannot read it: {parquet_missing()}")
         import pandas as pd
 
         return pd.read_parquet(run_dir / f"{table}.parquet").to_dict("records")
