@@ -3,10 +3,11 @@
 Every port of the engine is one direction of one link (its node to its peer's node). The
 engine counts the wire bytes each port sent per priority (PQ_DTYPE tx_bytes): every packet
 counts, with its preamble and inter-frame gap (packets.wire_bytes): data, ACKs, NACKs, CNPs
-and PFC PAUSE/RESUME frames, each under the priority it carries (ACKs, CNPs and PFC frames
-use the control priority 0, or the flow's priority with network.ack_with_data). A packet
-counts when its port starts to send it, so one still on the wire when the run stops counts
-whole, and a packet a switch discards on a down link counts too (it was sent).
+and PFC PAUSE/RESUME frames, each under the priority it carries (control packets use the
+control priority 0; ACKs and NACKs their flow's priority with network.switch.ack_queue:
+data). A packet counts when its port starts to send it, so one still on the wire when the
+run stops counts whole, and one a lossy port loses counts (it was sent); what a switch
+discards from its queues when their link goes down was never sent and does not count.
 
 Busy time is the serialisation time of those bytes at the link's nominal rate (the fabric's;
 a slow_link fault's lower rate is not taken into account), floored to the picosecond;
