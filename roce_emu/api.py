@@ -1,6 +1,5 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -12,8 +11,8 @@ from .config.cc_params import params_from_engine
 from .config import load_scenario
 from .config.load import validate_document
 from .config.schema import Scenario
-from .core.state import World
 from .errors import ScenarioError
+from .core.state import World
 from .fabric.topology import Fabric
 from .results.iteration import (
     TASK_COLUMNS,
@@ -25,9 +24,10 @@ from .results.iteration import (
     task_rows,
     timeline_rows,
 )
+from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.destination import check_directory, check_file
-from .results.output import frame, table_files, write_run_dir
+from .results.output import frame, read_summary, table_files, write_run_dir
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
     FLOW_COLUMNS,
@@ -106,12 +106,11 @@ def read_run(path: Path | str) -> RunDirectory:
     import pandas as pd
 
     path = Path(path)
-    if not (path / "summary.json").is_file():
-        raise ScenarioError(str(path), "", "not a run directory (no summary.json)")
+    summary = read_summary(path)
     frames = {}
     for name, table in table_files(path).items():
         frames[name] = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
-    return RunDirectory(json.loads((path / "summary.json").read_text()), frames)
+    return RunDirectory(summary, frames)
 
 
 def prepare(path: Path | str, overrides: Sequence[str] = ()) -> Prepared:
@@ -179,6 +178,7 @@ def run(
     info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
+    info["hottest_links"] = hottest_links(outcome.world, prepared.fabric)
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
     if prepared.warnings:
@@ -196,8 +196,8 @@ def run(
 def run_tables(
     prepared: Prepared, outcome: RunOutcome, table: dict, timeline: list[tuple] | None = None
 ) -> dict[str, tuple]:
-    """Every table of a run directory: flows, tasks, collectives, the rank timeline and traces
-    (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
+    """Every table of a run directory: flows, tasks, collectives, the rank timeline, traces and
+    links (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace, prepared.scenario.output.traces)
     written, mine = None, None  # every flow
@@ -214,6 +214,7 @@ def run_tables(
     by_size = slowdown_by_size(table, written)
     if by_size:
         tables["fct_by_size.csv"] = (SIZE_BUCKET_COLUMNS, by_size)
+    tables["links.csv"] = (LINK_COLUMNS, link_rows(outcome.world, prepared.fabric))
     return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
 
 

@@ -1,4 +1,4 @@
-"""Command line: ``roce-emu run | topo | validate | sweep | plot | cc | examples | design | import | cache``.
+"""Command line: ``roce-emu run | topo | validate | sweep | plot | compare | cc | examples | design | import | cache``.
 
 Thin: parse, call the API, report."""
 
@@ -164,8 +164,16 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
         sys.exit(1)
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
+    iterations = ""
+    if s.get("iteration_ns"):  # the mean, then each iteration in its unit (min .. max beyond eight)
+        times, mean = s["iteration_ns"], s["mean_iteration_ns"]
+        unit, scale = ("ms", 1e6) if mean >= 1e6 else ("us", 1e3)
+        each = [f"{t / scale:.3f}" for t in (times if len(times) <= 8 else (min(times), max(times)))]
+        iterations = f"iteration {mean / scale:.3f} {unit} ({(', ' if len(times) <= 8 else ' .. ').join(each)}), "
+    elif "iterations_finished" in s:
+        iterations = f"{s['iterations_finished']} iterations finished, "
     click.echo(
-        f"{s['scenario']}: {s['flows_finished']}/{s['flows']} flows finished, last at "
+        f"{s['scenario']}: {iterations}{s['flows_finished']}/{s['flows']} flows finished, last at "
         f"{_fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
         f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "
         f"-> {result.out}",
@@ -333,8 +341,8 @@ def plot(directory, out):
 
     A sweep (results.csv): time per congestion-control policy per topology normalised to
     PFC only, the iteration breakdown, PFC pauses and ECN marks per policy. A run
-    (summary.json): FCT slowdown CDF and percentiles by flow size, and, with traces, queue
-    occupancy and per-flow rate over time.
+    (summary.json): FCT slowdown CDF and percentiles by flow size, the busiest links'
+    utilization, and, with traces, queue occupancy and per-flow rate over time.
 
     \b
     Examples:
@@ -351,6 +359,8 @@ def plot(directory, out):
         _fail_input(err)
     try:
         figures = figures_for(directory)
+    except ScenarioError as err:  # a table it cannot read (Parquet without pandas)
+        _fail_input(err)
     except (FileNotFoundError, KeyError, ValueError) as err:
         click.echo(f"error: {directory}: cannot plot: {err}", err=True)
         sys.exit(2)
@@ -358,6 +368,42 @@ def plot(directory, out):
     for name, fig in figures.items():
         save(fig, target, name)
     click.echo(f"{len(figures)} figures ({', '.join(figures) or 'none'}) -> {target}", err=True)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--differing", is_flag=True, help="Only the summary keys whose values are not the same in all runs.")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also draw the iteration time (else the last finish) per run to DIR/compare.pdf and .png.",
+)
+def compare(runs, differing, out):
+    """Compare run directories side by side (Markdown tables on stdout): every summary.json
+    key, the iteration times and each collective's mean time (collectives.csv), where the runs
+    have them. The first run is the reference: the others' numbers carry their ratio to it
+    (1.250x: 25 % more). Runs written as CSV or Parquet both work.
+
+    \b
+    Examples:
+      roce-emu compare runs/resnet_dcqcn runs/resnet_hpcc runs/resnet_none
+      roce-emu compare runs/a runs/b --differing --out figures/
+    """
+    from .results.compare import compare as compare_runs, load_runs
+
+    try:
+        text = compare_runs(runs, differing)
+    except ScenarioError as err:
+        _fail_input(err)
+    click.echo(text)
+    if out is not None:
+        from .results.figures import compare_figure, save
+
+        loaded = load_runs(runs)
+        paths = save(compare_figure([r.label for r in loaded], [r.summary for r in loaded]), out, "compare")
+        click.echo(f"figure -> {paths[0]}, {paths[1].name}", err=True)
 
 
 @main.command("cc")

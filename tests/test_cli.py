@@ -33,6 +33,7 @@ def cli(*args, cwd=None):
         ["validate"],
         ["sweep"],
         ["plot"],
+        ["compare"],
         ["cc"],
         ["examples"],
         ["import"],

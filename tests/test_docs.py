@@ -154,7 +154,7 @@ def test_the_scenario_reference_describes_every_key():
 
 
 def test_the_outputs_page_names_every_column():
-    from roce_emu.results import iteration, tables
+    from roce_emu.results import iteration, links, tables
 
     page = (DOCS / "reference" / "outputs.md").read_text()
     columns = [
@@ -166,6 +166,7 @@ def test_the_outputs_page_names_every_column():
         *iteration.TASK_COLUMNS,
         *iteration.COLLECTIVE_COLUMNS,
         *iteration.TIMELINE_COLUMNS,
+        *links.LINK_COLUMNS,
     ]
     missing = [c for c in columns if not re.search(rf"\b{c}\b", page)]
     assert not missing, f"docs/reference/outputs.md does not name the columns {missing}"

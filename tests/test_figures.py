@@ -79,8 +79,8 @@ def _check(fig):
 
 EXPECTED = {
     "sweep": set(SWEEP_FIGURES),
-    "run": {"fct_slowdown", "queues", "rates"},
-    "training": {"rank_timeline", "collective_times"},
+    "run": {"fct_slowdown", "queues", "rates", "link_utilization"},
+    "training": {"rank_timeline", "collective_times", "link_utilization"},
 }
 
 
@@ -94,6 +94,17 @@ def test_every_figure_has_labelled_axes_and_both_files(kind, sweep_dir, run_dir,
         _check(fig)
         for path in save(fig, tmp_path, name):
             assert path.stat().st_size > 1000, path
+
+
+def test_the_compare_figure_has_labelled_axes(run_dir, training_dir, tmp_path):
+    from roce_emu.results.compare import load_runs
+    from roce_emu.results.figures import compare_figure
+
+    runs = load_runs([run_dir, training_dir])
+    fig = compare_figure([r.label for r in runs], [r.summary for r in runs])
+    _check(fig)
+    assert "iteration" in fig.axes[0].get_ylabel()
+    assert save(fig, tmp_path, "compare")[1].stat().st_size > 1000
 
 
 def test_pdf_bytes_repeat(run_dir, tmp_path):

@@ -63,11 +63,12 @@ def test_parquet_tables_read_back_with_numeric_columns(tmp_path):
         "collectives.parquet",
         "timeline.parquet",
         "fct_by_size.parquet",
+        "links.parquet",
         "summary.json",
         "scenario.yaml",
         ".roce-emu",
     }
-    for table in ("flows", "tasks", "collectives", "timeline"):
+    for table in ("flows", "tasks", "collectives", "timeline", "links"):
         a = pd.read_csv(csv_out / f"{table}.csv")
         b = pd.read_parquet(pq_out / f"{table}.parquet")
         assert list(a.columns) == list(b.columns)
@@ -132,7 +133,7 @@ def test_results_as_dataframes_in_memory_and_read_back(tmp_path, fmt):
 
     res, out = _write(tmp_path, fmt, format=fmt)
     frames = res.frames()
-    assert set(frames) == {"flows", "tasks", "collectives", "timeline", "fct_by_size"}
+    assert set(frames) == {"flows", "tasks", "collectives", "timeline", "fct_by_size", "links"}
     collectives = frames["collectives"]
     for column in ("start_ns", "finish_ns", "time_ns", "busbw_gbps", "bytes"):
         assert pd.api.types.is_numeric_dtype(collectives[column]), column

@@ -516,6 +516,8 @@ def _walk(w, ff, now):
     for p in range(w.port.shape[0]):
         pt = w.port[p]
         pt["tx_bytes"] = _put(ff, T_TX_BASE | (p << T_SHIFT), pt["tx_bytes"])
+        for prio in range(w.pq.shape[1]):
+            w.pq[p, prio]["tx_bytes"] = _put(ff, T_COUNTER, w.pq[p, prio]["tx_bytes"])
         pt["tx_data_pkts"] = _put(ff, T_COUNTER, pt["tx_data_pkts"])
         pt["pauses_sent"] = _put(ff, T_COUNTER, pt["pauses_sent"])
         pt["ecn_marks"] = _put(ff, T_COUNTER, pt["ecn_marks"])

@@ -68,7 +68,7 @@ from .kinds import (
     PK_NACK,
 )
 from .mmu import release
-from .packets import fifo_push, fifo_shrink, pkt_alloc, wire_bytes
+from .packets import count_sent, fifo_push, fifo_shrink, pkt_alloc, wire_bytes
 from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .pfc import is_paused
 from .qp import qp_open
@@ -618,13 +618,13 @@ def _queued(w, e, k):
 
 
 @njit
-def _send_fewer(w, q, n, j, wire):
-    """Port q, sending or passing on a train of n packets of ``wire`` bytes each, sends j; returns
-    how much sooner its own sending ends."""
+def _send_fewer(w, q, n, j, wire, prio):
+    """Port q, sending or passing on a train of n packets of ``wire`` bytes each (of priority
+    ``prio``), sends j; returns how much sooner its own sending ends."""
     qt = w.port[q]
     sooner = ser_ps(n * wire, qt["rate_bps"]) - ser_ps(j * wire, qt["rate_bps"])
     qt["tx_own_ps"] -= sooner
-    qt["tx_bytes"] -= (n - j) * wire
+    count_sent(w, q, prio, -(n - j) * wire)
     qt["tx_data_pkts"] -= n - j
     return sooner
 
@@ -641,7 +641,7 @@ def _cut_on_path(w, p, last, k, n, j, wire, t):
     dst = I64(pk["dst"])
     h = w.qp[pk["flow"]]["ecmp_hash"]
     while True:
-        _send_fewer(w, q, n, j, wire)
+        _send_fewer(w, q, n, j, wire, I64(pk["prio"]))
         if q == last:
             break
         q = next_egress(w, q, dst, h)
@@ -667,9 +667,10 @@ def _cut_at_router(w, p, e, k, n, j, wire):
     """Train k, now j of its n packets of ``wire`` bytes each from NIC link p, which its router's
     port e passes on at the same rate, ends that much sooner at both."""
     pt = w.port[p]
-    sooner = _send_fewer(w, p, n, j, wire)
+    prio = I64(w.pkt[k]["prio"])
+    sooner = _send_fewer(w, p, n, j, wire, prio)
     move_train_end(w, p, pt["tx_own_ps"])
-    _send_fewer(w, e, n, j, wire)
+    _send_fewer(w, e, n, j, wire, prio)
     ept = w.port[e]
     ept["tx_in_ps"] -= sooner
     end = max(ept["tx_own_ps"], ept["tx_in_ps"])

@@ -55,6 +55,14 @@ def wire_bytes(w, k):
     return w.pkt[k]["frame_bytes"] + w.pkt[k]["n_sub"] * w.cfg[CFG_IFG]
 
 
+@njit(inline="always")
+def count_sent(w, p, prio, wire):
+    """Port p put ``wire`` bytes of priority ``prio`` on the wire (negative: a cut train sends
+    fewer): the port's total, which HPCC's INT reports, and its share of the priority (links.csv)."""
+    w.port[p]["tx_bytes"] += wire
+    w.pq[p, prio]["tx_bytes"] += wire
+
+
 @njit
 def fault(w, code, obj):
     """Record the first broken invariant; the loop stops after the current event."""

@@ -42,7 +42,7 @@ from .nic import (
     train_at,
     train_key,
 )
-from .packets import fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
+from .packets import count_sent, fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, ser_ps
 from .rng import rand_unit
@@ -136,7 +136,7 @@ def _try_send(w, p, t):
         pt["tx_data_pkts"] += n
         if pt["at_host"] == 0:
             cc.on_switch_egress(w, k, p, t)
-    pt["tx_bytes"] += wire
+    count_sent(w, p, I64(pk["prio"]), wire)
     end = t + ser_ps(wire, pt["rate_bps"])
     if pt["cut_through"] != 0:
         # a multi_dim NIC link: its router passes the packet (or train) onto the dimension link
@@ -198,7 +198,7 @@ def _control_inside_train(w, p, t):
         c = fifo_pop(w, p, CTRL_PRIO)
         wire = wire_bytes(w, c)
         go += ser_ps(wire, pt["rate_bps"])
-        pt["tx_bytes"] += wire
+        count_sent(w, p, I64(w.pkt[c]["prio"]), wire)
         heap_push(w.ev, w.meta, go + pt["prop_ps"], EV_ARRIVE, I64(c), I64(pt["peer_port"]))
     if k >= 0:
         delay_train(w, p, k, go - first)
@@ -310,7 +310,7 @@ def _interleave(w, k, p_in, e, t):
         return False
     go = t + wait
     pt["tx_data_pkts"] += n
-    pt["tx_bytes"] += wire
+    count_sent(w, e, I64(pk["prio"]), wire)
     cc.on_switch_egress(w, k, e, go)
     pk["tail_ps"] = max(go + n * one + pt["prop_ps"], interleaved_tail(w, e, pk["tail_ps"], wire // n))
     hand_on(w, I64(k), I64(pt["peer_port"]), go + one + pt["prop_ps"])

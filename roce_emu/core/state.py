@@ -131,6 +131,7 @@ PQ_DTYPE = np.dtype(
         ("in_bytes", np.int64),  # ingress bytes in reserve + shared pool
         ("hdrm_bytes", np.int64),  # ingress bytes in headroom
         ("ahead_bytes", np.int64),  # egress bytes of queued trains beyond their first packet (not yet arrived)
+        ("tx_bytes", np.int64),  # wire bytes sent of this priority (all kinds: data, ACKs, CNPs, PFC frames)
         ("head", np.int32),
         ("tail", np.int32),
         ("paused", np.uint8),  # egress paused by the peer's PFC

@@ -23,7 +23,7 @@ from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
-from .output import read_table, table_files  # noqa: E402
+from .output import read_rows, read_table  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -44,13 +44,6 @@ STYLE: dict = {
 }
 POLICY_ORDER = [a.name for a in ALGORITHMS]
 POLICY_LABEL = {a.name: a.label for a in ALGORITHMS}
-
-
-def _run_table(run_dir: Path, name: str) -> list[dict] | None:
-    """A run's table by name ("flows", "traces_queue", ...) as rows, written as CSV or Parquet;
-    None when the run has no such table."""
-    path = table_files(run_dir).get(name)
-    return None if path is None else read_table(path)
 
 
 def _num(value, default=np.nan) -> float:
@@ -346,12 +339,12 @@ def fct_figure(run_dir: Path):
     """FCT slowdown CDF per flow-size class (below the median size, to the 90th percentile,
     above), and the median, 95th and 99th percentile slowdown per size decile
     (the fct_by_size table), the way background-traffic studies report it."""
-    rows = [r for r in _run_table(run_dir, "flows") or [] if r["slowdown"] != ""]
+    rows = [r for r in read_rows(run_dir, "flows") or [] if r["slowdown"] != ""]
     if not rows:
         return None
     size = np.array([_num(r["bytes"]) for r in rows])
     slowdown = np.array([_num(r["slowdown"]) for r in rows])
-    deciles = _run_table(run_dir, "fct_by_size") or []
+    deciles = read_rows(run_dir, "fct_by_size") or []
     with plt.rc_context(STYLE):
         fig, (cdf, pct) = plt.subplots(1, 2, figsize=(7.6, 3.2))
         for lo, hi, pick in size_buckets(size, (0, 0.5, 0.9, 1.0)):
@@ -381,7 +374,7 @@ def fct_figure(run_dir: Path):
 
 def queue_figure(run_dir: Path, top: int = 6):
     """Egress queue over time of the busiest switch ports (the traces_queue table)."""
-    rows = _run_table(run_dir, "traces_queue")
+    rows = read_rows(run_dir, "traces_queue")
     if rows is None:
         return None
     series: dict[str, list] = {}
@@ -403,7 +396,7 @@ def queue_figure(run_dir: Path, top: int = 6):
 
 def rate_figure(run_dir: Path, top: int = 8):
     """Pacing rate of the first flows over time (the traces_rate table)."""
-    rows = _run_table(run_dir, "traces_rate")
+    rows = read_rows(run_dir, "traces_rate")
     if rows is None:
         return None
     series: dict[int, list] = {}
@@ -432,7 +425,7 @@ STATE_STYLE = {
 def timeline_figure(run_dir: Path, max_ranks: int = 64):
     """Per rank, what it does through the run: compute, exposed communication, idle (the
     timeline table); dashed lines mark iteration ends. Beyond max_ranks, evenly spaced ranks."""
-    rows = _run_table(run_dir, "timeline")
+    rows = read_rows(run_dir, "timeline")
     if not rows:
         return None
     hosts = sorted({int(r["host"]) for r in rows})
@@ -469,7 +462,7 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     """Per collective, one lane in launch order: left, when it ran in each iteration (start to
     finish), coloured by kind; right, its bus bandwidth (mean over iterations, error bars: the
     range over iterations)."""
-    rows = [r for r in _run_table(run_dir, "collectives") or [] if r["time_ns"] != ""]
+    rows = [r for r in read_rows(run_dir, "collectives") or [] if r["time_ns"] != ""]
     if not rows:
         return None
     first: dict[tuple, float] = {}
@@ -531,6 +524,70 @@ def collectives_figure(run_dir: Path, max_labels: int = 40):
     return fig
 
 
+def links_figure(run_dir: Path, top: int = 30):
+    """The busiest directions of links (links.csv): utilization (busy time over the run) of the
+    ``top`` highest, one bar each, split by priority; the x label says how many are shown."""
+    rows = read_rows(run_dir, "links")
+    if not rows:
+        return None
+    per: dict[tuple, dict[int, float]] = {}  # (link, from, to, tier) -> {priority: utilization}
+    for r in rows:
+        key = (int(r["link"]), str(r["node_from"]), str(r["node_to"]), str(r["tier"]))
+        per.setdefault(key, {})[int(r["priority"])] = _num(r["utilization"], 0.0)
+    ranked = sorted(per, key=lambda k: (-sum(per[k].values()), k[0], k[1]))
+    shown = [k for k in ranked[:top] if sum(per[k].values()) > 0]
+    if not shown:
+        return None
+    prios = sorted({p for k in shown for p, u in per[k].items() if u > 0})
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, max(1.8, 0.8 + 0.18 * len(shown))))
+        left = np.zeros(len(shown))
+        for prio in prios:
+            width = np.array([per[k].get(prio, 0.0) for k in shown])
+            ax.barh(np.arange(len(shown)), width, 0.7, left=left, label=f"priority {prio}")
+            left += width
+        ax.set_yticks(range(len(shown)), [f"{k[1]} \u2192 {k[2]} ({k[3]})" for k in shown], fontsize=7)
+        ax.invert_yaxis()
+        ax.grid(axis="y", visible=False)
+        ax.set_xlim(0, max(1.0, float(left.max()) * 1.02))
+        ax.set_xlabel(
+            "utilization (busy time at the link rate / run duration)\n"
+            f"the busiest {len(shown)} of {len(per)} directions"
+        )
+        ax.set_ylabel("link direction (tier)")
+        if len(prios) > 1:
+            _legend_above(ax, ncols=len(prios), fontsize=8)
+    return fig
+
+
+def compare_figure(labels: list[str], summaries: list[dict]):
+    """One bar per run: its mean iteration time (dots: each iteration) when the runs have
+    iterations, else its last flow's finish time."""
+    times = [s.get("iteration_ns") if isinstance(s.get("iteration_ns"), list) else None for s in summaries]
+    iterations = any(times)
+    values_ns = [v for t in times if t for v in t] if iterations else [s.get("last_finish_ns") or 0 for s in summaries]
+    unit, scale = ("ms", 1e6) if max(values_ns, default=0) >= 1e6 else ("us", 1e3)
+    dots: str | None = "each iteration"  # the legend's entry, on the first run with dots
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(3.2, 1.0 + 0.7 * len(labels)), 3.2))
+        for i, (s, t) in enumerate(zip(summaries, times)):
+            values = [v / scale for v in t] if iterations and t else []
+            if not iterations and s.get("last_finish_ns") is not None:
+                values = [s["last_finish_ns"] / scale]
+            if values:
+                ax.bar(i, float(np.mean(values)), 0.6, color="#0072B2")
+            if len(values) > 1:
+                ax.plot([i] * len(values), values, "o", ms=3, color="#E69F00", label=dots)
+                dots = None
+        tilt = len(labels) > 3 or max(map(len, labels)) > 12
+        ax.set_xticks(range(len(labels)), labels, rotation=30 if tilt else 0, ha="right" if tilt else "center")
+        ax.grid(axis="x", visible=False)
+        ax.set_xlabel("run (directory)")
+        ax.set_ylabel(f"mean iteration time ({unit})" if iterations else f"last flow's finish ({unit})")
+        _legend_above(ax, fontsize=8)
+    return fig
+
+
 Maker = Callable[[Path], Any]  # a directory -> its Figure, or None when it has nothing to show
 SWEEP_FIGURES: dict[str, Maker] = {
     "policy_time": policy_time_figure,
@@ -543,6 +600,7 @@ RUN_FIGURES: dict[str, Maker] = {
     "rates": rate_figure,
     "rank_timeline": timeline_figure,
     "collective_times": collectives_figure,
+    "link_utilization": links_figure,
 }
 
 

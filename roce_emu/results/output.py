@@ -59,10 +59,16 @@ def table_files(run_dir: Path) -> dict[str, Path]:
 
 def read_table(path: Path) -> list[dict]:
     """A run table as rows {column: cell}, CSV cells as text and Parquet cells as numbers, an
-    empty cell "" in both; reading CSV needs no pandas."""
+    empty cell "" in both; reading CSV needs no pandas, Parquet needs pandas and pyarrow (else
+    ScenarioError, one line)."""
+    path = Path(path)
     if path.suffix != ".parquet":
         with open(path, newline="") as fh:
             return list(csv.DictReader(fh))
+    if parquet_missing():
+        from ..errors import ScenarioError
+
+        raise ScenarioError(str(path), "", f"cannot read it: {parquet_missing()}")
     import pandas as pd
 
     df = pd.read_parquet(path)
@@ -115,6 +121,30 @@ def _write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str,
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def read_summary(run_dir: Path) -> dict:
+    """A run directory's summary.json; ScenarioError (one line) if the directory is not a run
+    directory or its summary is not JSON."""
+    from ..errors import ScenarioError
+
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        raise ScenarioError(str(run_dir), "", "not a run directory (no summary.json): give one that roce-emu run wrote")
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ScenarioError(str(path), "", f"not readable as JSON ({err})") from None
+    if not isinstance(summary, dict):
+        raise ScenarioError(str(path), "", "not a run summary (expected a JSON object)")
+    return summary
+
+
+def read_rows(run_dir: Path, table: str) -> list[dict] | None:
+    """A run directory's table ``table`` ("flows", "links", "traces_queue", ...) as rows, from
+    whichever format wrote it (read_table); None when the run has no such table."""
+    path = table_files(run_dir).get(table)
+    return None if path is None else read_table(path)
 
 
 def replace_dir(new: Path, dest: Path) -> None:

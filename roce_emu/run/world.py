@@ -172,7 +172,7 @@ def build_world(inputs: Inputs) -> World:
 
 
 #: first size of the fast-forward signature: fields per port, per flow in flight
-FF_FIELDS_PER_PORT = 16
+FF_FIELDS_PER_PORT = 24
 FF_FIELDS_PER_FLOW = 64
 FF_FLOATS_PER_FLOW = 8
 
