@@ -5,8 +5,8 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
-from . import design as libra
-from . import parallel as comet
+from . import design
+from . import parallel
 from .config.cc_params import params_from_engine
 from .config import load_scenario
 from .config.load import validate_document
@@ -290,12 +290,12 @@ class ParallelDesign:
     n_npus: int
     device_memory_gb: float
     searched: int  #: splits searched, fitting or not
-    fitting: list[comet.Strategy]
+    fitting: list[parallel.Strategy]
     choice: DesignChoice
     dest: Path  #: where the chosen scenario goes
 
     @property
-    def chosen(self) -> comet.Strategy:
+    def chosen(self) -> parallel.Strategy:
         return self.fitting[[c.label for c in self.choice.candidates].index(self.choice.chosen.label)]
 
     def about(self) -> list[str]:
@@ -308,7 +308,7 @@ class ParallelDesign:
         ]
 
 
-def split_label(rank: int, s: comet.Strategy) -> str:
+def split_label(rank: int, s: parallel.Strategy) -> str:
     return f"rank {rank} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches)"
 
 
@@ -330,7 +330,7 @@ def design_parallel(
     inputs = load_inputs(path, list(overrides))
     dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
     check_file(dest, "--out", overwrite)
-    ranked = comet.search(inputs.scenario, inputs.fabric, str(path))
+    ranked = parallel.search(inputs.scenario, inputs.fabric, str(path))
     fitting = [s for s in ranked if s.fits(device_memory_gb)]
     if not fitting:
         least = min(ranked, key=lambda s: s.memory_bytes)
@@ -339,11 +339,11 @@ def design_parallel(
             "",
             f"{device_memory_gb:g} GiB: no split fits; the leanest "
             f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
-            f"needs {least.memory_bytes / comet.GIB:.2f} GiB per NPU",
+            f"needs {least.memory_bytes / parallel.GIB:.2f} GiB per NPU",
         )
     doc = inputs.scenario.model_dump(mode="json")
     candidates = [
-        Candidate(split_label(i, s), comet.with_strategy(doc, inputs.scenario, s), s.predicted_s)
+        Candidate(split_label(i, s), parallel.with_strategy(doc, inputs.scenario, s), s.predicted_s)
         for i, s in enumerate(fitting[: max(verify_top, 1)], 1)
     ]
     choice = choose_design(candidates, str(path), verify_top > 0)
@@ -355,7 +355,7 @@ class RatesDesign:
     """design (bandwidth): the model's rates, the equal split, a_d, and the rates to write."""
 
     scenario: Scenario
-    best: libra.Design
+    best: design.Design
     bits: object  #: a_d, the bits per NPU on each dimension (numpy array)
     equal_gbps: object  #: the equal split's rates (numpy array)
     choice: DesignChoice
@@ -391,11 +391,13 @@ def design_rates(
     inputs = load_inputs(path, list(overrides))
     dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_design.yaml")
     check_file(dest, "--out", overwrite)
-    best, a = libra.design(inputs.scenario, inputs.workload, str(path), budget_gbps or 0.0, overlap, costs, cost_budget)
-    equal = libra.equal_split(best.weights, best.budget)
+    best, a = design.design(
+        inputs.scenario, inputs.workload, str(path), budget_gbps or 0.0, overlap, costs, cost_budget
+    )
+    equal = design.equal_split(best.weights, best.budget)
     doc = inputs.scenario.model_dump(mode="json")
     candidates = [
-        Candidate(label, libra.with_rates(doc, rates), libra.model_time(a, rates, overlap))
+        Candidate(label, design.with_rates(doc, rates), design.model_time(a, rates, overlap))
         for label, rates in (("designed", best.rates_gbps), ("equal split", equal))
     ]
     budget = f"cost budget {cost_budget:g}" if costs is not None else f"{budget_gbps:g} Gb/s"

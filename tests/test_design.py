@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import scenario, simulate
-from roce_emu import design as libra
+from roce_emu import design
 from roce_emu.errors import ScenarioError
 from roce_emu.run.inputs import check_inputs
 
@@ -31,13 +31,13 @@ def two_dim(nbytes=8_000_000, dims=DIMS, **collective):
 
 
 def design_of(sc, budget=400.0, overlap="max", **kw):
-    return libra.design(sc, check_inputs(sc).workload, "s.yaml", budget, overlap, **kw)
+    return design.design(sc, check_inputs(sc).workload, "s.yaml", budget, overlap, **kw)
 
 
 @pytest.mark.quick
 def test_bits_per_dimension():
     """8 MB on 4 x 4: dimension 0 carries 2 x 3/4 x 8 MB, dimension 1 a quarter of that."""
-    a = libra.dimension_bits([4, 4], [("all_reduce", 8_000_000)])
+    a = design.dimension_bits([4, 4], [("all_reduce", 8_000_000)])
     assert a.tolist() == [2 * 0.75 * 8e6 * 8, 2 * 0.75 * 2e6 * 8]
 
 
@@ -59,7 +59,7 @@ def test_sum_overlap_meets_the_optimality_condition_and_beats_other_splits():
     assert kkt[0] == pytest.approx(kkt[1])
     for share in np.linspace(0.05, 0.95, 19):  # the budget split other ways
         rates = np.array([share * 400 / 2, (1 - share) * 400])
-        assert libra.model_time(a, rates, "sum") >= best.time_s * (1 - 1e-12)
+        assert design.model_time(a, rates, "sum") >= best.time_s * (1 - 1e-12)
 
 
 @pytest.mark.quick
@@ -74,11 +74,11 @@ def test_packet_level_the_design_beats_the_equal_split():
     sum model) on 400 Gb/s per NPU: the designed rates finish sooner than an equal split."""
     sc = two_dim()
     best, _ = design_of(sc, overlap="sum")
-    equal = libra.equal_split(best.weights, best.budget)
+    equal = design.equal_split(best.weights, best.budget)
     doc = sc.model_dump(mode="json")
     times = []
     for rates in (best.rates_gbps, equal):
-        res = simulate(scenario(**libra.with_rates(doc, rates)))
+        res = simulate(scenario(**design.with_rates(doc, rates)))
         times.append(res.summary["iteration_ns"][0])
     assert times[0] < times[1] * 0.9
 
@@ -125,7 +125,7 @@ def test_verify_writes_the_rates_faster_at_packet_level(tmp_path, monkeypatch):
     why = "written: equal split, the fastest of the 2 run at packet level (150.000 us against 200.000 us for designed"
     assert why in p.stdout and f"# {why}" in out.read_text()
     best, _ = design_of(two_dim())
-    equal = libra.equal_split(best.weights, best.budget)
+    equal = design.equal_split(best.weights, best.budget)
     rates = [d["rate_gbps"] for d in yaml.safe_load(out.read_text())["topology"]["dims"]]
     assert rates == pytest.approx(list(equal))
     assert rates != pytest.approx(list(best.rates_gbps))

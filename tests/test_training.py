@@ -345,3 +345,42 @@ def test_micro_batches_cut_the_collectives_and_sends():
     assert {c["bytes"] for c in dp} == {400_000} and len(dp) == 2 * 2  # layers x tp groups, once each
     sends = [r for r in task_rows(res.outcome.world, res.prepared.workload) if r["name"].startswith("pipe_")]
     assert {int(r["bytes"]) for r in sends} == {100_000} and len(sends) == 2 * 4 * 4  # ways x mbs x pairs
+
+
+def test_a_layer_pass_runs_its_steps_in_order_each_over_its_own_group():
+    """The builder's extension point: a layer's pass is any sequence of compute and collectives,
+    each over its own scope's groups (tp: ranks differing in t; dp: in d), one after the other;
+    the layer's gradients go to their bucket after the backward's last compute, not after the
+    collectives that follow it."""
+    from roce_emu.config.schema import Training
+    from roce_emu.workload.training import Compute, Exchange, LayerPasses, TrainingBuilder
+
+    spec = Training(layers=[{"name": "only"}], tp=2, dp=2, hosts=[10, 11, 12, 13])
+    builder = TrainingBuilder(spec, hosts=[10, 11, 12, 13], n_hosts=16, source="t.yaml")
+
+    def exchange(name, kind, group):
+        return Exchange(name, kind, group, 4096, "ring", {"name": name})
+
+    builder.layers = [
+        LayerPasses(
+            "moe",
+            forward=(
+                exchange("dispatch", "all_to_all", "dp"),
+                Compute("experts", 1.0, {}),
+                exchange("combine", "all_to_all", "dp"),
+                exchange("tp_ar", "all_reduce", "tp"),
+            ),
+            backward=(Compute("experts_bwd", 2.0, {}), exchange("tp_ar_bwd", "all_reduce", "tp")),
+            grad_bytes=1 << 20,
+        )
+    ]
+    items = {item.name: item for item in builder.build()}
+    order = ["dispatch", "experts", "combine", "tp_ar", "experts_bwd", "tp_ar_bwd"]
+    assert list(items)[: len(order)] == order
+    assert all(items[b].after == [a] for a, b in zip(order, order[1:]))
+    tp_groups, dp_groups = [[10, 11], [12, 13]], [[10, 12], [11, 13]]  # rank t + 2 d on hosts[rank]
+    assert items["tp_ar"].groups == items["tp_ar_bwd"].groups == tp_groups
+    assert items["dispatch"].groups == items["combine"].groups == dp_groups
+    assert items["experts"].hosts == [10, 11, 12, 13]
+    reduce = items["grad_ar.moe"]
+    assert (reduce.after, reduce.groups, reduce.nbytes) == (["experts_bwd"], dp_groups, 1 << 20)

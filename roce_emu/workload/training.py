@@ -21,219 +21,363 @@ A stage's last bucket holds what is left. ``bucket_bytes: 0`` all-reduces every 
 
 Micro-batches (``micro_batches``, m): each rank's batch is cut into m micro-batches, each
 with 1/m of the compute, of the activation collectives' bytes and of the pipeline sends. A
-stage runs its micro-batches' forwards (F) and backwards (B) one at a time, in the order of
-the ``schedule``: ``gpipe`` runs every F, then every B; ``1f1b`` (PipeDream-Flush, Megatron)
-runs pp - 1 - s forwards to fill the pipeline, then alternates one F and one B, then drains.
-Both take (m + pp - 1) (f + b) / m on uniform stages of f forward and b backward per batch;
-1F1B holds at most pp - s micro-batches' activations on stage s, GPipe all m. Gradients
-accumulate over the micro-batches and are all-reduced after the stage's last backward.
+stage runs its micro-batches' forwards and backwards one at a time, in the order of the
+``schedule`` (1f1b or gpipe, pipeline.py). Gradients accumulate over the micro-batches and
+are all-reduced after the stage's last backward.
+
+How the items are built, one concept per piece:
+
+- ``LayerPasses``: what one layer runs in its forward and in its backward pass, as steps
+  (``Compute``, or an ``Exchange``: a collective over one of the rank's groups), and the
+  gradient bytes its backward pass produces. ``layer_passes`` makes them from the explicit
+  layers or the built-in model (models.py): one compute and at most one collective per pass.
+- ``Placement``: the ranks on their hosts, and the groups (tp, dp) a stage's collectives run on.
+- ``PipelineSchedule`` (pipeline.py): each stage's micro-batch ops in order.
+- ``GradientBuckets``: DDP's buckets of one stage, and the order their reductions run in.
+- ``TrainingBuilder``: walks the schedule and, per op, adds the stage's layers' passes, the
+  gradient reductions and the pipeline send, each in its own method.
+
+The iteration's boundaries are the package's (workload/__init__.py): an item that waits for
+nothing (stage 0's first forward) waits for its rank's previous iteration, and an iteration
+ends once each rank's items are done.
+
+To add a model kind, give its layers' ``LayerPasses`` in ``layer_passes``: a pass may hold
+any sequence of compute steps and collectives, each over its own group (a tensor-parallel
+pair, an expert all-to-all around the expert's compute); a new group scope goes in
+``Placement.groups``. How a bucket's gradients are reduced is ``reduce_gradients``.
 """
+
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
-from ..config.schema import Training
+from ..config.schema import Layer, LayerComm, Training
 from ..errors import ScenarioError
 from .items import Item
 from .models import model_layers
+from .pipeline import Op, PipelineSchedule
+
+KEY = "workload.training"
+
+
+@dataclass(frozen=True)
+class Compute:
+    """A layer's compute in one pass on every rank of its stage: ``duration_ns`` for the rank's
+    whole batch (a micro-batch runs 1/m of it)."""
+
+    name: str  #: the item's name, before its micro-batch tag
+    duration_ns: float
+    keys: dict  #: the keys errors about it name (Item.keys)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A collective in a layer's pass, on the critical path (the pass goes on once it is done),
+    run by each of the stage's groups of one scope (``group``: tp or dp, Placement.groups).
+    ``nbytes`` is each rank's buffer for its whole batch (a micro-batch moves 1/m of it)."""
+
+    name: str  #: the item's name, before its micro-batch tag
+    kind: str  #: the collective (all_reduce, all_to_all, ...)
+    group: str
+    nbytes: int
+    algorithm: str
+    keys: dict  #: the keys errors about it name (Item.keys)
+
+
+Step = Compute | Exchange
+
+
+@dataclass(frozen=True)
+class LayerPasses:
+    """One layer as the builder runs it: the steps of its forward and of its backward pass, in
+    order, and the weight gradients its backward pass hands to the data-parallel reduction
+    (ready once the backward's last compute step is done)."""
+
+    name: str
+    forward: tuple[Step, ...]
+    backward: tuple[Step, ...]
+    grad_bytes: int
+
+
+def layer_passes(spec: Training) -> list[LayerPasses]:
+    """Every layer's passes, in forward order: the explicit ``layers``, or the built-in model's
+    (models.py). A built-in model's errors name ``workload.training.model``, an explicit layer's
+    its own keys."""
+    if spec.model is not None:
+        return [_passes(layer, None) for layer in model_layers(spec.model, spec.tp)]
+    return [_passes(layer, f"{KEY}.layers.{i}") for i, layer in enumerate(spec.layers)]
+
+
+def _passes(layer: Layer, at: str | None) -> LayerPasses:
+    """A Layer's passes: its compute, then its collective if it has one. ``at``: the layer's key
+    in ``workload.training.layers``, None for a built-in model's layer."""
+    where = f"{KEY}.model"
+    name_key = where if at is None else f"{at}.name"
+
+    def exchange(name: str, comm: LayerComm | None, attribute: str) -> tuple[Step, ...]:
+        if comm is None:
+            return ()
+        keys = (
+            {"name": where, "algorithm": where, "bytes": where}
+            if at is None
+            else {"name": name_key, "algorithm": f"{at}.{attribute}.algorithm", "bytes": f"{at}.{attribute}.bytes"}
+        )
+        keys["hosts"] = f"{KEY}.{comm.group}"
+        return (Exchange(f"{name}.{layer.name}", comm.kind, comm.group, comm.bytes, comm.algorithm, keys),)
+
+    return LayerPasses(
+        layer.name,
+        (Compute(f"fwd.{layer.name}", layer.forward_ns, {"name": name_key}),)
+        + exchange("fwd_comm", layer.forward_comm, "forward_comm"),
+        (Compute(f"bwd.{layer.name}", layer.backward_ns, {"name": name_key}),)
+        + exchange("bwd_comm", layer.backward_comm, "backward_comm"),
+        layer.weight_grad_bytes,
+    )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The ranks on their hosts: rank ``rank_host(t, s, d)`` on ``hosts[rank]``, and which ranks
+    run a collective together."""
+
+    hosts: list[int]
+    tp: int
+    pp: int
+    dp: int
+
+    def host(self, t: int, s: int, d: int) -> int:
+        return self.hosts[rank_host(t, s, d, self.tp, self.pp)]
+
+    def stage_hosts(self, s: int) -> list[int]:
+        """Every rank of stage s: they all run the stage's compute."""
+        return [self.host(t, s, d) for d in range(self.dp) for t in range(self.tp)]
+
+    def groups(self, s: int, scope: str) -> list[list[int]]:
+        """Stage s's disjoint groups of one scope: ``tp``, the ranks that differ only in their
+        tensor-parallel index; ``dp``, only in their data-parallel replica."""
+        if scope == "tp":
+            return [[self.host(t, s, d) for t in range(self.tp)] for d in range(self.dp)]
+        return [[self.host(t, s, d) for d in range(self.dp)] for t in range(self.tp)]
+
+    def pipe_pairs(self, s: int, to: int) -> list[tuple[int, int]]:
+        """Each rank of stage s and the rank of stage ``to`` with its t and d: who sends to whom."""
+        return [(self.host(t, s, d), self.host(t, to, d)) for d in range(self.dp) for t in range(self.tp)]
+
+
+def placement(spec: Training, hosts: list[int], n_hosts: int, source: str) -> Placement:
+    """The spec's ranks on ``hosts`` (dp, if not given, from their number); refused unless they
+    fill those hosts exactly (_check_ranks)."""
+    dp = spec.dp if spec.dp is not None else len(hosts) // (spec.tp * spec.pp)
+    _check_ranks(spec, dp, len(hosts), n_hosts, source)
+    return Placement(hosts, spec.tp, spec.pp, dp)
+
+
+@dataclass
+class GradientBuckets:
+    """DDP's gradient buckets on one stage: layers join the open bucket in backward order until
+    it holds ``bucket_bytes``; then ``reduce(bucket, after)`` adds its reduction and returns the
+    names it ends with. Unless ``concurrent``, each reduction also waits for the one before, as
+    the collectives of one process group run in order on one stream."""
+
+    bucket_bytes: int
+    concurrent: bool
+    reduce: Callable[[list[LayerPasses], list[str]], list[str]]
+    bucket: list[LayerPasses] = field(default_factory=list)  #: the open bucket
+    stream: list[str] = field(default_factory=list)  #: the previous reduction's end
+
+    def add(self, layer: LayerPasses, ready: list[str]) -> None:
+        """The layer's gradients, ready after ``ready``, join the open bucket; a full bucket is
+        reduced at once. A layer without weight gradients adds nothing."""
+        if not layer.grad_bytes:
+            return
+        self.bucket.append(layer)
+        if sum(b.grad_bytes for b in self.bucket) >= self.bucket_bytes:
+            self._launch(ready)
+
+    def close(self, ready: list[str]) -> None:
+        """The stage's backward is done (after ``ready``): reduce what is left in the open bucket."""
+        if self.bucket:
+            self._launch(ready)
+
+    def _launch(self, ready: list[str]) -> None:
+        self.stream = self.reduce(self.bucket, ready if self.concurrent else ready + self.stream)
+        self.bucket = []
+
+
+class TrainingBuilder:
+    """One iteration's items. It walks the pipeline schedule in build order; each op adds its
+    items through ``add``, which keeps them in the order they are made (the order the DAG
+    numbers their tasks in). ``ends`` holds, per (stage, op), the names the ops after it wait
+    for: its pipeline send, or its last item."""
+
+    def __init__(self, spec: Training, hosts: list[int], n_hosts: int, source: str):
+        self.spec = spec
+        self.layers = layer_passes(spec)
+        self.ranks = placement(spec, hosts, n_hosts, source)
+        if spec.pp > len(self.layers):
+            too_many = f"{spec.pp} is not allowed: more pipeline stages than the {len(self.layers)} layers"
+            raise ScenarioError(source, f"{KEY}.pp", too_many)
+        self.stages = stage_split(len(self.layers), spec.pp)
+        self.m = spec.micro_batches
+        self.schedule = PipelineSchedule.of(spec.schedule, spec.pp, self.m)
+        self.pipeline_bytes = max(1, spec.pipeline_bytes // self.m) if spec.pipeline_bytes else 0
+        self.items: list[Item] = []
+        self.ends: dict[tuple[int, Op], list[str]] = {}
+
+    def build(self) -> list[Item]:
+        """The iteration: every stage's forwards and backwards, each after the ops it waits for."""
+        for s, k in self.schedule.build_order():
+            op = self.schedule.ops[s][k]
+            self.ends[(s, op)] = self.forward(s, k) if op[0] == "F" else self.backward(s, k)
+        return self.items
+
+    def add(self, item: Item) -> list[str]:
+        """Keep the item; the names the steps after it wait for."""
+        self.items.append(item)
+        return [item.name]
+
+    def tag(self, j: int) -> str:
+        """The suffix of micro-batch j's item names (none with one micro-batch)."""
+        return "" if self.m == 1 else f".mb{j}"
+
+    def waits(self, s: int, k: int) -> list[str]:
+        """What op k of stage s waits for: the data it takes from its feeder stage (activations or
+        gradients) and the op before it on the same stage, unless that is implied (a backward
+        takes its gradients from the stage after, which ran this micro-batch's forward after this
+        stage did)."""
+        op = self.schedule.ops[s][k]
+        source = self.schedule.feeder(s, op)
+        came = self.ends[(source, op)] if source is not None else []
+        before = self.schedule.ops[s][k - 1] if k else None
+        implied = came and before == ("F", op[1])
+        return came + (self.ends[(s, before)] if before is not None and not implied else [])
+
+    def forward(self, s: int, k: int) -> list[str]:
+        """Op k of stage s, a micro-batch's forward: each layer's forward pass in order, then the
+        activations to the next stage."""
+        j = self.schedule.ops[s][k][1]
+        prev = self.waits(s, k)
+        for i in self.stages[s]:
+            prev, _ = self.run_pass(s, self.layers[i].forward, j, prev)
+        return self.pipeline_send(s, s + 1, j, prev) if s + 1 < self.spec.pp else prev
+
+    def backward(self, s: int, k: int) -> list[str]:
+        """Op k of stage s, a micro-batch's backward: each layer's backward pass from the stage's
+        last layer, then the gradients to the stage before. In the stage's last backward the
+        accumulated weight gradients are complete: each layer's go to the buckets as soon as its
+        pass has computed them."""
+        j = self.schedule.ops[s][k][1]
+        prev = self.waits(s, k)
+        buckets = None
+        if self.schedule.is_last(s, k) and self.ranks.dp > 1:
+            buckets = GradientBuckets(
+                self.spec.bucket_bytes,
+                self.spec.concurrent_all_reduces,
+                lambda bucket, after: self.reduce_gradients(s, bucket, after),
+            )
+        for i in self.stages[s][::-1]:
+            layer = self.layers[i]
+            prev, computed = self.run_pass(s, layer.backward, j, prev)
+            if buckets is not None:
+                buckets.add(layer, computed)
+        if buckets is not None:
+            buckets.close(computed)
+        return self.pipeline_send(s, s - 1, j, prev) if s > 0 else prev
+
+    def run_pass(self, s: int, steps: tuple[Step, ...], j: int, after: list[str]) -> tuple[list[str], list[str]]:
+        """Micro-batch j's run of one layer's pass on stage s, each step after the one before.
+        Returns the names the next step waits for, and those of the pass's last compute step
+        (after which the layer's weight gradients are ready)."""
+        computed = after
+        for step in steps:
+            if isinstance(step, Compute):
+                after = computed = self.compute(s, step, j, after)
+            else:
+                after = self.collective(s, step, j, after)
+        return after, computed
+
+    def compute(self, s: int, step: Compute, j: int, after: list[str]) -> list[str]:
+        """The step's compute on every rank of stage s, for micro-batch j's share of the batch."""
+        return self.add(
+            Item(
+                KEY,
+                f"{step.name}{self.tag(j)}",
+                "compute",
+                after,
+                hosts=self.ranks.stage_hosts(s),
+                duration_ps=int(round(step.duration_ns * 1000 / self.m)),
+                keys=step.keys,
+                named=False,
+            )
+        )
+
+    def collective(self, s: int, step: Exchange, j: int, after: list[str]) -> list[str]:
+        """The step's collective, micro-batch j's share of its bytes, run by each of stage s's
+        groups of its scope. Groups of one rank have nothing to exchange: no item then."""
+        groups = self.ranks.groups(s, step.group)
+        if len(groups[0]) < 2:
+            return after
+        return self.add(
+            Item(
+                KEY,
+                f"{step.name}{self.tag(j)}",
+                "collective",
+                after,
+                groups=groups,
+                collective=step.kind,
+                algorithm=step.algorithm,
+                nbytes=max(1, step.nbytes // self.m),
+                keys=step.keys,
+                named=False,
+            )
+        )
+
+    def pipeline_send(self, s: int, to: int, j: int, after: list[str]) -> list[str]:
+        """Micro-batch j's activations (to the next stage) or gradients (to the one before) from
+        each rank of stage s to its peer on stage ``to``: ``pipeline_bytes``' share, or nothing."""
+        if not self.pipeline_bytes:
+            return after
+        way = "fwd" if to > s else "bwd"
+        return self.add(
+            Item(
+                KEY,
+                f"pipe_{way}.{s}{self.tag(j)}",
+                "send",
+                after,
+                nbytes=self.pipeline_bytes,
+                pairs=self.ranks.pipe_pairs(s, to),
+                named=False,
+            )
+        )
+
+    def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str]) -> list[str]:
+        """One bucket's gradients, reduced over stage s's data-parallel groups: an all-reduce of
+        the bucket's bytes, named after its first and last layer, with the spec's dp_algorithm,
+        scheduler and chunks. Returns the names the next bucket's reduction waits for."""
+        name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
+        return self.add(
+            Item(
+                KEY,
+                f"grad_ar.{name}",
+                "collective",
+                after,
+                groups=self.ranks.groups(s, "dp"),
+                collective="all_reduce",
+                algorithm=self.spec.dp_algorithm,
+                scheduler=self.spec.scheduler,
+                nbytes=sum(layer.grad_bytes for layer in bucket),
+                chunks=self.spec.chunks,
+                keys={"algorithm": f"{KEY}.dp_algorithm", "hosts": f"{KEY}.dp", "bytes": f"{KEY}.chunks"},
+                named=False,
+            )
+        )
 
 
 def training_items(spec: Training, hosts: list[int], n_hosts: int, source: str) -> list[Item]:
     """The iteration's items, rank r on ``hosts[r]`` (the checked ``workload.training.hosts``, or
     every host of the fabric's ``n_hosts``)."""
-    key = "workload.training"
-    layers = model_layers(spec.model, spec.tp) if spec.model is not None else list(spec.layers)
-    tp, pp = spec.tp, spec.pp
-    dp = spec.dp if spec.dp is not None else len(hosts) // (tp * pp)
-    _check_ranks(spec, dp, len(hosts), n_hosts, source)
-    if pp > len(layers):
-        raise ScenarioError(
-            source, f"{key}.pp", f"{pp} is not allowed: more pipeline stages than the {len(layers)} layers"
-        )
-
-    def host(t, s, d):
-        return hosts[rank_host(t, s, d, tp, pp)]
-
-    def stage_hosts(s):
-        return [host(t, s, d) for d in range(dp) for t in range(tp)]
-
-    def groups(s, scope):
-        if scope == "tp":
-            return [[host(t, s, d) for t in range(tp)] for d in range(dp)]
-        return [[host(t, s, d) for d in range(dp)] for t in range(tp)]
-
-    stages = stage_split(len(layers), pp)
-    m = spec.micro_batches
-    items: list[Item] = []
-
-    def add(item: Item) -> str:
-        items.append(item)
-        return item.name
-
-    def tag(j):
-        return "" if m == 1 else f".mb{j}"
-
-    def layer_keys(i, comm=""):
-        """The keys a layer's items come from: its entry in layers, or the built-in model."""
-        if spec.model is not None:
-            where = f"{key}.model"
-            return {"name": where, "algorithm": where, "bytes": where}
-        at = f"{key}.layers.{i}"
-        return {"name": f"{at}.name", "algorithm": f"{at}.{comm}.algorithm", "bytes": f"{at}.{comm}.bytes"}
-
-    def comm(name, comm_spec, s, after, keys):
-        g = groups(s, comm_spec.group)
-        if len(g[0]) < 2:  # a group of one rank has nothing to exchange
-            return after
-        return [
-            add(
-                Item(
-                    key,
-                    name,
-                    "collective",
-                    after,
-                    groups=g,
-                    collective=comm_spec.kind,
-                    algorithm=comm_spec.algorithm,
-                    nbytes=max(1, comm_spec.bytes // m),
-                    keys={**keys, "hosts": f"{key}.{comm_spec.group}"},
-                    named=False,
-                )
-            )
-        ]
-
-    runs = [_stage_ops(spec.schedule, s, pp, m) for s in range(pp)]
-
-    out: dict = {}  # (stage, op) -> the names its successors wait for: its pipeline send or last item
-    pipe = max(1, spec.pipeline_bytes // m) if spec.pipeline_bytes else 0
-
-    def waits(s, k):
-        """What op k of stage s waits for: the data it takes from the next stage out (activations
-        or gradients) and the op before it on the same stage, unless that is implied (a backward
-        takes its gradients from the stage after, which ran this micro-batch's forward after this
-        stage did)."""
-        kind, j = runs[s][k]
-        source = _feeder(s, kind)
-        came = out[(source, (kind, j))] if 0 <= source < pp else []
-        before = runs[s][k - 1] if k else None
-        implied = came and before == ("F", j)
-        return came + (out[(s, before)] if before is not None and not implied else [])
-
-    def forward(s, k):
-        _, j = runs[s][k]
-        prev = waits(s, k)
-        for i in stages[s]:
-            layer = layers[i]
-            prev = [
-                add(
-                    Item(
-                        key,
-                        f"fwd.{layer.name}{tag(j)}",
-                        "compute",
-                        prev,
-                        hosts=stage_hosts(s),
-                        duration_ps=int(round(layer.forward_ns * 1000 / m)),
-                        keys=layer_keys(i),
-                        named=False,
-                    )
-                )
-            ]
-            if layer.forward_comm is not None:
-                prev = comm(
-                    f"fwd_comm.{layer.name}{tag(j)}", layer.forward_comm, s, prev, layer_keys(i, "forward_comm")
-                )
-        if s + 1 < pp and pipe:
-            prev = [
-                add(
-                    Item(
-                        key,
-                        f"pipe_fwd.{s}{tag(j)}",
-                        "send",
-                        prev,
-                        nbytes=pipe,
-                        pairs=[(host(t, s, d), host(t, s + 1, d)) for d in range(dp) for t in range(tp)],
-                        named=False,
-                    )
-                )
-            ]
-        out[(s, ("F", j))] = prev
-
-    def backward(s, k):
-        _, j = runs[s][k]
-        prev = waits(s, k)
-        last = k == len(runs[s]) - 1  # the stage's last backward: its gradients are complete
-        bucket: list = []  # the layers whose gradients wait in the open bucket (the last micro-batch's)
-        launched: list = []  # the stage's gradient all-reduces so far
-
-        def all_reduce_bucket(after):
-            name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
-            if launched and not spec.concurrent_all_reduces:  # one stream: after the one before
-                after = after + launched[-1:]
-            launched.append(
-                add(
-                    Item(
-                        key,
-                        f"grad_ar.{name}",
-                        "collective",
-                        after,
-                        groups=groups(s, "dp"),
-                        collective="all_reduce",
-                        algorithm=spec.dp_algorithm,
-                        scheduler=spec.scheduler,
-                        nbytes=sum(layer.weight_grad_bytes for layer in bucket),
-                        chunks=spec.chunks,
-                        keys={"algorithm": f"{key}.dp_algorithm", "hosts": f"{key}.dp", "bytes": f"{key}.chunks"},
-                        named=False,
-                    )
-                )
-            )
-            bucket.clear()
-
-        for i in stages[s][::-1]:
-            layer = layers[i]
-            prev = [
-                add(
-                    Item(
-                        key,
-                        f"bwd.{layer.name}{tag(j)}",
-                        "compute",
-                        prev,
-                        hosts=stage_hosts(s),
-                        duration_ps=int(round(layer.backward_ns * 1000 / m)),
-                        keys=layer_keys(i),
-                        named=False,
-                    )
-                )
-            ]
-            computed = prev
-            if layer.backward_comm is not None:
-                prev = comm(
-                    f"bwd_comm.{layer.name}{tag(j)}", layer.backward_comm, s, prev, layer_keys(i, "backward_comm")
-                )
-            if last and layer.weight_grad_bytes and dp > 1:
-                bucket.append(layer)
-                if sum(b.weight_grad_bytes for b in bucket) >= spec.bucket_bytes:
-                    all_reduce_bucket(computed)
-        if bucket:
-            all_reduce_bucket(computed)
-        if s > 0 and pipe:
-            prev = [
-                add(
-                    Item(
-                        key,
-                        f"pipe_bwd.{s}{tag(j)}",
-                        "send",
-                        prev,
-                        nbytes=pipe,
-                        pairs=[(host(t, s, d), host(t, s - 1, d)) for d in range(dp) for t in range(tp)],
-                        named=False,
-                    )
-                )
-            ]
-        out[(s, ("B", j))] = prev
-
-    for s, k in _build_order(runs):
-        (forward if runs[s][k][0] == "F" else backward)(s, k)
-    return items
+    return TrainingBuilder(spec, hosts, n_hosts, source).build()
 
 
 def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, source: str) -> None:
@@ -243,7 +387,7 @@ def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, sour
     fabric, say tp 3 on 16 hosts): to leave hosts idle on purpose, list the ones that train.
     The error is at the key the user gave that decides the count (dp, else tp, else pp)."""
     given = [k for k in ("dp", "tp", "pp") if k in spec.model_fields_set]
-    key = f"workload.training.{given[0] if given else 'dp'}"
+    key = f"{KEY}.{given[0] if given else 'dp'}"
     ranks = spec.tp * spec.pp * dp
     product = f"tp x pp x dp = {spec.tp} x {spec.pp} x {dp} = {ranks} ranks"
     if spec.hosts is not None:
@@ -268,50 +412,11 @@ def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, sour
 
 
 def rank_host(t: int, s: int, d: int, tp: int, pp: int) -> int:
-    """The host of tensor-parallel index t, pipeline stage s and data-parallel replica d."""
+    """The rank (Megatron's order) of tensor-parallel index t, pipeline stage s and data-parallel
+    replica d: t fastest, then s, then d. Rank r runs on host r unless training lists its hosts."""
     return t + tp * (s + pp * d)
-
-
-def _stage_ops(schedule: str, s: int, pp: int, m: int) -> list[tuple[str, int]]:
-    """Stage s's micro-batches in the order it runs them: ("F" or "B", micro-batch)."""
-    if schedule == "gpipe":
-        return [("F", j) for j in range(m)] + [("B", j) for j in range(m)]
-    warm = min(pp - 1 - s, m)  # forwards before the first backward: the stages still ahead
-    steady = [op for j in range(m - warm) for op in (("F", warm + j), ("B", j))]
-    return [("F", j) for j in range(warm)] + steady + [("B", j) for j in range(m - warm, m)]
-
-
-def _feeder(s: int, kind: str) -> int:
-    """The stage whose data a forward (activations) or a backward (gradients) on stage s takes."""
-    return s - 1 if kind == "F" else s + 1
 
 
 def stage_split(n_layers: int, pp: int) -> list[np.ndarray]:
     """The layers of each pipeline stage: pp contiguous runs, the first ones a layer longer."""
     return np.array_split(np.arange(n_layers), pp)
-
-
-def _build_order(runs: list[list[tuple[str, int]]]) -> list[tuple[int, int]]:
-    """(stage, op index) in an order where every op comes after the ops it waits for: repeatedly
-    the first stage (forwards, lowest first; backwards, highest first) whose next op is ready.
-    With one micro-batch: every forward stage by stage, then every backward from the last stage."""
-    pp = len(runs)
-    done: set = set()
-    nxt = [0] * pp
-    order: list = []
-    total = sum(map(len, runs))
-    while len(order) < total:
-        for s in list(range(pp)) + list(range(pp - 1, -1, -1)):
-            if nxt[s] == len(runs[s]):
-                continue
-            kind, j = runs[s][nxt[s]]
-            source = _feeder(s, kind)
-            if (0 <= source < pp) and (source, (kind, j)) not in done:
-                continue
-            order.append((s, nxt[s]))
-            done.add((s, (kind, j)))
-            nxt[s] += 1
-            break
-        else:  # pragma: no cover - both schedules always leave a stage ready
-            raise AssertionError("pipeline schedule waits for itself")
-    return order
