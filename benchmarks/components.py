@@ -1,8 +1,9 @@
 """Contention components: how often a memo of their exact outcomes would hit.
 
-    python benchmarks/components.py                          # every case (ResNet-50 on 128 NPUs: about a minute)
+    python benchmarks/components.py                          # every case (ResNet-50 on 128 NPUs: about 2 min)
     python benchmarks/components.py --case resnet --npus 32  # one case, fewer NPUs
     python benchmarks/components.py --case transformer --case spine
+    python benchmarks/components.py --case ring --set network.nic.queue_pair=connection
 
 Each case runs once, exactly (``fast_forward: off``, in this process, every flow of every
 collective a row). Then every flow's path is read back from the world (its ECMP hash and the
@@ -12,6 +13,8 @@ to the time its last packet leaves it (its start and when its receiver held ever
 by the idle-network latency before and after that hop); it occupies a port of its ACK path
 likewise, up to the time its sender had the last ACK. The shifts assume no queueing at the other
 hops, so the intervals are if anything too long: two flows may be linked that did not meet.
+With ``network.nic.queue_pair: connection`` a flow starts to occupy its path once the flow before
+it on its connection has sent its last packet (the engine's rule), not when it is released.
 
 Two flows are *linked* if they occupy one port at once. A *component* is a connected component
 of that graph over the whole run: a set of flows that met nobody outside the set while active,
