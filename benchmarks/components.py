@@ -303,6 +303,7 @@ def analyse(flows: Flows) -> dict:
             "largest": max(sizes),
             "met_foreign_acks": sum(1 for f in range(n) if foreign.get(f)) / n,
             "same_connection": same_connection(flows, data_links),
+            "step_overlap": step_overlap(flows),
         }
         for label, q in QUANTA:
             seen: set = set()
@@ -328,6 +329,25 @@ def same_connection(flows: Flows, links) -> float:
         1 for _, a, b, _ in links if flows.data[a][0] == flows.data[b][0] and flows.data[a][-1] == flows.data[b][-1]
     )
     return same / len(links)
+
+
+def step_overlap(flows: Flows) -> tuple[float, float]:
+    """Over consecutive flows of one sender and receiver (by start): the share whose receiver held
+    the earlier one's last byte more than its path's propagation delay after the later one was
+    released (they truly overlap), and the median of that lead in ns."""
+    by_connection = defaultdict(list)
+    for f in range(len(flows.bytes)):
+        by_connection[(flows.data[f][0], flows.data[f][-1])].append(f)
+    leads, real = [], 0
+    for group in by_connection.values():
+        group.sort(key=lambda f: (int(flows.start[f]), f))
+        for a, b in zip(group, group[1:]):
+            lead = int(flows.delivered[a]) - int(flows.start[b])
+            leads.append(lead / 1e3)
+            real += lead > sum(flows.hop[p][1] for p in flows.data[a]) * 1e3
+    if not leads:
+        return float("nan"), float("nan")
+    return real / len(leads), float(np.median(leads))
 
 
 def offset_spread(flows: Flows, comps) -> list[float]:
@@ -408,6 +428,9 @@ def markdown(label: str, flows: Flows, result: dict) -> str:
             f"{100 * result['data, ack as key']['met_foreign_acks']:.1f} %.",
             f"Data-with-data overlaps between two flows of one sender and receiver: "
             f"{100 * result['data']['same_connection']:.1f} %.",
+            "Consecutive flows of one sender and receiver that overlap by more than their path's delay: "
+            f"{100 * result['data']['step_overlap'][0]:.1f} % (the earlier one's last byte arrives "
+            f"{result['data']['step_overlap'][1]:.0f} ns after the later one's release, median).",
         ]
     return "\n".join(lines)
 
