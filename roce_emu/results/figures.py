@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
+from .destination import image_metadata  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 from .output import read_rows, read_table  # noqa: E402
 
@@ -624,12 +625,13 @@ def figures_for(directory: Path) -> dict:
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
-    """Write name.pdf and name.png into out_dir (no creation date, so the bytes repeat)."""
+    """Write name.pdf and name.png into out_dir, signed as roce-emu's and without a creation
+    date (destination.image_metadata), so the bytes repeat."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("pdf", "png"):
         path = out_dir / f"{name}.{ext}"
-        fig.savefig(path, bbox_inches="tight", dpi=150, metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(path, bbox_inches="tight", dpi=150, metadata=image_metadata(path))
         paths.append(path)
     plt.close(fig)
     return paths
