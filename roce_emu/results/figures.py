@@ -135,7 +135,7 @@ def _topology_varying(rows) -> tuple[Callable, dict[str, list[str]]]:
 def _topology_labels(rows) -> dict:
     """Each row's fabric for an axis tick, short enough to stay legible: the value of every
     swept topology key that varies, by the key's last part, one per line (``rate_gbps=100``;
-    the axis label names the whole key once: _topology_keys), under the fabric's kind when
+    the axis label names the whole key once: _topology_axis), under the fabric's kind when
     the sweep has more than one kind (or nothing varies)."""
     kind, varying = _topology_varying(rows)
     labels = {}
@@ -152,6 +152,16 @@ def _topology_keys(rows) -> list[str]:
     return sorted({k for keys in _topology_varying(rows)[1].values() for k in keys})
 
 
+def _topology_axis(rows) -> str:
+    """The x label under _topology_labels' ticks: the fabric's kind when there is one (the
+    ticks then leave it out) and the swept topology keys in full."""
+    kinds = list(_topology_varying(rows)[1])
+    keys = ", ".join(_topology_keys(rows))
+    if not keys:
+        return "topology (fabric)"
+    return f"{kinds[0] if len(kinds) == 1 else 'fabric'} (swept {keys})"
+
+
 @dataclass
 class PolicyTimes:
     """A sweep's time per policy as a ratio to PFC only (the same other swept values and seed):
@@ -164,7 +174,7 @@ class PolicyTimes:
     topologies: list[str]
     policies: list[str]  #: congestion-control policies other than the baseline, in registry order
     seeds: int  #: the most seeds of any (panel, topology, policy)
-    topology_keys: list[str]  #: the swept topology keys the topology labels show (_topology_keys)
+    topology_axis: str  #: the x label: the fabric and the swept topology keys (_topology_axis)
 
 
 def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
@@ -201,7 +211,7 @@ def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
         list(dict.fromkeys(fabric[r["point"]] for r in rows)),  # the grid's order: 100 before 1000
         policies,
         max(len(v) for k, v in groups.items() if k[2] in policies),
-        _topology_keys(rows),
+        _topology_axis(rows),
     )
 
 
@@ -257,8 +267,7 @@ def draw_policy_time(table: PolicyTimes):
             if max(len(line) for t in topologies for line in t.split("\n")) * len(topologies) > 48:
                 plt.setp(ax.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
             ax.set_xlim(-0.6, len(topologies) - 0.4)
-            keys = ", ".join(table.topology_keys)
-            ax.set_xlabel(f"fabric (swept {keys})" if keys else "topology (fabric)")
+            ax.set_xlabel(table.topology_axis)
             if panel:
                 ax.set_title(_panel_label(table.panel_keys, panel), fontsize=9)
         span = max(max(extremes) - min(extremes), 0.02)
