@@ -334,10 +334,12 @@ def test_a_sweep_without_the_marker_is_resumed_and_gets_its_marker(small, tmp_pa
     write_sweep_record writes it, beside points/) is roce-emu's; a folder with any other
     sweep.json is not."""
     from roce_emu.errors import ScenarioError
+    from roce_emu.results.destination import SWEEP_RECORD_KEYS
 
     out = tmp_path / "old"
     grid = parse_grid(["network.cc.algorithm=none,dcqcn"])
     assert run_sweep(SweepSpec(small, grid), out, progress=False)[:2] == (2, 2)
+    assert set(json.loads((out / "sweep.json").read_text())) == SWEEP_RECORD_KEYS
     (out / ".roce-emu").unlink()
     first, second = sorted((out / "points").iterdir())
     kept = (first / "summary.json").read_bytes()

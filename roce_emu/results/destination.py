@@ -7,10 +7,10 @@ What roce-emu may replace (``--overwrite``), and add to:
   ``.roce-emu``, which roce-emu writes into every directory it creates; its first word is
   the kind (``run``, ``sweep``, ``plots``). ``run --overwrite`` replaces only a run directory
   so marked; a sweep adds points only to a sweep directory so marked (or an empty one). A
-  sweep directory without the marker (roce-emu 0.1.0 wrote none) is recognised by its
-  layout: the ``sweep.json`` record sweep.write_sweep_record writes, beside ``points/``; it gets
-  its marker when the sweep resumes. Any other directory, and a file where a directory
-  belongs, is refused.
+  sweep directory without the marker is roce-emu's too when its layout says so: the
+  ``sweep.json`` record sweep.write_sweep_record writes, beside ``points/``; it gets its
+  marker when the sweep resumes. Any other directory, and a file where a directory belongs,
+  is refused.
 - A file is roce-emu's when it is a scenario roce-emu wrote and nobody edited since (its
   stamp line ``# roce-emu-sha256: <digest>`` matches the rest of its text; ``import`` and
   ``design`` write it), a shipped example copied out unchanged, or an image roce-emu drew
@@ -42,7 +42,7 @@ STAMP = "# roce-emu-sha256: "
 PROBE_PREFIX = ".roce-emu-probe-"
 #: the name an image roce-emu draws is signed with (PNG Software, PDF and SVG Creator)
 CREATOR = "roce-emu"
-#: the keys of a sweep's sweep.json (sweep.write_sweep_record)
+#: the keys of a sweep's sweep.json (sweep.write_sweep_record; tests/test_sweep.py holds them equal)
 SWEEP_RECORD_KEYS = {"scenario", "grid", "repeat", "fixed", "points", "provenance"}
 _STAMP_LINE = re.compile(r"^# roce-emu-sha256: ([0-9a-f]{64})\n", re.MULTILINE)
 
@@ -70,8 +70,8 @@ def directory_kind(directory: Path) -> str | None:
 
 def is_unmarked_sweep(directory: Path) -> bool:
     """A sweep directory roce-emu wrote without the marker: ``sweep.json`` is the record
-    sweep.write_sweep_record writes (a JSON object with exactly its keys) and ``points/`` is a
-    folder."""
+    sweep.write_sweep_record writes (a JSON object with every one of its keys) and ``points/``
+    is a folder."""
     directory = Path(directory)
     if (directory / MARKER).exists() or not (directory / "points").is_dir():
         return False
@@ -79,7 +79,7 @@ def is_unmarked_sweep(directory: Path) -> bool:
         record = json.loads((directory / "sweep.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return False
-    return isinstance(record, dict) and set(record) == SWEEP_RECORD_KEYS
+    return isinstance(record, dict) and SWEEP_RECORD_KEYS <= set(record)
 
 
 def image_metadata(path: Path) -> dict:
