@@ -191,13 +191,14 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     default=None,
     help="Also draw the fabric to this file (.png, .pdf or .svg; missing folders are created).",
 )
+@overwrite_option
 @click.option(
     "--links",
     "list_links",
     is_flag=True,
     help="List every link instead (CSV: node_a,node_b,tier,rate_gbps,delay_ns), with the node names that faults: use.",
 )
-def topo(scenario, overrides, draw_to, list_links):
+def topo(scenario, overrides, draw_to, overwrite, list_links):
     """Summarise a scenario's fabric: hosts, switches, links, diameter, bisection bandwidth.
 
     \b
@@ -208,14 +209,14 @@ def topo(scenario, overrides, draw_to, list_links):
     from .config import load_scenario
     from .fabric.topology import build_fabric
     from .fabric.summary import describe, draw, link_rows
-    from .results.destination import check_writable
+    from .results.destination import check_file
 
     try:
         sc = load_scenario(scenario, list(overrides))
         if draw_to is not None:
             if draw_to.suffix.lower() not in (".png", ".pdf", ".svg"):
                 raise ScenarioError("--draw", str(draw_to), "must end in .png, .pdf or .svg")
-            check_writable(draw_to, "--draw")
+            check_file(draw_to, "--draw", overwrite)
     except ScenarioError as err:
         _fail_input(err)
     fabric = build_fabric(sc.topology)

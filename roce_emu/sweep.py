@@ -33,7 +33,7 @@ from tqdm import tqdm
 from .config.load import apply_override, parse_override, read_document, validate_document
 from .config.schema import Scenario
 from .errors import ScenarioError
-from .results.destination import check_directory, make_directory, write_marker
+from .results.destination import PROBE_PREFIX, check_directory, make_directory, write_marker
 from .results.output import replace_dir, write_csv
 
 POINT_FILE = "point.json"  # what a point is: its overrides, seed and hash
@@ -217,12 +217,17 @@ def run_sweep(
 
 def clear_unfinished(out: Path, todo: list[Point]) -> None:
     """Remove what the points of ``todo`` that did not finish left behind (their directories
-    and half-written temporary ones), so that each starts again from nothing."""
+    and half-written temporary ones), so that each starts again from nothing, and the
+    writability probes (results/destination.py) a killed process left."""
     for p in todo:
         if not is_done(out / "points" / p.digest):
             shutil.rmtree(out / "points" / p.digest, ignore_errors=True)
-    for leftover in (out / "points").glob(".*.tmp-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+    for pattern in (".*.tmp-*", f"{PROBE_PREFIX}*"):
+        for leftover in (out / "points").glob(pattern):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
 
 def write_sweep_record(out: Path, spec: SweepSpec, n_points: int) -> None:

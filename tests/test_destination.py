@@ -103,6 +103,35 @@ def test_topo_draws_into_a_folder_it_creates(tmp_path):
     assert (tmp_path / "nodir" / "deeper" / "t.png").stat().st_size > 0
 
 
+def test_topo_replaces_only_a_drawing_roce_emu_made_and_only_with_overwrite(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mine = {}
+    for ext in ("png", "pdf", "svg"):  # the user's images, made with matplotlib too
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 0])
+        fig.savefig(tmp_path / f"mine.{ext}")
+        plt.close(fig)
+        mine[ext] = (tmp_path / f"mine.{ext}").read_bytes()
+    for ext in mine:
+        for extra in ([], ["--overwrite"]):
+            p = cli("topo", SCEN / "incast.yaml", "--draw", f"mine.{ext}", *extra, cwd=tmp_path)
+            _one_line_error(p, f"mine.{ext}", "--draw", "not written by roce-emu" if extra else "--overwrite")
+            assert (tmp_path / f"mine.{ext}").read_bytes() == mine[ext]
+        # a drawing roce-emu made is replaced with --overwrite, and only then
+        assert cli("topo", SCEN / "incast.yaml", "--draw", f"t.{ext}", cwd=tmp_path).returncode == 0
+        p = cli("topo", SCEN / "incast.yaml", "--set", "topology.hosts=3", "--draw", f"t.{ext}", cwd=tmp_path)
+        _one_line_error(p, f"t.{ext}", "exists: add --overwrite")
+        drawn = (tmp_path / f"t.{ext}").read_bytes()
+        smaller = ["--set", "topology.hosts=3"]
+        p = cli("topo", SCEN / "incast.yaml", *smaller, "--draw", f"t.{ext}", "--overwrite", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert (tmp_path / f"t.{ext}").read_bytes() != drawn
+
+
 def test_a_sweep_and_plots_write_only_into_their_own_folders(tmp_path):
     mydata = tmp_path / "mydata"
     mydata.mkdir()

@@ -283,3 +283,91 @@ def test_torus_drawings_show_their_wrap_around_links(tmp_path):
             assert fabric.graph.has_edge(u, v)
         draw(fabric, tmp_path / "t.png")
         assert (tmp_path / "t.png").stat().st_size > 1000
+
+
+def _labels_apart(labels) -> None:
+    """No two tick labels overlap (each label's box, as drawn)."""
+    boxes = [t.get_window_extent() for t in labels if t.get_text()]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), "two tick labels run together"
+
+
+def test_a_swept_topology_key_labels_each_fabric_by_its_value_and_names_the_key_once(tmp_path):
+    """A sweep of the spine links' rate (as in the tutorial): the ticks show the value, not the
+    whole dotted key per tick, and do not overlap; the axis label names the key."""
+    from roce_emu.results.figures import breakdown_figure, policy_time_figure
+
+    key = "topology.tiers.leaf_spine.rate_gbps"
+    (tmp_path / "sw").mkdir()
+    columns = ["point", "network.cc.algorithm", key, "scenario", "status", "topology", "cc_algorithm"]
+    columns += ["mean_iteration_ns", "mean_compute_ns", "mean_exposed_communication_ns", "mean_idle_ns"]
+    lines = [",".join(columns)]
+    for i, (policy, rate, t) in enumerate(
+        [("none", 100, 15.4), ("dcqcn", 100, 19.6), ("none", 200, 12.0), ("dcqcn", 200, 12.6), ("none", 1000, 9.3)]
+    ):
+        lines.append(f"p{i},{policy},{rate},s,finished,leaf_spine,{policy},{t * 1e6},{1e6},{t * 1e6 - 2e6},{1e6}")
+    (tmp_path / "sw" / "results.csv").write_text("\n".join(lines) + "\n")
+    fig = policy_time_figure(tmp_path / "sw")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["rate_gbps=100", "rate_gbps=200", "rate_gbps=1000"]  # the grid's order
+    assert ax.get_xlabel().count(key) == 1
+    _labels_apart(ax.get_xticklabels())
+    _check(fig)
+    fig = breakdown_figure(tmp_path / "sw")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["rate_gbps=100 PFC only", "rate_gbps=100 DCQCN"]
+    assert ax.get_xlabel().count(key) == 1
+
+
+def test_pauses_and_marks_are_legible_and_on_a_log_scale_when_counts_span_orders(tmp_path):
+    """451,430 marks next to 5,962: a symmetric-log axis from 0 on which the small bar is more
+    than a sliver; the policy names do not run together. Counts of one magnitude stay linear."""
+    from roce_emu.results.figures import pauses_marks_figure
+
+    sweep = _fake_sweep(tmp_path / "sw", {p: 1.0 for p in ("none", "dcqcn", "hpcc", "timely", "dctcp")})
+    with open(sweep / "results.csv") as fh:
+        text = fh.read()
+    counts = {"none": (2594, 451430), "dcqcn": (0, 10062), "hpcc": (0, 0), "timely": (0, 22992), "dctcp": (0, 5962)}
+    for policy, (pauses, marks) in counts.items():
+        text = text.replace(f",{policy},1.0,1.0,0,0", f",{policy},1.0,1.0,{pauses},{marks}")
+    (sweep / "results.csv").write_text(text)
+    fig = pauses_marks_figure(sweep)
+    fig.canvas.draw()
+    pauses, marks = fig.axes
+    assert pauses.get_yscale() == "linear" and marks.get_yscale() == "symlog"
+    assert "log scale" in marks.get_ylabel() and "log scale" not in pauses.get_ylabel()
+    for ax in fig.axes:
+        assert ax.get_ylim()[0] == 0
+        _labels_apart(ax.get_xticklabels())
+        _labels_apart(ax.get_yticklabels())
+    heights = {t.get_text(): t for t in marks.texts}
+    assert set(heights) == {"451,430", "10,062", "0", "22,992", "5,962"}
+    box = marks.get_window_extent()
+    small = [p for p in marks.patches if p.get_height() == 5962][0].get_window_extent()
+    assert small.height > 0.3 * box.height, "5,962 marks drawn as a sliver next to 451,430"
+
+
+def test_the_rate_figure_shows_the_flows_pacing_held_back_most(tmp_path):
+    """Ten short flows at line rate come first by id; the two cut to 10 Gb/s are the ones shown
+    first, and the title says how the flows were chosen."""
+    from roce_emu.results.figures import rate_figure
+
+    run = tmp_path / "r"
+    run.mkdir()
+    lines = ["t_ns,flow_id,rate_bps,window_bytes,acked_bytes"]
+    for flow in range(10):
+        lines += [f"0,{flow},100000000000,0,0", f"1000,{flow},100000000000,0,0"]
+    for flow, cut in ((10, 10e9), (11, 40e9)):
+        lines += [f"0,{flow},100000000000,0,0", f"1000,{flow},{cut:.0f},0,0", f"50000,{flow},{cut:.0f},0,0"]
+    (run / "traces_rate.csv").write_text("\n".join(lines) + "\n")
+    fig = rate_figure(run, top=4)
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert len(labels) == 4 and labels[0].startswith("flow 10: ") and labels[1].startswith("flow 11: ")
+    assert "held back" in labels[0] and "4 of 12 flows held back most" in ax.get_title()
+    assert ax.get_ylim()[0] == 0
+    _check(fig)

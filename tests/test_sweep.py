@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -217,7 +218,7 @@ def test_a_swept_topology_keeps_its_columns_and_its_own_bars(tmp_path):
     assert set(zip(df["topology.k"], df["hosts"])) == {(4, 16), (6, 54)}  # each row is its own fabric
     fig = policy_time_figure(tmp_path / "sw")
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert ticks == ["fat_tree (k=4)", "fat_tree (k=6)"]
+    assert ticks == ["k=4", "k=6"] and fig.axes[0].get_xlabel() == "fat_tree (swept topology.k)"
 
 
 def _sweep_cmd(small, out, *extra):
@@ -326,3 +327,42 @@ def test_a_signal_stops_a_dask_sweep_and_starts_no_new_point(small, tmp_path):
         assert "finished points are kept" in stderr and "Traceback" not in stderr, stderr
         time.sleep(4)  # the point the worker was running may still finish; no other may start
         assert done <= len(_finished(out)) <= done + 1
+
+
+def test_a_sweep_without_the_marker_is_resumed_and_gets_its_marker(small, tmp_path):
+    """A sweep directory roce-emu wrote without the .roce-emu marker (sweep.json as
+    write_sweep_record writes it, beside points/) is roce-emu's; a folder with any other
+    sweep.json is not."""
+    from roce_emu.errors import ScenarioError
+    from roce_emu.results.destination import SWEEP_RECORD_KEYS
+
+    out = tmp_path / "old"
+    grid = parse_grid(["network.cc.algorithm=none,dcqcn"])
+    assert run_sweep(SweepSpec(small, grid), out, progress=False)[:2] == (2, 2)
+    assert set(json.loads((out / "sweep.json").read_text())) == SWEEP_RECORD_KEYS
+    (out / ".roce-emu").unlink()
+    first, second = sorted((out / "points").iterdir())
+    kept = (first / "summary.json").read_bytes()
+    shutil.rmtree(second)
+    assert run_sweep(SweepSpec(small, grid), out, progress=False)[:2] == (1, 2)
+    assert (out / ".roce-emu").read_text().startswith("sweep")
+    assert (first / "summary.json").read_bytes() == kept and (second / "summary.json").is_file()
+    # the same layout with a sweep.json roce-emu did not write is the user's
+    mine = tmp_path / "mine"
+    (mine / "points").mkdir(parents=True)
+    (mine / "sweep.json").write_text(json.dumps({"scenario": "x", "grid": {}, "notes": "mine"}))
+    with pytest.raises(ScenarioError, match="did not write"):
+        run_sweep(SweepSpec(small, grid), mine, progress=False)
+    assert sorted(p.name for p in mine.iterdir()) == ["points", "sweep.json"]
+
+
+def test_resuming_clears_the_probe_files_a_killed_point_left(small, tmp_path):
+    out = tmp_path / "s"
+    grid = parse_grid(["network.cc.algorithm=none,dcqcn"])
+    run_sweep(SweepSpec(small, grid), out, progress=False)
+    (out / "points" / ".roce-emu-probe-k2j4x9").write_text("")  # check_writable's probe file
+    (out / "points" / ".abc.tmp-77").mkdir()  # a point's half-written temporary directory
+    unfinished = sorted((out / "points").iterdir())[-1]  # a point the kill left half-written
+    (unfinished / "summary.json").unlink()
+    assert run_sweep(SweepSpec(small, grid), out, progress=False)[:2] == (1, 2)
+    assert not list((out / "points").glob(".*")), "leftovers of a killed point are still there"

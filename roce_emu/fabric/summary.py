@@ -140,6 +140,8 @@ def draw(fabric: Fabric, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..results.destination import image_metadata  # signed, so --overwrite may replace it
+
     g = fabric.graph
     pos = layout(fabric)
     fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes**0.5 * 1.2), 4.0))
@@ -212,5 +214,5 @@ def draw(fabric: Fabric, path: Path) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node
     ax.set_axis_off()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, bbox_inches="tight", metadata={"CreationDate": None} if str(path).endswith(".pdf") else None)
+    fig.savefig(path, bbox_inches="tight", metadata=image_metadata(path))
     plt.close(fig)

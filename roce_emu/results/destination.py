@@ -6,11 +6,16 @@ What roce-emu may replace (``--overwrite``), and add to:
 - A directory (a run, a sweep, a plot folder) is roce-emu's when it holds the marker file
   ``.roce-emu``, which roce-emu writes into every directory it creates; its first word is
   the kind (``run``, ``sweep``, ``plots``). ``run --overwrite`` replaces only a run directory
-  so marked; a sweep adds points only to a sweep directory so marked (or an empty one). Any
-  other directory, and a file where a directory belongs, is refused.
+  so marked; a sweep adds points only to a sweep directory so marked (or an empty one). A
+  sweep directory without the marker is roce-emu's too when its layout says so: the
+  ``sweep.json`` record sweep.write_sweep_record writes, beside ``points/``; it gets its
+  marker when the sweep resumes. Any other directory, and a file where a directory belongs,
+  is refused.
 - A file is roce-emu's when it is a scenario roce-emu wrote and nobody edited since (its
   stamp line ``# roce-emu-sha256: <digest>`` matches the rest of its text; ``import`` and
-  ``design`` write it), or a shipped example copied out unchanged. Anything else is the user's.
+  ``design`` write it), a shipped example copied out unchanged, or an image roce-emu drew
+  (``topo --draw``, ``plot``): signed "roce-emu" in the metadata matplotlib writes (see
+  image_metadata and is_roce_emu_image). Anything else is the user's.
 - Never the current directory or a folder holding it, nor a folder holding an input file.
 
 A destination's deepest existing folder must be a directory roce-emu can write to (probed
@@ -19,9 +24,12 @@ the missing folders below it are created when the results are written.
 """
 
 import hashlib
+import json
 import os
 import re
+import struct
 import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +38,12 @@ from ..errors import ScenarioError
 #: the marker file of a directory roce-emu wrote
 MARKER = ".roce-emu"
 STAMP = "# roce-emu-sha256: "
+#: the name of the file check_writable writes and removes (a killed process may leave one)
+PROBE_PREFIX = ".roce-emu-probe-"
+#: the name an image roce-emu draws is signed with (PNG Software, PDF and SVG Creator)
+CREATOR = "roce-emu"
+#: the keys of a sweep's sweep.json (sweep.write_sweep_record; tests/test_sweep.py holds them equal)
+SWEEP_RECORD_KEYS = {"scenario", "grid", "repeat", "fixed", "points", "provenance"}
 _STAMP_LINE = re.compile(r"^# roce-emu-sha256: ([0-9a-f]{64})\n", re.MULTILINE)
 
 
@@ -43,6 +57,95 @@ def marker_kind(directory: Path) -> str | None:
         return (Path(directory) / MARKER).read_text().split(":", 1)[0].strip()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def directory_kind(directory: Path) -> str | None:
+    """The kind of roce-emu directory this is: its marker's, or "sweep" for a sweep directory
+    without the marker (is_unmarked_sweep); None when roce-emu did not write it."""
+    found = marker_kind(directory)
+    if found is None and is_unmarked_sweep(directory):
+        return "sweep"
+    return found
+
+
+def is_unmarked_sweep(directory: Path) -> bool:
+    """A sweep directory roce-emu wrote without the marker: ``sweep.json`` is the record
+    sweep.write_sweep_record writes (a JSON object with every one of its keys) and ``points/``
+    is a folder."""
+    directory = Path(directory)
+    if (directory / MARKER).exists() or not (directory / "points").is_dir():
+        return False
+    try:
+        record = json.loads((directory / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, dict) and SWEEP_RECORD_KEYS <= set(record)
+
+
+def image_metadata(path: Path) -> dict:
+    """What to pass as matplotlib's ``savefig(..., metadata=)`` for an image at ``path``: signed
+    as roce-emu's, so that is_roce_emu_image knows it again, and without a creation date, so
+    that the same drawing gives the same bytes."""
+    ext = Path(path).suffix.lower()
+    if ext == ".png":
+        return {"Software": CREATOR}
+    if ext == ".pdf":
+        return {"Creator": CREATOR, "CreationDate": None}
+    if ext == ".svg":
+        return {"Creator": CREATOR, "Date": None}
+    return {}
+
+
+def is_roce_emu_image(path: Path) -> bool:
+    """The image carries the signature image_metadata writes: a PNG text chunk ``Software``, a
+    PDF Info ``/Creator``, or an SVG ``<metadata>`` creator, equal to "roce-emu"."""
+    ext = Path(path).suffix.lower()
+    try:
+        if ext == ".png":
+            return _png_text(Path(path)).get("Software") == CREATOR
+        if ext == ".pdf":
+            return f"/Creator ({CREATOR})".encode() in Path(path).read_bytes()
+        if ext == ".svg":
+            return _svg_creator(Path(path)) == CREATOR
+    except (OSError, ValueError, ET.ParseError, struct.error):
+        return False
+    return False
+
+
+def _png_text(path: Path) -> dict[str, str]:
+    """The uncompressed text chunks (tEXt, iTXt) of a PNG file, read up to its image data."""
+    texts: dict[str, str] = {}
+    with open(path, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n":
+            raise ValueError("not a PNG file")
+        while True:
+            head = f.read(8)
+            if len(head) < 8:
+                return texts
+            length, kind = struct.unpack(">I4s", head)
+            if kind in (b"IDAT", b"IEND"):
+                return texts
+            data = f.read(length)
+            f.seek(4, os.SEEK_CUR)  # the chunk's CRC
+            if kind == b"tEXt":
+                key, _, value = data.partition(b"\0")
+                texts[key.decode("latin-1")] = value.decode("latin-1")
+            elif kind == b"iTXt":
+                key, _, rest = data.partition(b"\0")
+                if rest[:1] == b"\0":  # not compressed: flag, method, language, translated keyword
+                    value = rest[2:].split(b"\0", 2)[-1]
+                    texts[key.decode("latin-1")] = value.decode("utf-8", "replace")
+
+
+def _svg_creator(path: Path) -> str | None:
+    """The creator an SVG file's ``<metadata>`` names (Dublin Core, as matplotlib writes it)."""
+    dc = "{http://purl.org/dc/elements/1.1/}"
+    root = ET.parse(path).getroot()
+    for metadata in root.iter("{http://www.w3.org/2000/svg}metadata"):
+        for creator in metadata.iter(f"{dc}creator"):
+            for title in creator.iter(f"{dc}title"):
+                return title.text
+    return None
 
 
 def stamped(text: str) -> str:
@@ -73,7 +176,7 @@ def check_writable(path: Path, option: str) -> None:
     if not parent.is_dir():
         raise ScenarioError(option, str(path), f"{parent} is a file, not a folder: give {option} another path")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".roce-emu-probe-", dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=parent)
     except OSError as err:
         raise ScenarioError(
             option, str(path), f"cannot write in {parent} ({err.strerror or err}): give {option} another path"
@@ -105,7 +208,7 @@ def check_directory(
         _check_not_in_use(path, option, inputs)
         if not path.is_dir():
             raise ScenarioError(option, str(path), f"is a file, not a {kind} directory: give {option} another path")
-        found = marker_kind(path)
+        found = directory_kind(path)
         if found != kind and not (kind != "run" and not any(path.iterdir())):
             what = f"a roce-emu {found} directory" if found else "a folder roce-emu did not write"
             raise ScenarioError(
@@ -144,16 +247,17 @@ def check_file(path: Path, option: str, overwrite: bool = False) -> None:
 
 def make_directory(path: Path, kind: str) -> None:
     """Create the directory of ``kind`` (and its missing parents) with roce-emu's marker; an
-    existing empty one gets the marker too, one with anything in it is left as it is."""
+    existing empty one, and a sweep directory without its marker, get the marker too; any
+    other with anything in it is left as it is."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    if not any(path.iterdir()):
+    if not any(path.iterdir()) or (kind == "sweep" and is_unmarked_sweep(path)):
         write_marker(path, kind)
 
 
 def written_by_roce_emu(path: Path) -> bool:
-    """The file is a scenario roce-emu wrote and nobody edited since, or a shipped example
-    copied out unchanged."""
+    """The file is a scenario roce-emu wrote and nobody edited since, a shipped example copied
+    out unchanged, or an image roce-emu drew."""
     from ..examples import is_shipped_example
 
-    return is_stamped(path) or is_shipped_example(path)
+    return is_stamped(path) or is_shipped_example(path) or is_roce_emu_image(path)

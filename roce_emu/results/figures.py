@@ -17,11 +17,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
 import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
+from .destination import image_metadata  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 from .output import read_rows, read_table  # noqa: E402
 
@@ -115,10 +116,10 @@ def _panel_label(keys: list[str], values: tuple) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _topology_labels(rows) -> dict:
-    """Each row's fabric for an axis: its kind, plus every swept topology key whose value differs
-    between rows of that kind (so a k=4 and a k=6 fat-tree are two groups, never pooled, while
-    a lone 4x4 torus is just "torus")."""
+def _topology_varying(rows) -> tuple[Callable, dict[str, list[str]]]:
+    """(the kind of a row's fabric, per kind the swept topology keys whose value differs between
+    rows of that kind): a k=4 and a k=6 fat-tree are two groups, never pooled, while a lone 4x4
+    torus is just "torus"."""
     keys = [k for k in _swept(rows) if k.startswith("topology") and k != "topology.kind"]
 
     def kind(r):
@@ -128,11 +129,37 @@ def _topology_labels(rows) -> dict:
     for name in {kind(r) for r in rows}:
         same = [r for r in rows if kind(r) == name]
         varying[name] = [k for k in keys if len({r.get(k, "") for r in same}) > 1]
+    return kind, varying
+
+
+def _topology_labels(rows) -> dict:
+    """Each row's fabric for an axis tick, short enough to stay legible: the value of every
+    swept topology key that varies, by the key's last part, one per line (``rate_gbps=100``;
+    the axis label names the whole key once: _topology_axis), under the fabric's kind when
+    the sweep has more than one kind (or nothing varies)."""
+    kind, varying = _topology_varying(rows)
     labels = {}
     for r in rows:
-        extra = ", ".join(f"{k.removeprefix('topology.')}={r[k]}" for k in varying[kind(r)] if r.get(k, "") != "")
-        labels[r["point"]] = f"{kind(r)} ({extra})" if extra else kind(r)
+        values = [f"{k.rsplit('.', 1)[-1]}={r[k]}" for k in varying[kind(r)] if r.get(k, "") != ""]
+        lines = ([kind(r)] if len(varying) > 1 or not values else []) + values
+        labels[r["point"]] = "\n".join(lines)
     return labels
+
+
+def _topology_keys(rows) -> list[str]:
+    """The swept topology keys _topology_labels' ticks show by their last part, in full: for
+    the axis label, once."""
+    return sorted({k for keys in _topology_varying(rows)[1].values() for k in keys})
+
+
+def _topology_axis(rows) -> str:
+    """The x label under _topology_labels' ticks: the fabric's kind when there is one (the
+    ticks then leave it out) and the swept topology keys in full."""
+    kinds = list(_topology_varying(rows)[1])
+    keys = ", ".join(_topology_keys(rows))
+    if not keys:
+        return "topology (fabric)"
+    return f"{kinds[0] if len(kinds) == 1 else 'fabric'} (swept {keys})"
 
 
 @dataclass
@@ -147,6 +174,7 @@ class PolicyTimes:
     topologies: list[str]
     policies: list[str]  #: congestion-control policies other than the baseline, in registry order
     seeds: int  #: the most seeds of any (panel, topology, policy)
+    topology_axis: str  #: the x label: the fabric and the swept topology keys (_topology_axis)
 
 
 def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
@@ -180,9 +208,10 @@ def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
         metric,
         others,
         sorted({g[0] for g in groups}),
-        sorted(set(fabric.values())),
+        list(dict.fromkeys(fabric[r["point"]] for r in rows)),  # the grid's order: 100 before 1000
         policies,
         max(len(v) for k, v in groups.items() if k[2] in policies),
+        _topology_axis(rows),
     )
 
 
@@ -234,9 +263,11 @@ def draw_policy_time(table: PolicyTimes):
                             fontsize=6,
                             rotation=90,
                         )
-            ax.set_xticks(np.arange(len(topologies)), topologies)
+            ax.set_xticks(np.arange(len(topologies)), topologies, fontsize=8)
+            if max(len(line) for t in topologies for line in t.split("\n")) * len(topologies) > 48:
+                plt.setp(ax.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
             ax.set_xlim(-0.6, len(topologies) - 0.4)
-            ax.set_xlabel("topology (fabric)")
+            ax.set_xlabel(table.topology_axis)
             if panel:
                 ax.set_title(_panel_label(table.panel_keys, panel), fontsize=9)
         span = max(max(extremes) - min(extremes), 0.02)
@@ -299,9 +330,9 @@ def breakdown_figure(sweep_dir: Path):
                     lw=0.8,
                     label=f"iteration time ± 1 s.d. ({seeds} seeds)",
                 )
-            labels = [f"{g[1]} {POLICY_LABEL.get(g[2], g[2])}" for g in mine]
+            labels = [f"{g[1]} {POLICY_LABEL.get(g[2], g[2])}".replace("\n", ", ") for g in mine]
             ax.set_xticks(np.arange(len(mine)), labels, fontsize=7, rotation=90)
-            ax.set_xlabel("point (topology, congestion control)")
+            ax.set_xlabel(f"point ({', '.join(_topology_keys(rows) or ['topology'])}, congestion control)")
             ax.set_ylabel("time per iteration (ms)")
             if panel:
                 ax.set_title(_panel_label(others, panel), fontsize=9)
@@ -311,25 +342,55 @@ def breakdown_figure(sweep_dir: Path):
     return fig
 
 
+def _count_scale(ax, counts) -> str:
+    """A count axis from 0: linear, or symmetric-log (linear below 1, so 0 stays 0) when the
+    smallest non-zero count would be a bar under a twentieth of the largest, so that thousands
+    stay visible next to hundreds of thousands; ticks at powers of ten, written 1k, 10k, 1M. Returns the scale's
+    note for the axis label ("" or ", log scale")."""
+    positive = [c for c in counts if c > 0]
+    top = max(1.0, max(counts, default=0.0))
+    if len(positive) < 2 or max(positive) < 20 * min(positive):
+        ax.set_ylim(0, top * 1.15)  # room for the bar labels; from 0 also when all are 0
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        return ""
+    ax.set_yscale("symlog", linthresh=1.0, linscale=1.0)
+    ax.set_ylim(0, top * 4)  # a bar label is about half a decade tall
+    decades = 10.0 ** np.arange(0, int(np.log10(top)) + 1)
+    ax.yaxis.set_major_locator(FixedLocator([0.0, *decades]))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _short_count(v)))
+    return ", log scale"
+
+
+def _short_count(value: float) -> str:
+    """A count for an axis tick, short: 950, 10k, 1.5M."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
 def pauses_marks_figure(sweep_dir: Path):
     """PFC pauses and ECN marks per policy (summed over the sweep's points of that policy), on
-    count axes from 0, each bar labelled with its count."""
+    count axes from 0 (symmetric-log where the counts span orders of magnitude, _count_scale),
+    each bar labelled with its count; the policy names level, one per bar."""
     rows = [r for r in read_table(sweep_dir / "results.csv") if r.get("status") in ("finished", "incomplete")]
     if not rows or "cc_algorithm" not in rows[0]:
         return None
     policies = _policies(rows)
+    colors = [STYLE["axes.prop_cycle"].by_key()["color"][i % 8] for i in range(len(policies))]
+    names = [POLICY_LABEL.get(p, p).replace(" ", "\n") for p in policies]  # "PFC\nonly": no run-ins
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.2))
+        fig, axes = plt.subplots(1, 2, figsize=(max(7.2, 1.5 * len(policies)), 3.2))
         for ax, (column, name) in zip(axes, [("pfc_pauses_sent", "PFC pauses sent"), ("ecn_marks", "ECN marks")]):
             totals = [sum(_num(r.get(column), 0.0) for r in rows if r["cc_algorithm"] == p) for p in policies]
-            colors = [STYLE["axes.prop_cycle"].by_key()["color"][i % 8] for i in range(len(policies))]
-            bars = ax.bar([POLICY_LABEL.get(p, p) for p in policies], totals, color=colors)
+            bars = ax.bar(np.arange(len(policies)), totals, color=colors)
             ax.bar_label(bars, fmt="{:,.0f}", fontsize=7, padding=2)  # a count of 0 shows as "0"
-            ax.set_ylim(0, max(1.0, max(totals, default=0.0)) * 1.15)  # counts: from 0, also when all are 0
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-            plt.setp(ax.get_xticklabels(), fontsize=7, rotation=30, ha="right", rotation_mode="anchor")
+            note = _count_scale(ax, totals)
+            ax.set_xticks(np.arange(len(policies)), names, fontsize=8)
             ax.set_xlabel("congestion control (policy)")
-            ax.set_ylabel(f"{name} (count, all points)")
+            ax.set_ylabel(f"{name}\n(count, all points{note})")
         fig.tight_layout()
     return fig
 
@@ -395,7 +456,11 @@ def queue_figure(run_dir: Path, top: int = 6):
 
 
 def rate_figure(run_dir: Path, top: int = 8):
-    """Pacing rate of the first flows over time (the traces_rate table)."""
+    """Pacing rate over time (the traces_rate table) of the ``top`` flows pacing held back most:
+    by the bytes each would have sent more at the highest rate traced (its rate's shortfall
+    from that rate, integrated over time), so a training run shows its congested flows, not
+    the first ids (short ones at line rate). Where no flow was held back, the longest traced.
+    The title says which flows are shown, the legend how much each was held back."""
     rows = read_rows(run_dir, "traces_rate")
     if rows is None:
         return None
@@ -404,11 +469,26 @@ def rate_figure(run_dir: Path, top: int = 8):
         series.setdefault(int(r["flow_id"]), []).append((_num(r["t_ns"]), _num(r["rate_bps"])))
     if not series:
         return None
+    arrays = {flow: np.array(sorted(points)).T for flow, points in series.items()}
+    peak = max(float(rate.max()) for _, rate in arrays.values())
+    # each sample holds until the flow's next one: bits not sent = sum of (peak - rate) * dt
+    held = {f: float(np.sum((peak - rate[:-1]) * np.diff(t))) / 8e9 for f, (t, rate) in arrays.items()}  # bytes
+    span = {f: float(t[-1] - t[0]) for f, (t, _) in arrays.items()}
+    shown = sorted(arrays, key=lambda f: (-held[f], -span[f], f))[:top]
+    slowed = held[shown[0]] > 0
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots()
-        for flow in sorted(series)[:top]:
-            t, rate = np.array(series[flow]).T
-            ax.step(t / 1e3, rate / 1e9, where="post", lw=1, label=f"flow {flow}")
+        for flow in shown:
+            t, rate = arrays[flow]
+            note = f": {held[flow] / 1e6:.3g} MB held back" if slowed else ""
+            ax.step(t / 1e3, rate / 1e9, where="post", lw=1, label=f"flow {flow}{note}")
+        line = f"{peak / 1e9:g} Gb/s"
+        if slowed:
+            title = f"the {len(shown)} of {len(arrays):,} flows held back most by pacing (bytes short of {line})"
+        else:
+            title = f"the {len(shown)} longest of {len(arrays):,} flows (none paced below {line})"
+        ax.set_title(title, fontsize=8)
+        ax.set_ylim(0, peak / 1e9 * 1.05)  # a rate from 0: a cut shows as deep as it is
         ax.set_xlabel("time (us)")
         ax.set_ylabel("pacing rate (Gb/s)")
         _legend_right(ax, fontsize=7)
@@ -624,12 +704,13 @@ def figures_for(directory: Path) -> dict:
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
-    """Write name.pdf and name.png into out_dir (no creation date, so the bytes repeat)."""
+    """Write name.pdf and name.png into out_dir, signed as roce-emu's and without a creation
+    date (destination.image_metadata), so the bytes repeat."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("pdf", "png"):
         path = out_dir / f"{name}.{ext}"
-        fig.savefig(path, bbox_inches="tight", dpi=150, metadata={"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(path, bbox_inches="tight", dpi=150, metadata=image_metadata(path))
         paths.append(path)
     plt.close(fig)
     return paths
