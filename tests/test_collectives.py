@@ -270,7 +270,7 @@ BAD = [
     (
         {"collectives": [{"kind": "all_reduce", "bytes": 3}]},
         {"kind": "single_switch", "hosts": 4},
-        "workload.collectives.0.bytes: 3 is not allowed: needs at least one byte per rank and chunk (4 x 1)",
+        "workload.collectives.0.bytes: 'all_reduce0' moves 3 bytes, fewer than one per rank and chunk (4 x 1)",
     ),
     (
         {"collectives": [{"kind": "all_reduce", "bytes": 8000, "after": ["nope"]}]},
