@@ -5,6 +5,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from ..units import bps_to_gbps, ps_to_ns
 from .topology import Fabric
 
 
@@ -39,7 +40,7 @@ def host_diameter(fabric: Fabric) -> int:
 
 
 def describe(fabric: Fabric) -> dict:
-    rates = sorted({d["rate_bps"] / 1e9 for _, _, d in fabric.graph.edges(data=True)})
+    rates = sorted({bps_to_gbps(d["rate_bps"]) for _, _, d in fabric.graph.edges(data=True)})
     return {
         "kind": fabric.kind,
         "hosts": fabric.n_hosts,
@@ -48,7 +49,7 @@ def describe(fabric: Fabric) -> dict:
         "links": fabric.n_links,
         "link rates (Gb/s)": ", ".join(f"{r:g}" for r in rates),
         "diameter (links)": host_diameter(fabric),
-        "bisection (Gb/s)": f"{bisection_bps(fabric) / 1e9:g}",
+        "bisection (Gb/s)": f"{bps_to_gbps(bisection_bps(fabric)):g}",
         "routing": "ECMP over shortest paths" if fabric.routing == "ecmp" else "dimension order",
         "node names": f"h0 .. h{fabric.n_hosts - 1}, {fabric.names[fabric.n_endpoints]} .. {fabric.names[-1]} "
         "(--links lists them)",
@@ -60,7 +61,9 @@ def link_rows(fabric: Fabric) -> list[str]:
     rows = ["node_a,node_b,tier,rate_gbps,delay_ns"]
     for u, v, d in sorted(fabric.graph.edges(data=True), key=lambda e: (min(e[:2]), max(e[:2]))):
         a, b = sorted((u, v))
-        rows.append(f"{fabric.names[a]},{fabric.names[b]},{d['tier']},{d['rate_bps'] / 1e9:g},{d['prop_ps'] / 1000:g}")
+        rows.append(
+            f"{fabric.names[a]},{fabric.names[b]},{d['tier']},{bps_to_gbps(d['rate_bps']):g},{ps_to_ns(d['prop_ps']):g}"
+        )
     return rows
 
 

@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from ..config.schema import Custom, FatTree, Fred, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
+from ..units import gbps_to_bps, ns_to_ps, ns_to_s
 
 
 @dataclass
@@ -109,8 +110,11 @@ class _Builder:
     def link(self, u: int, v: int, tier: str, rate_gbps: float | None = None) -> None:
         """A link of this tier: its delay from the tier, its rate too unless given."""
         spec = self.topo.tier_link(tier)
-        rate = spec.rate_gbps if rate_gbps is None else rate_gbps
-        self.graph.add_edge(u, v, tier=tier, rate_bps=int(round(rate * 1e9)), prop_ps=int(round(spec.delay_ns * 1000)))
+        self.edge(u, v, tier, spec.rate_gbps if rate_gbps is None else rate_gbps, spec.delay_ns)
+
+    def edge(self, u: int, v: int, tier: str, rate_gbps: float, delay_ns: float, **attrs) -> None:
+        """A link of the given rate and delay, in the engine's units (bit/s, ps), with extra attributes."""
+        self.graph.add_edge(u, v, tier=tier, rate_bps=gbps_to_bps(rate_gbps), prop_ps=ns_to_ps(delay_ns), **attrs)
 
 
 def fabric_size(topo) -> tuple[int, int]:
@@ -255,8 +259,8 @@ def _grid(topo, wrap: bool) -> Fabric:
         wrap=wrap,
         host_coords=host_coords,
         n_io=len(io),
-        dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims),
-        dim_delays_s=(link.delay_ns * 1e-9,) * len(dims),
+        dim_rates_bps=(gbps_to_bps(link.rate_gbps),) * len(dims),
+        dim_delays_s=(ns_to_s(link.delay_ns),) * len(dims),
         dim_hops=(1,) * len(dims),
     )
 
@@ -297,14 +301,9 @@ def _multi_dim(topo: MultiDim) -> Fabric:
     rate = host_link.rate_gbps if host_link and host_link.rate_gbps is not None else injection
     delay = host_link.delay_ns if host_link and host_link.delay_ns is not None else 0.0
     for i in range(n):
-        b.graph.add_edge(i, routers[i], tier="host", rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
+        b.edge(i, routers[i], "host", rate, delay)
     nic_links = []  # (router, dimension link id, rate)
     for k, dim in enumerate(topo.dims):
-        link = {
-            "tier": f"dim{k}",
-            "rate_bps": int(round(dim.rate_gbps * 1e9)),
-            "prop_ps": int(round(dim.delay_ns * 1000)),
-        }
         for group in _groups_along(sizes, k):
             members = [routers[i] for i in group]
             if dim.kind == "switch":
@@ -317,14 +316,12 @@ def _multi_dim(topo: MultiDim) -> Fabric:
                 pairs = pairs[:1] if len(members) == 2 else pairs
             for u, v in pairs:
                 link_id = b.graph.number_of_edges()
-                b.graph.add_edge(u, v, link_id=link_id, **link)
+                b.edge(u, v, f"dim{k}", dim.rate_gbps, dim.delay_ns, link_id=link_id)
                 if per_link:
-                    nic_links += [(r, link_id, link["rate_bps"]) for r in (u, v) if r < routers[0] + n]
+                    nic_links += [(r, link_id, dim.rate_gbps) for r in (u, v) if r < routers[0] + n]
     if per_link:
-        for r, link_id, rate_bps in sorted(nic_links):
-            b.graph.add_edge(
-                r - routers[0], r, tier="nic", rate_bps=rate_bps, prop_ps=int(round(delay * 1000)), mirrors=link_id
-            )
+        for r, link_id, rate_gbps in sorted(nic_links):
+            b.edge(r - routers[0], r, "nic", rate_gbps, delay, mirrors=link_id)
     return Fabric(
         "multi_dim",
         b.graph,
@@ -333,8 +330,8 @@ def _multi_dim(topo: MultiDim) -> Fabric:
         "ecmp",
         dims=sizes,
         host_coords=coords,
-        dim_rates_bps=tuple(d.rate_gbps * 1e9 for d in topo.dims),
-        dim_delays_s=tuple(d.delay_ns * 1e-9 for d in topo.dims),
+        dim_rates_bps=tuple(gbps_to_bps(d.rate_gbps) for d in topo.dims),
+        dim_delays_s=tuple(ns_to_s(d.delay_ns) for d in topo.dims),
         dim_hops=tuple(2 if d.kind == "switch" else 1 for d in topo.dims),
     )
 
@@ -350,9 +347,7 @@ def _custom(topo: Custom) -> Fabric:
         index[v] = b.switch(f"sw{v}", layer=1)
     for a, c, rate_gbps, delay_ns in topo.links:
         tier = "host" if min(index[a], index[c]) < len(hosts) else "fabric"
-        b.graph.add_edge(
-            index[a], index[c], tier=tier, rate_bps=int(round(rate_gbps * 1e9)), prop_ps=int(round(delay_ns * 1000))
-        )
+        b.edge(index[a], index[c], tier, rate_gbps, delay_ns)
     return Fabric("custom", b.graph, len(hosts), b.names, "ecmp", node_ids=hosts + switches)
 
 
