@@ -342,7 +342,7 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
             raise ScenarioError(
                 source,
                 spec.at("algorithm"),
-                f"{spec.algorithm} needs a multi_dim, torus or mesh topology with one host per router",
+                f"{spec.algorithm} needs a multi_dim, rail_optimized, torus or mesh topology with one host per router",
             )
         if sorted(hosts) != list(range(fabric.n_hosts)):
             raise ScenarioError(source, spec.at("hosts"), f"{spec.algorithm} runs over all hosts")
