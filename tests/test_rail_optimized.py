@@ -198,6 +198,8 @@ def test_the_brief_example_builds_and_passes_the_buffer_check_with_default_buffe
     assert fabric.n_hosts == 128
     nvs = fabric.names.index("nvs0")
     assert inputs.node["pfc_free_bytes"][nvs] > inputs.node["buffer_bytes"][nvs] // 2
+    nvl72 = {"kind": "rail_optimized", "nodes": 2, "gpus_per_node": 72}  # the guide's largest NVSwitch
+    check_inputs(scenario(topology=nvl72, workload={"flows": [{"src": 0, "dst": 143, "bytes": 1000}]}))
     draw(fabric, tmp_path / "rails.png")
     assert (tmp_path / "rails.png").stat().st_size > 10_000
 

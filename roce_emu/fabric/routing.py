@@ -195,7 +195,7 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
                 choices[s][a] = towards(s, relay)
             else:  # a GPU router
                 n, g = nodes[s]["node"], nodes[s]["rail"]
-                nvlink = ()
+                nvlink: tuple[int, ...] = ()
                 if n == m or (pxn and g != r):
                     hub = nvswitch[n]
                     relay = a if n == m else router[n, r]

@@ -367,7 +367,7 @@ def _rail_optimized(topo: RailOptimized) -> Fabric:
     routing.py's rail routing (``rail``, or ``rail_pxn`` with PXN)."""
     G, N, per_leaf = topo.gpus_per_node, topo.nodes, topo.leaf_size
     n = N * G
-    coords = [(h % G, h // G) for h in range(n)]
+    coords: list[tuple[int, ...]] = [(h % G, h // G) for h in range(n)]
     b = _Builder(topo, n)
     b.graph = nx.MultiGraph(b.graph)  # a GPU and its router share several links
     routers = [b.switch(f"gpu{h}", layer=1, coord=coords[h], role="gpu", rail=h % G, node=h // G) for h in range(n)]
