@@ -66,6 +66,18 @@ class _TopologyBase(Strict):
                 raise ValueError(f"unknown tier '{name}' (allowed: {', '.join(allowed)})")
         return tiers
 
+    def delays_only(self, kind: str, rates: str):
+        """Refuse a rate in ``link`` or ``tiers`` for a kind whose rates come from keys of its own
+        (named in ``rates``); the section itself if there is none."""
+        rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
+        for where, link in rated:
+            if "rate_gbps" in link.model_fields_set:
+                raise ValueError(
+                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: {kind}'s rates are {rates} "
+                    f"(link and tiers set delays only)"
+                )
+        return self
+
     def tier_link(self, tier: str) -> Link:
         override = self.tiers.get(tier)
         if override is None:
@@ -161,14 +173,7 @@ class Fred(_TopologyBase):
 
     @model_validator(mode="after")
     def _rates_by_name(self):
-        rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
-        for where, link in rated:
-            if "rate_gbps" in link.model_fields_set:
-                raise ValueError(
-                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: fred's rates are npu_rate_gbps, "
-                    f"uplink_rate_gbps and io_rate_gbps (link and tiers set delays only)"
-                )
-        return self
+        return self.delays_only(self.kind, "npu_rate_gbps, uplink_rate_gbps and io_rate_gbps")
 
 
 class Torus(_TopologyBase):
@@ -293,14 +298,7 @@ class RailOptimized(_TopologyBase):
 
     @model_validator(mode="after")
     def _rates_by_name(self):
-        rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
-        for where, link in rated:
-            if "rate_gbps" in link.model_fields_set:
-                raise ValueError(
-                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: rail_optimized's rates are "
-                    f"nvlink_rate_gbps, nic_rate_gbps and oversubscription (link and tiers set delays only)"
-                )
-        return self
+        return self.delays_only(self.kind, "nvlink_rate_gbps, nic_rate_gbps and oversubscription")
 
     @property
     def leaf_size(self) -> int:
