@@ -254,3 +254,21 @@ def test_impossible_combinations_are_one_line_errors(keys, message):
         validate_document({"topology": {"kind": "rail_optimized", **keys}}, "rail.yaml")
     text = str(info.value)
     assert "\n" not in text and message in text
+
+
+def test_after_a_link_down_on_nvlink_a_lone_intra_node_flow_crosses_the_rails_at_their_closed_form():
+    """gpu0's NVLink fails at 20 us; a flow from GPU 0 to GPU 1 of the same server at 200 us
+    (routes long converged) goes leaf, spine, leaf both ways, and takes that path's closed form
+    (2 servers, so one leaf per rail and 2 x 400 Gb/s over 2 spines per uplink)."""
+    topo = {"kind": "rail_optimized", "nodes": 2, "gpus_per_node": 4, "spines": 2}
+    res = simulate(
+        scenario(
+            topology=topo,
+            workload={"flows": [{"src": 0, "dst": 1, "bytes": 1_000_000, "start_ns": 200_000}]},
+            faults=[{"kind": "link_down", "link": ["gpu0", "nvs0"], "at_ns": 20_000}],
+        )
+    )
+    row = res.rows[0]
+    rails = [(NIC, RAIL_PS), (NIC, RAIL_PS), (NIC, RAIL_PS), (NIC, RAIL_PS), (INTO_GPU, 0)]
+    assert res.summary["data_packets_dropped"] == 0
+    assert int(round(float(row["fct_ns"]) * 1000)) == lone_flow_fct_ps(1000, rails, rails)
