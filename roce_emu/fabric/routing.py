@@ -178,10 +178,11 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
                     frontier.append(v)
 
         def out(s: int) -> tuple[int, ...]:
-            """s's ports on shortest paths over the leaves and spines to a."""
-            if s not in dist and not any(v in dist for v, _ in live[s]):
+            """s's ports on shortest paths over the leaves and spines to a (a GPU router: by its leaf)."""
+            near = [dist[v] for v, _ in live[s] if v in dist]
+            if not near:
                 return ()
-            here = dist.get(s, 1 + min(dist[v] for v, _ in live[s] if v in dist))
+            here = dist.get(s, 1 + min(near))
             return tuple(p for v, p in live[s] if dist.get(v, -1) == here - 1)
 
         for s in switches:

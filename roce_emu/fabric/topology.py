@@ -5,7 +5,7 @@ of a mesh or FRED fabric (``io0``, ...), then the switches' reduction units if t
 reduces in the network (fabric/reduction.py), then switches. Hosts, I/O controllers and units
 are the engine's endpoints: they own a NIC and terminate flows.
 Every edge carries ``rate_bps``, ``prop_ps`` and its ``tier`` (host, edge_agg, ...).
-Torus and mesh routers get a ``coord``; each host is attached to one router.
+Torus, mesh, multi_dim and rail_optimized routers get a ``coord``; each host is attached to one router.
 """
 
 from dataclasses import dataclass, field
@@ -24,7 +24,7 @@ class Fabric:
     graph: nx.Graph
     n_hosts: int
     names: list[str]
-    routing: str  # "ecmp" (shortest paths) or "dor" (dimension order)
+    routing: str  # "ecmp" (shortest paths), "dor" (dimension order), "rail" or "rail_pxn" (routing.py)
     dims: tuple[int, ...] = ()
     wrap: bool = False
     host_coords: list[tuple[int, ...]] | None = None  # grid coordinate of each host (one per router)
