@@ -43,7 +43,8 @@ from .run.driver import Limits, RunOutcome, simulate
 from .run.inputs import check_inputs, load_inputs, run_warnings
 from .run.invariants import engine_fault
 from .run.world import build_world
-from .workload import Workload, collective_flow_mask, ns_to_ps
+from .units import ns_to_ps, ns_to_s
+from .workload import Workload, collective_flow_mask
 
 
 @dataclass
@@ -255,7 +256,7 @@ def packet_level_s(doc: dict, source: str) -> float:
     its last finish, in seconds."""
     summary = run(prepare_scenario(validate_document(doc, source), source), write=False, progress=False).summary
     times = summary.get("iteration_ns") or [summary["last_finish_ns"]]
-    return times[0] * 1e-9
+    return ns_to_s(times[0])
 
 
 def _fmt_s(seconds: float) -> str:

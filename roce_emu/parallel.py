@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from .config.schema import Model, Scenario, Training
 from .errors import ScenarioError
+from .units import ns_to_s, ps_to_s
 from .workload import dim_timing, ring_step_s
 from .workload.models import model_layers
 from .workload.training import rank_host, stage_split
@@ -79,7 +80,7 @@ class _Links:
         rate = float(fabric.port_rate_bps[host_ports].min())  # NPU to NPU through one switch: 2 hops
         self.npu = (
             rate,
-            ring_step_s(2, float(fabric.port_prop_ps[host_ports].max()) * 1e-12, rate, net.frame_bytes * 8),
+            ring_step_s(2, ps_to_s(float(fabric.port_prop_ps[host_ports].max())), rate, net.frame_bytes * 8),
         )
 
     def of(self, ranks) -> tuple[float, float]:
@@ -132,7 +133,7 @@ def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: in
         params = sum(layer.params for layer in stage)
         kept = sum(layer.activation_bytes for layer in stage)
         memory = max(memory, BYTES_PER_PARAM * params + kept * held // m)
-        compute = sum(layer.forward_ns + layer.backward_ns for layer in stage) * 1e-9 / m
+        compute = ns_to_s(sum(layer.forward_ns + layer.backward_ns for layer in stage)) / m
         tp_comm = sum(
             links.ring_s(c.bytes / m, tp_group)
             for layer in stage
@@ -159,7 +160,7 @@ def _exposed_s(stage, m: int, dp_group, bucket_bytes: int, links) -> float:
     clock = free = 0.0  # the backward's progress; when the links are free again
     bucket = 0
     for layer in stage[::-1]:
-        clock += layer.backward_ns * 1e-9 / m
+        clock += ns_to_s(layer.backward_ns) / m
         bucket += layer.weight_grad_bytes
         if bucket and bucket >= bucket_bytes:
             free = max(free, clock) + links.ring_s(bucket, dp_group)

@@ -265,7 +265,7 @@ BAD = [
     (
         {"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 8000}]},
         {"kind": "fat_tree", "k": 4},
-        "hierarchical needs a multi_dim, torus or mesh",
+        "hierarchical needs a multi_dim, rail_optimized, torus or mesh",
     ),
     (
         {"collectives": [{"kind": "all_reduce", "bytes": 3}]},

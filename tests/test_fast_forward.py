@@ -177,6 +177,7 @@ SHIPPED = [
     ("torus_neighbours.yaml", ()),
     ("allreduce_multi_dim.yaml", ("workload.collectives.0.bytes=4000000", "workload.collectives.0.chunks=2")),
     ("allreduce_in_network.yaml", ("workload.collectives.0.bytes=2000000", "workload.collectives.0.chunks=4")),
+    ("rail_allreduce.yaml", ("workload.collectives.0.bytes=4000000",)),
     ("link_failure.yaml", ("workload.collectives.0.bytes=4000000",)),
     ("training_dlrm.yaml", ("workload.iterations=1", "topology.k=2")),
     ("training_transformer.yaml", ("workload.iterations=1", "workload.training.model.layers=1")),

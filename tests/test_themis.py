@@ -228,7 +228,7 @@ def test_scheduler_needs_a_hierarchical_all_reduce():
             )
         )
     assert err.value.key == "workload.training.scheduler"
-    with pytest.raises(ScenarioError, match="hierarchical needs a multi_dim, torus or mesh"):
+    with pytest.raises(ScenarioError, match="hierarchical needs a multi_dim, rail_optimized, torus or mesh"):
         check_inputs(
             scenario(
                 topology={"kind": "single_switch", "hosts": 4},

@@ -66,6 +66,18 @@ class _TopologyBase(Strict):
                 raise ValueError(f"unknown tier '{name}' (allowed: {', '.join(allowed)})")
         return tiers
 
+    def delays_only(self, kind: str, rates: str):
+        """Refuse a rate in ``link`` or ``tiers`` for a kind whose rates come from keys of its own
+        (named in ``rates``); the section itself if there is none."""
+        rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
+        for where, link in rated:
+            if "rate_gbps" in link.model_fields_set:
+                raise ValueError(
+                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: {kind}'s rates are {rates} "
+                    f"(link and tiers set delays only)"
+                )
+        return self
+
     def tier_link(self, tier: str) -> Link:
         override = self.tiers.get(tier)
         if override is None:
@@ -161,14 +173,7 @@ class Fred(_TopologyBase):
 
     @model_validator(mode="after")
     def _rates_by_name(self):
-        rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
-        for where, link in rated:
-            if "rate_gbps" in link.model_fields_set:
-                raise ValueError(
-                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: fred's rates are npu_rate_gbps, "
-                    f"uplink_rate_gbps and io_rate_gbps (link and tiers set delays only)"
-                )
-        return self
+        return self.delays_only(self.kind, "npu_rate_gbps, uplink_rate_gbps and io_rate_gbps")
 
 
 class Torus(_TopologyBase):
@@ -244,6 +249,72 @@ class MultiDim(_TopologyBase):
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
 
 
+class RailOptimized(_TopologyBase):
+    """A rail-optimised GPU cluster: ``nodes`` servers of ``gpus_per_node`` GPUs. GPU g of every
+    node has its own NIC to a leaf of rail g, and an NVLink port into its node's NVSwitch.
+    Hosts are GPUs, numbered ``node * gpus_per_node + gpu``. Each GPU is a host behind its own
+    router (as a multi_dim NPU with ``nic: per_link``): a NIC port on its NVLink and one on its
+    rail link, and one link in, by which both arrive. Same-node traffic goes over the NVSwitch,
+    same-rail traffic over the rail's leaves (and the spines between them), cross-rail traffic
+    over the spines, or with ``pxn`` over NVLink to the source node's GPU of the destination's
+    rail and from there over that rail. ``link`` and the tiers ``rail`` and ``leaf_spine`` set
+    delays only; the rates come from the keys below."""
+
+    kind: Literal["rail_optimized"] = "rail_optimized"
+    """GPU servers whose GPU g hangs off the leaves of rail g, joined inside a server by an NVSwitch; rail-aware
+    routing."""
+    nodes: int = Field(4, ge=1, le=1024)
+    """Servers."""
+    gpus_per_node: int = Field(8, ge=2, le=72)
+    """GPUs per server, and the number of rails."""
+    nvlink_rate_gbps: float = Field(3600.0, gt=0, le=1e5)
+    """Each GPU's bandwidth into its server's NVSwitch, each direction (3600: 450 GB/s)."""
+    nvlink_delay_ns: float = Field(200.0, ge=0, le=1e9)
+    """One-way delay between a GPU and its NVSwitch."""
+    nic_rate_gbps: float = Field(400.0, gt=0, le=1e5)
+    """Rate of each GPU's own NIC, linked to a leaf of its rail."""
+    nodes_per_leaf: Optional[int] = Field(None, ge=1, le=1024)
+    """Servers whose GPUs of one rail share a leaf; it divides nodes, and a rail spans nodes / nodes_per_leaf
+    leaves. Null: all nodes, one leaf per rail."""
+    spines: int = Field(8, ge=1, le=1024)
+    """Spine switches; every leaf links to every spine once."""
+    oversubscription: float = Field(1.0, ge=1, le=64)
+    """A leaf's downlink bandwidth (nodes_per_leaf x nic_rate_gbps) over its uplink bandwidth: each of its spines
+    links runs at nodes_per_leaf x nic_rate_gbps / (oversubscription x spines). 1: non-blocking; 2 halves the
+    uplinks."""
+    pxn: StrictBool = False
+    """NCCL's PXN: cross-rail traffic moves over NVLink to the source server's GPU of the destination's rail
+    first, then over that one rail (no spine when the rail has one leaf)."""
+    TIERS: ClassVar[tuple[str, ...]] = ("rail", "leaf_spine")
+
+    @model_validator(mode="after")
+    def _whole_leaves(self):
+        if self.nodes % self.leaf_size:
+            raise ValueError(
+                f"{AT}nodes_per_leaf {self.leaf_size} is not allowed: it must divide nodes ({self.nodes}), "
+                f"so that every leaf of a rail holds as many servers"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _rates_by_name(self):
+        return self.delays_only(self.kind, "nvlink_rate_gbps, nic_rate_gbps and oversubscription")
+
+    @property
+    def leaf_size(self) -> int:
+        """Servers under each leaf of a rail."""
+        return self.nodes if self.nodes_per_leaf is None else self.nodes_per_leaf
+
+    @property
+    def leaves_per_rail(self) -> int:
+        return self.nodes // self.leaf_size
+
+    @property
+    def uplink_rate_gbps(self) -> float:
+        """Rate of each leaf-spine link: the leaf's downlinks over oversubscription, shared by the spines."""
+        return self.leaf_size * self.nic_rate_gbps / (self.oversubscription * self.spines)
+
+
 CustomLink = tuple[
     Annotated[int, Field(ge=0)],
     Annotated[int, Field(ge=0)],
@@ -311,9 +382,20 @@ class Custom(_TopologyBase):
 
 
 Topology = Annotated[
-    Union[SingleSwitch, FatTree, LeafSpine, Fred, Torus, Mesh, MultiDim, Custom], Field(discriminator="kind")
+    Union[SingleSwitch, FatTree, LeafSpine, Fred, Torus, Mesh, MultiDim, RailOptimized, Custom],
+    Field(discriminator="kind"),
 ]
-TOPOLOGY_KINDS = ("single_switch", "fat_tree", "leaf_spine", "fred", "torus", "mesh", "multi_dim", "custom")
+TOPOLOGY_KINDS = (
+    "single_switch",
+    "fat_tree",
+    "leaf_spine",
+    "fred",
+    "torus",
+    "mesh",
+    "multi_dim",
+    "rail_optimized",
+    "custom",
+)
 #: topology kinds read from another tool's file, and the keys such a section takes
 FILE_TOPOLOGY_KINDS = {"astra_sim": ("kind", "file", "link", "tiers"), "ns3": ("kind", "file")}
 
@@ -613,8 +695,8 @@ class CollectiveSpec(Strict):
     kind: CollectiveKind
     """The collective."""
     algorithm: CollectiveAlgorithm = "ring"
-    """How it runs; halving_doubling needs 2^k ranks, hierarchical and hierarchical_bidir a multi_dim, torus or
-    mesh fabric, in_network a switched fabric."""
+    """How it runs; halving_doubling needs 2^k ranks, hierarchical and hierarchical_bidir a multi_dim,
+    rail_optimized, torus or mesh fabric, in_network a switched fabric."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
     """Per-rank buffer: the All-Reduce and Reduce-Scatter input, the All-Gather output, the All-To-All send buffer."""
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"

@@ -15,7 +15,7 @@ from ..config.schema import Fault, Scenario
 from ..core import kinds as K
 from ..core.state import LINK_PLAN_DTYPE
 from ..errors import ScenarioError
-from ..workload import ns_to_ps
+from ..units import gbps_to_bps, ns_to_ps
 from .routing import build_routes
 from .topology import Fabric
 
@@ -115,7 +115,7 @@ def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int
         start, end = (K.LA_DOWN, 0.0, 0), (K.LA_UP, 0.0, 0)
     elif kind == "slow_link":
         assert w.fault.rate_gbps is not None and w.fault.loss is None  # the schema's _keys_of_kind
-        start, end = (K.LA_RATE, 0.0, int(round(w.fault.rate_gbps * 1e9))), (K.LA_RATE, 0.0, nominal)
+        start, end = (K.LA_RATE, 0.0, gbps_to_bps(w.fault.rate_gbps)), (K.LA_RATE, 0.0, nominal)
     else:
         assert w.fault.loss is not None
         start, end = (K.LA_LOSS, float(w.fault.loss), 0), (K.LA_LOSS, 0.0, 0)

@@ -8,6 +8,7 @@ from ..config.profiles import headroom_bytes
 from ..config.schema import MIB, Scenario
 from ..core.state import NODE_DTYPE, PORT_DTYPE
 from ..errors import ScenarioError
+from ..units import gbps_to_bps
 from .topology import Fabric
 
 
@@ -17,7 +18,7 @@ def port_records(scenario: Scenario, fabric: Fabric) -> np.ndarray:
     is_host_port = fabric.port_node < fabric.n_endpoints  # endpoints (hosts, I/O controllers, units) own NICs
     rate = fabric.port_rate_bps
     ecn = net.switch.ecn
-    scale = rate / (ecn.reference_rate_gbps * 1e9) if ecn.scale_with_rate else np.ones(P)
+    scale = rate / gbps_to_bps(ecn.reference_rate_gbps) if ecn.scale_with_rate else np.ones(P)
     max_frame = net.frame_bytes
     pfc = net.switch.pfc
     if pfc.headroom_bytes is None:

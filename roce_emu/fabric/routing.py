@@ -1,4 +1,5 @@
-"""Next-hop tables: ECMP over all shortest paths (Clos) or dimension-order routing (torus, mesh).
+"""Next-hop tables: ECMP over all shortest paths (Clos), dimension-order routing (torus, mesh)
+or rail routing (rail_optimized).
 
 The result is CSR over rows ``node * n_endpoints + dst``: the egress ports a packet for
 endpoint ``dst`` (a host or a reduction unit) may take at ``node``. Endpoints never forward;
@@ -6,8 +7,10 @@ the engine picks among several ports by flow hash, so a flow keeps one path (no 
 
 With dead links (a ``link_down`` fault), shortest paths are taken over the links left;
 dimension-order routing keeps a switch's route where its whole path is intact and
-takes a shortest path over the links left otherwise. A switch cut off from a host has
-no route to it (an empty row: the engine drops such packets).
+takes a shortest path over the links left otherwise. Rail routing keeps NVLink for traffic
+within a node (and PXN's first hop) and takes shortest paths over the leaves and spines for
+the rest, over the links left. A switch cut off from a host has no route to it (an empty
+row: the engine drops such packets).
 """
 
 from collections import deque
@@ -25,6 +28,8 @@ def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np
     H = fabric.n_endpoints
     if fabric.routing == "dor":
         per_switch = _dor_choices(fabric, dead)
+    elif fabric.routing in ("rail", "rail_pxn"):
+        per_switch = _rail_choices(fabric, dead, pxn=fabric.routing == "rail_pxn")
     else:
         per_switch = _shortest_path_choices(fabric, dead)
     rows: list[tuple[int, ...]] = []
@@ -132,4 +137,70 @@ def _dor_choices(fabric: Fabric, dead: frozenset[int]) -> dict[int, dict[int, tu
         for s in coord:
             if not intact[s]:
                 choices[s][t] = shortest[s][t]
+    return choices
+
+
+def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, dict[int, tuple[int, ...]]]:
+    """Rail routing on a rail_optimized fabric, towards each GPU's router a (node m, rail r):
+
+    - a GPU router of node m sends over its NVLink to the NVSwitch, which delivers to a;
+    - with ``pxn``, a GPU router of another node and another rail also sends over its NVLink;
+      that node's NVSwitch passes it to its GPU of rail r, which sends it over its rail;
+    - every other hop takes the shortest paths over the leaves and spines to a (ECMP), which
+      never pass through another GPU or an NVSwitch: same-rail traffic stays on its rail's
+      leaves, cross-rail traffic crosses a spine.
+
+    A GPU router whose NVLink way is cut (a dead link) takes the leaves and spines instead, so
+    no route loops: the scale-out routes never enter an NVSwitch, and an NVSwitch's only
+    forward for another node goes to a router that sends it out."""
+    H = fabric.n_endpoints
+    nodes = fabric.graph.nodes
+    switches = range(H, fabric.n_nodes)
+    live = {s: _switch_neighbours(fabric, s, dead) for s in switches}
+    scale_out = {s for s in switches if nodes[s]["role"] in ("leaf", "spine")}
+    nvswitch = {nodes[s]["node"]: s for s in switches if nodes[s]["role"] == "nvswitch"}
+    router = {(nodes[s]["node"], nodes[s]["rail"]): s for s in switches if nodes[s]["role"] == "gpu"}
+    choices: dict[int, dict[int, tuple[int, ...]]] = {s: {} for s in switches}
+    targets = sorted({fabric.host_attachment(h) for h in range(H)})
+
+    def towards(s: int, v: int) -> tuple[int, ...]:
+        return tuple(p for w, p in live[s] if w == v)
+
+    for a in targets:
+        m, r = nodes[a]["node"], nodes[a]["rail"]
+        dist = {a: 0}  # over the leaves and spines only
+        frontier = deque([a])
+        while frontier:
+            u = frontier.popleft()
+            for v, _ in live[u]:
+                if v in scale_out and v not in dist:
+                    dist[v] = dist[u] + 1
+                    frontier.append(v)
+
+        def out(s: int) -> tuple[int, ...]:
+            """s's ports on shortest paths over the leaves and spines to a (a GPU router: by its leaf)."""
+            near = [dist[v] for v, _ in live[s] if v in dist]
+            if not near:
+                return ()
+            here = dist.get(s, 1 + min(near))
+            return tuple(p for v, p in live[s] if dist.get(v, -1) == here - 1)
+
+        for s in switches:
+            role = nodes[s]["role"]
+            if s == a:
+                choices[s][a] = ()
+            elif role in ("leaf", "spine"):
+                choices[s][a] = out(s)
+            elif role == "nvswitch":
+                relay = a if nodes[s]["node"] == m else router[nodes[s]["node"], r]
+                choices[s][a] = towards(s, relay)
+            else:  # a GPU router
+                n, g = nodes[s]["node"], nodes[s]["rail"]
+                nvlink: tuple[int, ...] = ()
+                if n == m or (pxn and g != r):
+                    hub = nvswitch[n]
+                    relay = a if n == m else router[n, r]
+                    if towards(hub, relay) and (n == m or out(relay)):
+                        nvlink = towards(s, hub)
+                choices[s][a] = nvlink or out(s)
     return choices

@@ -5,18 +5,28 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from ..units import bps_to_gbps, ps_to_ns
 from .topology import Fabric
 
 
 def bisection_bps(fabric: Fabric) -> float:
     """Max flow between the host halves 0..H/2-1 and H/2..H-1 (link rates as capacities).
 
-    Hosts are numbered pod by pod (fat-tree), leaf by leaf, and row-major on grids, so
-    this cut is the fabric's natural bisection."""
+    Hosts are numbered pod by pod (fat-tree), leaf by leaf, row-major on grids, and node by
+    node on a rail-optimised fabric, so this cut is the fabric's natural bisection. Where a
+    host sends by NIC links of its own (``mirrors``: multi_dim, rail_optimized), those carry
+    its traffic out and its host link carries what comes in; parallel links add up."""
     g = nx.DiGraph()
-    for u, v, data in fabric.graph.edges(data=True):
-        g.add_edge(u, v, capacity=data["rate_bps"])
-        g.add_edge(v, u, capacity=data["rate_bps"])
+    edges = [(min(u, v), max(u, v), data) for u, v, data in fabric.graph.edges(data=True)]
+    sends_by_nic = {u for u, _, data in edges if "mirrors" in data}
+    for u, v, data in edges:
+        one_way = "mirrors" in data or (data["tier"] == "host" and u in sends_by_nic)
+        directions = [(u, v)] if "mirrors" in data else [(v, u)] if one_way else [(u, v), (v, u)]
+        for a, b in directions:
+            if g.has_edge(a, b):
+                g[a][b]["capacity"] += data["rate_bps"]
+            else:
+                g.add_edge(a, b, capacity=data["rate_bps"])
     half = fabric.n_hosts // 2
     for h in range(fabric.n_hosts):
         if h < half:
@@ -38,8 +48,16 @@ def host_diameter(fabric: Fabric) -> int:
     return worst + 2
 
 
+ROUTING = {
+    "ecmp": "ECMP over shortest paths",
+    "dor": "dimension order",
+    "rail": "rail: NVSwitch within a node, ECMP over leaves and spines between nodes",
+    "rail_pxn": "rail with PXN: NVSwitch within a node and to the destination's rail, then ECMP over that rail",
+}
+
+
 def describe(fabric: Fabric) -> dict:
-    rates = sorted({d["rate_bps"] / 1e9 for _, _, d in fabric.graph.edges(data=True)})
+    rates = sorted({bps_to_gbps(d["rate_bps"]) for _, _, d in fabric.graph.edges(data=True)})
     return {
         "kind": fabric.kind,
         "hosts": fabric.n_hosts,
@@ -48,8 +66,8 @@ def describe(fabric: Fabric) -> dict:
         "links": fabric.n_links,
         "link rates (Gb/s)": ", ".join(f"{r:g}" for r in rates),
         "diameter (links)": host_diameter(fabric),
-        "bisection (Gb/s)": f"{bisection_bps(fabric) / 1e9:g}",
-        "routing": "ECMP over shortest paths" if fabric.routing == "ecmp" else "dimension order",
+        "bisection (Gb/s)": f"{bps_to_gbps(bisection_bps(fabric)):g}",
+        "routing": ROUTING[fabric.routing],
         "node names": f"h0 .. h{fabric.n_hosts - 1}, {fabric.names[fabric.n_endpoints]} .. {fabric.names[-1]} "
         "(--links lists them)",
     }
@@ -60,7 +78,9 @@ def link_rows(fabric: Fabric) -> list[str]:
     rows = ["node_a,node_b,tier,rate_gbps,delay_ns"]
     for u, v, d in sorted(fabric.graph.edges(data=True), key=lambda e: (min(e[:2]), max(e[:2]))):
         a, b = sorted((u, v))
-        rows.append(f"{fabric.names[a]},{fabric.names[b]},{d['tier']},{d['rate_bps'] / 1e9:g},{d['prop_ps'] / 1000:g}")
+        rows.append(
+            f"{fabric.names[a]},{fabric.names[b]},{d['tier']},{bps_to_gbps(d['rate_bps']):g},{ps_to_ns(d['prop_ps']):g}"
+        )
     return rows
 
 
@@ -140,8 +160,11 @@ def draw(fabric: Fabric, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..results.destination import image_metadata  # signed, so --overwrite may replace it
-
+    if fabric.kind == "rail_optimized":
+        fig = _draw_rails(fabric, plt)
+        _save(fig, path)
+        plt.close(fig)
+        return
     g = fabric.graph
     pos = layout(fabric)
     fig, ax = plt.subplots(figsize=(max(4.0, fabric.n_nodes**0.5 * 1.2), 4.0))
@@ -213,6 +236,98 @@ def draw(fabric: Fabric, path: Path) -> None:
     ax.set_title(f"{fabric.kind}: {fabric.n_hosts} hosts, {fabric.n_switches} switches{extra}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)  # outside: never over a node
     ax.set_axis_off()
+    _save(fig, path)
+    plt.close(fig)
+
+
+def _save(fig, path: Path) -> None:
+    """Write the drawing signed as roce-emu's (results.destination), so --overwrite may replace it."""
+    from ..results.destination import image_metadata
+
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight", metadata=image_metadata(path))
-    plt.close(fig)
+
+
+def rail_layout(fabric: Fabric) -> dict:
+    """Where _draw_rails puts each node of a rail_optimized fabric: GPUs in a row, node by node
+    (a gap between nodes), each GPU's router on its GPU; each node's NVSwitch below its GPUs;
+    the leaves above, those of one group of nodes over that group, in rail order; the spines
+    in a row on top."""
+    g = fabric.graph
+    gpus, nodes = fabric.dims
+    pos = {}
+    for h in range(fabric.n_hosts):
+        x = (h // gpus) * (gpus + 1) + h % gpus
+        pos[h] = pos[fabric.host_attachment(h)] = (float(x), 0.0)
+    leaves: dict[int, list[int]] = {}  # first node under the leaf -> the leaves, in rail order
+    spines = []
+    for n in range(fabric.n_endpoints, fabric.n_nodes):
+        role = g.nodes[n]["role"]
+        if role == "nvswitch":
+            pos[n] = ((g.nodes[n]["node"] * (gpus + 1) + (gpus - 1) / 2), -1.5)
+        elif role == "leaf":
+            under = min(g.nodes[r]["node"] for r in g.neighbors(n) if g.nodes[r]["role"] == "gpu")
+            leaves.setdefault(under, []).append(n)
+        elif role == "spine":
+            spines.append(n)
+    starts = sorted(leaves)
+    for i, first in enumerate(starts):
+        last = starts[i + 1] - 1 if i + 1 < len(starts) else nodes - 1
+        left, right = first * (gpus + 1), last * (gpus + 1) + gpus - 1
+        row = sorted(leaves[first], key=lambda n: g.nodes[n]["rail"])
+        for j, n in enumerate(row):
+            pos[n] = (left + (right - left) * (j + 0.5) / len(row), 3.0)
+    width = nodes * (gpus + 1) - 2
+    for j, n in enumerate(spines):
+        pos[n] = (width * (j + 0.5) / len(spines), 6.0)
+    return pos
+
+
+def _draw_rails(fabric: Fabric, plt):
+    """A rail_optimized fabric: GPUs, their rail links and their leaves in their rail's colour,
+    NVLinks to each node's NVSwitch in grey, leaf-spine links faint."""
+    g = fabric.graph
+    pos = rail_layout(fabric)
+    gpus, nodes = fabric.dims
+    palette = plt.get_cmap("tab10" if gpus <= 9 else "tab20").colors
+    grey = {7} if gpus <= 9 else {14, 15}  # kept for the NVLinks
+
+    def colour(rail: int):
+        shown = [c for i, c in enumerate(palette) if i not in grey]
+        return shown[rail % len(shown)]
+
+    fig, ax = plt.subplots(figsize=(min(40.0, max(6.0, 0.16 * nodes * (gpus + 1))), 5.0))
+    role = {n: g.nodes[n].get("role", "host") for n in g.nodes}
+    by_tier: dict[str, list] = {}
+    for u, v, data in g.edges(data=True):
+        by_tier.setdefault(data["tier"], []).append((u, v))
+    ax_edges = dict(G=g, pos=pos, ax=ax)
+    nx.draw_networkx_edges(edgelist=by_tier.get("leaf_spine", []), width=0.4, alpha=0.25, **ax_edges)
+    nx.draw_networkx_edges(edgelist=by_tier.get("nvlink", []), width=1.0, alpha=0.7, edge_color="#777777", **ax_edges)
+    rail_edges = by_tier.get("rail", [])
+    rail_of = [g.nodes[u if role[u] == "gpu" else v]["rail"] for u, v in rail_edges]
+    nx.draw_networkx_edges(
+        edgelist=rail_edges, width=0.7, alpha=0.7, edge_color=[colour(r) for r in rail_of], **ax_edges
+    )
+    spines = [n for n in g.nodes if role[n] == "spine"]
+    nvs = [n for n in g.nodes if role[n] == "nvswitch"]
+    nx.draw_networkx_nodes(g, pos, nodelist=spines, node_shape="s", node_size=90, node_color="#4477aa", ax=ax)
+    nx.draw_networkx_nodes(g, pos, nodelist=nvs, node_shape="s", node_size=90, node_color="#555555", ax=ax)
+    for r in range(gpus):
+        leaves = [n for n in g.nodes if role[n] == "leaf" and g.nodes[n]["rail"] == r]
+        hosts = [h for h in range(fabric.n_hosts) if h % gpus == r]
+        nx.draw_networkx_nodes(g, pos, nodelist=leaves, node_shape="s", node_size=90, node_color=[colour(r)], ax=ax)
+        nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=30, node_color=[colour(r)], ax=ax, label=f"rail {r}")
+    ax.plot([], [], "s", color="#4477aa", label="spine")
+    ax.plot([], [], "s", color="#555555", label="NVSwitch")
+    ax.plot([], [], "-", color="#777777", label="NVLink")
+    for n in range(nodes):  # which server each group of GPUs is
+        ax.annotate(f"node {n}", (n * (gpus + 1) + (gpus - 1) / 2, -2.3), ha="center", va="top", fontsize=7)
+    ax.set_ylim(-2.8, 6.5)
+    ax.set_title(
+        f"rail_optimized: {nodes} nodes x {gpus} GPUs, {len(nvs)} NVSwitches, "
+        f"{sum(role[n] == 'leaf' for n in g.nodes)} leaves, {len(spines)} spines (GPU h = node x {gpus} + rail)"
+    )
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.set_axis_off()
+    return fig

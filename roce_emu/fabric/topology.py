@@ -5,7 +5,7 @@ of a mesh or FRED fabric (``io0``, ...), then the switches' reduction units if t
 reduces in the network (fabric/reduction.py), then switches. Hosts, I/O controllers and units
 are the engine's endpoints: they own a NIC and terminate flows.
 Every edge carries ``rate_bps``, ``prop_ps`` and its ``tier`` (host, edge_agg, ...).
-Torus and mesh routers get a ``coord``; each host is attached to one router.
+Torus, mesh, multi_dim and rail_optimized routers get a ``coord``; each host is attached to one router.
 """
 
 from dataclasses import dataclass, field
@@ -14,7 +14,8 @@ from itertools import product
 import networkx as nx
 import numpy as np
 
-from ..config.schema import Custom, FatTree, Fred, LeafSpine, Mesh, MultiDim, SingleSwitch, Torus
+from ..config.schema import Custom, FatTree, Fred, LeafSpine, Mesh, MultiDim, RailOptimized, SingleSwitch, Torus
+from ..units import gbps_to_bps, ns_to_ps, ns_to_s
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Fabric:
     graph: nx.Graph
     n_hosts: int
     names: list[str]
-    routing: str  # "ecmp" (shortest paths) or "dor" (dimension order)
+    routing: str  # "ecmp" (shortest paths), "dor" (dimension order), "rail" or "rail_pxn" (routing.py)
     dims: tuple[int, ...] = ()
     wrap: bool = False
     host_coords: list[tuple[int, ...]] | None = None  # grid coordinate of each host (one per router)
@@ -109,8 +110,11 @@ class _Builder:
     def link(self, u: int, v: int, tier: str, rate_gbps: float | None = None) -> None:
         """A link of this tier: its delay from the tier, its rate too unless given."""
         spec = self.topo.tier_link(tier)
-        rate = spec.rate_gbps if rate_gbps is None else rate_gbps
-        self.graph.add_edge(u, v, tier=tier, rate_bps=int(round(rate * 1e9)), prop_ps=int(round(spec.delay_ns * 1000)))
+        self.edge(u, v, tier, spec.rate_gbps if rate_gbps is None else rate_gbps, spec.delay_ns)
+
+    def edge(self, u: int, v: int, tier: str, rate_gbps: float, delay_ns: float, **attrs) -> None:
+        """A link of the given rate and delay, in the engine's units (bit/s, ps), with extra attributes."""
+        self.graph.add_edge(u, v, tier=tier, rate_bps=gbps_to_bps(rate_gbps), prop_ps=ns_to_ps(delay_ns), **attrs)
 
 
 def fabric_size(topo) -> tuple[int, int]:
@@ -132,6 +136,9 @@ def fabric_size(topo) -> tuple[int, int]:
         return routers * topo.hosts_per_node, routers * (topo.hosts_per_node + 1) + io
     if isinstance(topo, Custom):
         return topo.n_nodes - len(set(topo.switches)), topo.n_nodes
+    if isinstance(topo, RailOptimized):
+        gpus = topo.nodes * topo.gpus_per_node
+        return gpus, 2 * gpus + topo.nodes + topo.gpus_per_node * topo.leaves_per_rail + topo.spines
     npus = int(np.prod([d.size for d in topo.dims]))
     switches = sum(npus // d.size for d in topo.dims if d.kind == "switch")
     return npus, 2 * npus + switches
@@ -151,6 +158,8 @@ def build_fabric(topo) -> Fabric:
         fabric = _grid(topo, wrap=isinstance(topo, Torus))
     elif isinstance(topo, MultiDim):
         fabric = _multi_dim(topo)
+    elif isinstance(topo, RailOptimized):
+        fabric = _rail_optimized(topo)
     elif isinstance(topo, Custom):
         fabric = _custom(topo)
     else:  # pragma: no cover - the schema admits no other kind
@@ -255,8 +264,8 @@ def _grid(topo, wrap: bool) -> Fabric:
         wrap=wrap,
         host_coords=host_coords,
         n_io=len(io),
-        dim_rates_bps=(link.rate_gbps * 1e9,) * len(dims),
-        dim_delays_s=(link.delay_ns * 1e-9,) * len(dims),
+        dim_rates_bps=(gbps_to_bps(link.rate_gbps),) * len(dims),
+        dim_delays_s=(ns_to_s(link.delay_ns),) * len(dims),
         dim_hops=(1,) * len(dims),
     )
 
@@ -297,14 +306,10 @@ def _multi_dim(topo: MultiDim) -> Fabric:
     rate = host_link.rate_gbps if host_link and host_link.rate_gbps is not None else injection
     delay = host_link.delay_ns if host_link and host_link.delay_ns is not None else 0.0
     for i in range(n):
-        b.graph.add_edge(i, routers[i], tier="host", rate_bps=int(round(rate * 1e9)), prop_ps=int(round(delay * 1000)))
-    nic_links = []  # (router, dimension link id, rate)
+        b.edge(i, routers[i], "host", rate, delay)
+    router_ids = range(routers[0], routers[0] + n)
+    nic_links: list | None = [] if per_link else None
     for k, dim in enumerate(topo.dims):
-        link = {
-            "tier": f"dim{k}",
-            "rate_bps": int(round(dim.rate_gbps * 1e9)),
-            "prop_ps": int(round(dim.delay_ns * 1000)),
-        }
         for group in _groups_along(sizes, k):
             members = [routers[i] for i in group]
             if dim.kind == "switch":
@@ -316,15 +321,9 @@ def _multi_dim(topo: MultiDim) -> Fabric:
                 pairs = [(members[a], members[(a + 1) % len(members)]) for a in range(len(members))]
                 pairs = pairs[:1] if len(members) == 2 else pairs
             for u, v in pairs:
-                link_id = b.graph.number_of_edges()
-                b.graph.add_edge(u, v, link_id=link_id, **link)
-                if per_link:
-                    nic_links += [(r, link_id, link["rate_bps"]) for r in (u, v) if r < routers[0] + n]
-    if per_link:
-        for r, link_id, rate_bps in sorted(nic_links):
-            b.graph.add_edge(
-                r - routers[0], r, tier="nic", rate_bps=rate_bps, prop_ps=int(round(delay * 1000)), mirrors=link_id
-            )
+                _router_link(b, u, v, f"dim{k}", dim.rate_gbps, dim.delay_ns, router_ids, nic_links)
+    if nic_links is not None:
+        _nic_links(b, nic_links, router_ids, delay)
     return Fabric(
         "multi_dim",
         b.graph,
@@ -333,9 +332,80 @@ def _multi_dim(topo: MultiDim) -> Fabric:
         "ecmp",
         dims=sizes,
         host_coords=coords,
-        dim_rates_bps=tuple(d.rate_gbps * 1e9 for d in topo.dims),
-        dim_delays_s=tuple(d.delay_ns * 1e-9 for d in topo.dims),
+        dim_rates_bps=tuple(gbps_to_bps(d.rate_gbps) for d in topo.dims),
+        dim_delays_s=tuple(ns_to_s(d.delay_ns) for d in topo.dims),
         dim_hops=tuple(2 if d.kind == "switch" else 1 for d in topo.dims),
+    )
+
+
+def _router_link(
+    b: _Builder, u: int, v: int, tier: str, rate_gbps: float, delay_ns: float, routers: range, nic_links: list | None
+) -> None:
+    """A link from an NPU's router (multi_dim, rail_optimized). With a NIC port per link
+    (``nic_links`` a list), each router end is noted for a NIC link that mirrors this one."""
+    link_id = b.graph.number_of_edges()
+    b.edge(u, v, tier, rate_gbps, delay_ns, link_id=link_id)
+    if nic_links is not None:
+        nic_links += [(r, link_id, rate_gbps) for r in (u, v) if r in routers]
+
+
+def _nic_links(b: _Builder, nic_links: list, routers: range, delay_ns: float) -> None:
+    """The NIC links _router_link noted: host i's to its router ``routers[i]``, tier ``nic``, at
+    the mirrored link's rate; the router passes what comes in by one onto the mirrored link
+    (``port_pass``, cut-through)."""
+    for r, link_id, rate_gbps in sorted(nic_links):
+        b.edge(r - routers.start, r, "nic", rate_gbps, delay_ns, mirrors=link_id)
+
+
+def _rail_optimized(topo: RailOptimized) -> Fabric:
+    """GPU ``node * gpus_per_node + gpu`` is host h behind its router ``gpu<h>`` (coordinate
+    (gpu, node)), as a multi_dim NPU with a NIC port per link: the router links to its node's
+    NVSwitch ``nvs<node>`` (tier ``nvlink``) and to its rail's leaf ``rail<gpu>.leaf<i>``
+    (tier ``rail``, i = node // nodes_per_leaf); every leaf links to every spine
+    ``spine<s>`` (tier ``leaf_spine``). The host link into the GPU runs at its NVLink and NIC
+    rates added up, with no delay, so scale-up and scale-out traffic meet there. Routing is
+    routing.py's rail routing (``rail``, or ``rail_pxn`` with PXN)."""
+    G, N, per_leaf = topo.gpus_per_node, topo.nodes, topo.leaf_size
+    n = N * G
+    coords: list[tuple[int, ...]] = [(h % G, h // G) for h in range(n)]
+    b = _Builder(topo, n)
+    b.graph = nx.MultiGraph(b.graph)  # a GPU and its router share several links
+    routers = [b.switch(f"gpu{h}", layer=1, coord=coords[h], role="gpu", rail=h % G, node=h // G) for h in range(n)]
+    nvswitches = [b.switch(f"nvs{m}", layer=2, role="nvswitch", node=m) for m in range(N)]
+    leaves = [
+        [b.switch(f"rail{g}.leaf{i}", layer=2, role="leaf", rail=g) for i in range(topo.leaves_per_rail)]
+        for g in range(G)
+    ]
+    spines = [b.switch(f"spine{s}", layer=3, role="spine") for s in range(topo.spines)]
+    for h in range(n):
+        b.edge(h, routers[h], "host", topo.nvlink_rate_gbps + topo.nic_rate_gbps, 0.0)
+    router_ids = range(routers[0], routers[0] + n)
+    nic_links: list = []
+    rail = topo.tier_link("rail")
+    for h, (g, m) in enumerate(coords):
+        _router_link(
+            b, routers[h], nvswitches[m], "nvlink", topo.nvlink_rate_gbps, topo.nvlink_delay_ns, router_ids, nic_links
+        )
+        _router_link(
+            b, routers[h], leaves[g][m // per_leaf], "rail", topo.nic_rate_gbps, rail.delay_ns, router_ids, nic_links
+        )
+    uplink = topo.tier_link("leaf_spine")
+    for g in range(G):
+        for leaf in leaves[g]:
+            for spine in spines:
+                b.edge(leaf, spine, "leaf_spine", topo.uplink_rate_gbps, uplink.delay_ns)
+    _nic_links(b, nic_links, router_ids, 0.0)
+    return Fabric(
+        "rail_optimized",
+        b.graph,
+        n,
+        b.names,
+        "rail_pxn" if topo.pxn else "rail",
+        dims=(G, N),
+        host_coords=coords,
+        dim_rates_bps=(gbps_to_bps(topo.nvlink_rate_gbps), gbps_to_bps(topo.nic_rate_gbps)),
+        dim_delays_s=(ns_to_s(topo.nvlink_delay_ns), ns_to_s(rail.delay_ns)),
+        dim_hops=(2, 2 if topo.leaves_per_rail == 1 else 4),
     )
 
 
@@ -350,9 +420,7 @@ def _custom(topo: Custom) -> Fabric:
         index[v] = b.switch(f"sw{v}", layer=1)
     for a, c, rate_gbps, delay_ns in topo.links:
         tier = "host" if min(index[a], index[c]) < len(hosts) else "fabric"
-        b.graph.add_edge(
-            index[a], index[c], tier=tier, rate_bps=int(round(rate_gbps * 1e9)), prop_ps=int(round(delay_ns * 1000))
-        )
+        b.edge(index[a], index[c], tier, rate_gbps, delay_ns)
     return Fabric("custom", b.graph, len(hosts), b.names, "ecmp", node_ids=hosts + switches)
 
 

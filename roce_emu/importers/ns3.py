@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ScenarioError
+from ..units import bps_to_gbps
 from .astra_sim import read_text
 
 _SI = {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -80,7 +81,7 @@ class Ns3Topology:
         return {
             "kind": "custom",
             "switches": list(self.switches),
-            "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in self.links],
+            "links": [[a, b, bps_to_gbps(rate), delay] for a, b, rate, delay, _, _ in self.links],
         }
 
 
@@ -299,7 +300,7 @@ def scenario(
         "topology": {
             "kind": "custom",
             "switches": list(topo.switches),
-            "links": [[a, b, rate / 1e9, delay] for a, b, rate, delay, _, _ in topo.links],
+            "links": [[a, b, bps_to_gbps(rate), delay] for a, b, rate, delay, _, _ in topo.links],
         },
     }
     flow_list, flow_notes = read_flows(flow_path, topo)

@@ -15,8 +15,8 @@ import numpy as np
 from ..core.state import World
 from ..workload import Workload, collective_flow_mask
 from ..workload.collectives import BUS_FACTOR
+from ..units import format_ps_as_ns, ps_to_ns, ps_to_s
 from ..workload.dag import ROLE_CODE, ROLE_COMPUTE, ROLE_JOIN, ROLES
-from .tables import ps_to_ns
 
 TASK_COLUMNS = (
     "task_id",
@@ -73,9 +73,9 @@ def task_rows(world: World, workload: Workload, leave_out=None) -> list[dict]:
                 "src": int(flow[k]["src"]) if is_flow else "",
                 "dst": int(flow[k]["dst"]) if is_flow else "",
                 "bytes": int(flow[k]["size_bytes"]) if is_flow else "",
-                "start_ns": ps_to_ns(start),
-                "finish_ns": ps_to_ns(finish),
-                "duration_ns": ps_to_ns(finish - start) if finish >= 0 and start >= 0 else "",
+                "start_ns": format_ps_as_ns(start),
+                "finish_ns": format_ps_as_ns(finish),
+                "duration_ns": format_ps_as_ns(finish - start) if finish >= 0 and start >= 0 else "",
             }
         )
     return rows
@@ -104,11 +104,11 @@ def _per_dimension(world: World, c, time_ps: int) -> dict:
         spans = _covered(zip(task["start_ps"][ids].tolist(), task["finish_ps"][ids].tolist()))
         busy = sum(e - s for s, e in spans)
         cap = len(c.ranks) * c.dim_rates[k] if k < len(c.dim_rates) else 0
-        util = moved * 8 / (time_ps * 1e-12) / cap if time_ps > 0 and cap > 0 and len(ids) else None
+        util = moved * 8 / ps_to_s(time_ps) / cap if time_ps > 0 and cap > 0 and len(ids) else None
         out.update(
             {
                 f"dim{k}_bytes": moved,
-                f"dim{k}_busy_ns": ps_to_ns(busy) if len(ids) else "0",
+                f"dim{k}_busy_ns": format_ps_as_ns(busy) if len(ids) else "0",
                 f"dim{k}_utilization": round(util, 6) if util is not None else "",
             }
         )
@@ -125,7 +125,7 @@ def collective_rows(world: World, workload: Workload) -> list[dict]:
         start = int(starts.min()) if done else -1
         finish = int(finishes.max()) if done else -1
         time_ps = finish - start if done else 0
-        algbw = c.nbytes * 8 / (time_ps / 1e3) if time_ps > 0 else None  # bit/ns = Gb/s
+        algbw = c.nbytes * 8 / ps_to_ns(time_ps) if time_ps > 0 else None  # bit/ns = Gb/s
         n = len(c.ranks)
         rows.append(
             {
@@ -139,9 +139,9 @@ def collective_rows(world: World, workload: Workload) -> list[dict]:
                 "bytes": c.nbytes,
                 "chunks": c.chunks,
                 "flows": len(c.flows),
-                "start_ns": ps_to_ns(start),
-                "finish_ns": ps_to_ns(finish),
-                "time_ns": ps_to_ns(time_ps) if done else "",
+                "start_ns": format_ps_as_ns(start),
+                "finish_ns": format_ps_as_ns(finish),
+                "time_ns": format_ps_as_ns(time_ps) if done else "",
                 "algbw_gbps": round(algbw, 6) if algbw else "",
                 "busbw_gbps": round(algbw * BUS_FACTOR[c.kind](n), 6) if algbw else "",
             }
@@ -300,7 +300,10 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
 
 def timeline_rows(timeline: list[tuple]) -> list[tuple]:
     """timeline.csv: rank_timeline's segments in ns (TIMELINE_COLUMNS)."""
-    return [(it, h, state, ps_to_ns(s), ps_to_ns(e), ps_to_ns(e - s)) for it, h, state, s, e, _ in timeline]
+    return [
+        (it, h, state, format_ps_as_ns(s), format_ps_as_ns(e), format_ps_as_ns(e - s))
+        for it, h, state, s, e, _ in timeline
+    ]
 
 
 def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | None = None) -> dict:
@@ -321,9 +324,9 @@ def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | 
     for it in range(len(ends)):
         cells = [v for (i, _), v in per.items() if i == it]
         for key in keys:
-            breakdown[key].append(float(np.mean([c[key] for c in cells])) / 1000)
+            breakdown[key].append(ps_to_ns(float(np.mean([c[key] for c in cells]))))
     bounds = [0] + ends
-    iteration_ns = [(bounds[i + 1] - bounds[i]) / 1000 for i in range(len(ends))]
+    iteration_ns = [ps_to_ns(bounds[i + 1] - bounds[i]) for i in range(len(ends))]
     return {
         "iterations": len(ends),
         "iteration_ns": iteration_ns,

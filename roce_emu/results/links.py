@@ -24,7 +24,7 @@ import numpy as np
 from ..core import kinds as K
 from ..core.state import World
 from ..fabric.topology import Fabric
-from .tables import ps_to_ns
+from ..units import bps_to_gbps, format_ps_as_ns
 
 LINK_COLUMNS = (
     "link",
@@ -96,9 +96,9 @@ def link_rows(world: World, fabric: Fabric) -> list[tuple]:
                     names[node[peer[p]]],
                     fabric.port_tier[p],
                     prio,
-                    f"{rate / 1e9:g}",
+                    f"{bps_to_gbps(rate):g}",
                     int(sent[p, prio]),
-                    ps_to_ns(busy),
+                    format_ps_as_ns(busy),
                     repr(busy / duration_ps) if duration_ps > 0 else "",
                 )
             )

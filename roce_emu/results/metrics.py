@@ -9,6 +9,7 @@ users compute them the same way.
 import numpy as np
 
 from ..core import kinds as K
+from ..units import bps_to_gbps, ps_to_ns
 
 
 def jain_index(values) -> float:
@@ -89,11 +90,11 @@ def io_streaming(world, fabric, table: dict) -> dict:
     switch_port = np.flatnonzero(port["node"] >= fabric.n_endpoints)
     hot = switch_port[np.argmax(port["tx_bytes"][switch_port])]
     load = float(port["tx_bytes"][hot] * 8e3 / window_ps)
-    io_rate = float(fabric.port_rate_bps[np.asarray(fabric.port_tier) == "io"][0]) / 1e9
+    io_rate = bps_to_gbps(float(fabric.port_rate_bps[np.asarray(fabric.port_tier) == "io"][0]))
     names = fabric.names
     return {
         "io_controllers": int(n_io),
-        "io_window_ns": window_ps / 1000,
+        "io_window_ns": ps_to_ns(window_ps),
         "io_rate_gbps": io_rate,
         "io_achieved_gbps_mean": float(np.mean(rates)),
         "io_achieved_gbps_min": float(np.min(rates)),

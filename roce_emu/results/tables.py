@@ -9,6 +9,7 @@ from ..core.ideal import flow_hops_and_ideal_fcts
 from ..core.paths import flow_path
 from ..core.state import QP_COUNTERS, World
 from ..fabric.topology import Fabric
+from ..units import format_ps_as_ns, ps_to_ns
 from .metrics import io_streaming, size_buckets
 
 FLOW_COLUMNS = (
@@ -27,13 +28,6 @@ FLOW_COLUMNS = (
     "packets_dropped",
     "hops",
 )
-
-
-def ps_to_ns(ps: int) -> str:
-    """Exact decimal nanoseconds of an integer picosecond time ('' for none)."""
-    if ps < 0:
-        return ""
-    return f"{ps // 1000}.{ps % 1000:03d}" if ps % 1000 else str(ps // 1000)
 
 
 def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,10 +116,10 @@ def flow_rows(table: dict[str, np.ndarray], select=None) -> list[dict]:
                 "src": columns["src"][i],
                 "dst": columns["dst"][i],
                 "bytes": columns["bytes"][i],
-                "start_ns": ps_to_ns(columns["start_ps"][i]),
-                "finish_ns": ps_to_ns(columns["finish_ps"][i]),
-                "fct_ns": ps_to_ns(fct),
-                "ideal_fct_ns": ps_to_ns(ideal),
+                "start_ns": format_ps_as_ns(columns["start_ps"][i]),
+                "finish_ns": format_ps_as_ns(columns["finish_ps"][i]),
+                "fct_ns": format_ps_as_ns(fct),
+                "ideal_fct_ns": format_ps_as_ns(ideal),
                 "slowdown": repr(fct / ideal) if fct >= 0 else "",
                 "retransmits": columns["retransmits"][i],
                 "timeouts": columns["timeouts"][i],
@@ -183,7 +177,7 @@ def trace_tables(world: World, fabric: Fabric, trace: np.ndarray, traces=()) -> 
     traces_pfc.csv (every PFC frame as it paused or resumed a port) when ``traces`` has pfc."""
     tables: dict[str, tuple] = {}
     mode = int(world.cfg[K.CFG_TRACE])
-    t_ns = [ps_to_ns(int(t)) or "0" for t in trace[:, 0]]
+    t_ns = [format_ps_as_ns(int(t)) or "0" for t in trace[:, 0]]
     if mode & K.TRACE_RATE_ON:  # the engine samples flows in queue-pair order: by time, then flow
         order = np.lexsort((trace[:, 2], trace[:, 1], trace[:, 0]))
         trace = trace[order]
@@ -232,7 +226,7 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
     switches = slice(fabric.n_endpoints, None)
     done = table["fct_ps"] >= 0
     slowdowns = table["fct_ps"][done] / table["ideal_ps"][done]
-    fcts = table["fct_ps"][done] / 1000
+    fcts = ps_to_ns(table["fct_ps"][done])
     finishes = world.flow["finish_ps"][world.flow["finish_ps"] >= 0]
     events = int(stats[K.C_EVENTS])
     return {
@@ -248,8 +242,8 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
         "cc_algorithm": scenario.network.cc.algorithm,
         "cc_params": params_from_engine(scenario.network.cc.algorithm, world.ccp),
         "flows": len(table["flow_id"]),
-        "sim_time_ns": float(ps_to_ns(int(stats[K.C_NOW_PS])) or 0),
-        "last_finish_ns": float(ps_to_ns(int(finishes.max()))) if len(finishes) else None,
+        "sim_time_ns": float(format_ps_as_ns(int(stats[K.C_NOW_PS])) or 0),
+        "last_finish_ns": float(format_ps_as_ns(int(finishes.max()))) if len(finishes) else None,
         **counters,
         "data_packets_in_flight": int(in_flight_per_flow(world).sum()),
         "max_switch_buffer_bytes": int(world.node["max_used"][switches].max()),
@@ -263,7 +257,7 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
         "fast_forward": scenario.sim.fast_forward,
         # exact jumps repeat a period the engine simulated; trains approximate
         "fast_forward_exact": int(stats[K.C_TRAINS]) == 0,
-        "skipped_ns": float(ps_to_ns(int(stats[K.C_FF_PS])) or 0),
+        "skipped_ns": float(format_ps_as_ns(int(stats[K.C_FF_PS])) or 0),
         "events": events,
         "wall_s": round(outcome.wall_s, 6),
         "engine_load_s": round(outcome.load_s, 6),

@@ -8,6 +8,7 @@ from ..core.paths import flow_path
 from ..core.state import World
 from ..fabric.topology import Fabric
 from ..results.tables import flows_now
+from ..units import ps_to_ns
 
 
 def _links_down(world: World, names: list[str]) -> list[str]:
@@ -49,8 +50,8 @@ def stall_report(world: World, fabric: Fabric, limit: int = 6) -> tuple[bool, st
     port = world.port
     names = fabric.names
     mtu = int(world.cfg[K.CFG_MTU])
-    t_ns = world.stats[K.C_NOW_PS] / 1000
-    quiet_ns = (world.stats[K.C_NOW_PS] - world.stats[K.C_LAST_PROGRESS_PS]) / 1000
+    t_ns = ps_to_ns(world.stats[K.C_NOW_PS])
+    quiet_ns = ps_to_ns(world.stats[K.C_NOW_PS] - world.stats[K.C_LAST_PROGRESS_PS])
     # switch-to-switch ports first: those are the ones a deadlock cycle runs through
     paused = sorted(
         np.argwhere(world.pq["paused"] != 0).tolist(), key=lambda pp: (bool(port[pp[0]]["at_host"]), pp[0], pp[1])

@@ -8,6 +8,7 @@ import numpy as np
 from ..core import kinds as K
 from ..core.state import World
 from ..fabric.topology import Fabric
+from ..units import ps_to_ns
 
 
 class InvariantError(Exception):
@@ -26,13 +27,13 @@ def engine_fault(world: World, fabric: Fabric) -> str:
         what += f" {obj} ({fabric.names[world.port['node'][obj]]})"
     else:
         what += f" {obj}"
-    t_ns = int(world.stats[K.C_NOW_PS]) / 1000
+    t_ns = ps_to_ns(int(world.stats[K.C_NOW_PS]))
     return f"invariant broken at t={t_ns:g} ns during a {K.EVENT_NAMES[kind]} event: {what}"
 
 
 def check_world(world: World) -> None:
     """The expensive invariants; raises InvariantError naming the first that fails."""
-    t_ns = int(world.stats[K.C_NOW_PS]) / 1000
+    t_ns = ps_to_ns(int(world.stats[K.C_NOW_PS]))
     pkt = world.pkt
     seen = np.zeros(len(pkt), np.int64)
     pq = world.pq

@@ -59,6 +59,7 @@ SIZE_KEY = {
     "torus": "topology.dims",
     "mesh": "topology.dims",
     "multi_dim": "topology.dims",
+    "rail_optimized": "topology.nodes",
     "custom": "topology",
 }
 

@@ -25,7 +25,7 @@ from ..core.state import (
     World,
 )
 from ..fabric.topology import Fabric
-from ..workload import ns_to_ps
+from ..units import bps_to_gbps, ns_to_ps
 from ..workload.dag import FlowTable, QueueTable, TaskTable
 from .inputs import Inputs, why_no_trains
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
@@ -104,7 +104,7 @@ def cc_parameters(inputs: Inputs, base_rtt_ps: int) -> np.ndarray:
     """World.ccp: the algorithm's parameters in engine units, defaults resolved for the NIC rate."""
     cc = inputs.scenario.network.cc
     port = inputs.port
-    line_gbps = float(port["rate_bps"][port["at_host"] == 1].max()) / 1e9
+    line_gbps = bps_to_gbps(float(port["rate_bps"][port["at_host"] == 1].max()))
     return engine_params(cc.algorithm, resolved_params(cc.algorithm, dict(cc.params), line_gbps), base_rtt_ps)
 
 

@@ -15,6 +15,7 @@ from ..config.schema import Scenario
 from ..errors import ScenarioError
 from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
+from ..units import ns_to_ps
 from .background import poisson_flows
 from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
@@ -42,10 +43,6 @@ def collective_flow_mask(workload: Workload) -> np.ndarray:
     for c in workload.collectives:
         mask[c.flows] = True
     return mask
-
-
-def ns_to_ps(ns: float) -> int:
-    return int(round(ns * 1000))
 
 
 def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
@@ -345,7 +342,7 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
             raise ScenarioError(
                 source,
                 spec.at("algorithm"),
-                f"{spec.algorithm} needs a multi_dim, torus or mesh topology with one host per router",
+                f"{spec.algorithm} needs a multi_dim, rail_optimized, torus or mesh topology with one host per router",
             )
         if sorted(hosts) != list(range(fabric.n_hosts)):
             raise ScenarioError(source, spec.at("hosts"), f"{spec.algorithm} runs over all hosts")
