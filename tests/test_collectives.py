@@ -285,7 +285,7 @@ BAD = [
     (
         {"compute": [{"name": "a", "duration_ns": 1}, {"name": "a", "duration_ns": 2}]},
         {"kind": "single_switch", "hosts": 4},
-        "workload.compute.1.name: 'a' is not allowed: the name is already used",
+        "workload.compute.1.name: 'a' is not allowed: workload.compute.0 has that name already",
     ),
     (
         {"compute": [{"name": "a", "duration_ns": 1, "hosts": [7]}]},

@@ -154,11 +154,14 @@ def test_plot_reads_a_parquet_run_like_a_csv_one(run_dir, tmp_path):
     assert set(from_parquet) == set(from_csv) == EXPECTED["run"]
     for name in from_csv:
         for a, b in zip(from_csv[name].axes, from_parquet[name].axes):
-            assert len(a.lines) == len(b.lines) > 0, name
+            assert len(a.lines) + len(a.patches) > 0, name  # lines, or bars
+            assert len(a.lines) == len(b.lines) and len(a.patches) == len(b.patches), name
             for la, lb in zip(a.lines, b.lines):
                 assert la.get_label() == lb.get_label()
                 assert list(la.get_xdata()) == pytest.approx(list(lb.get_xdata()))
                 assert list(la.get_ydata()) == pytest.approx(list(lb.get_ydata()))
+            for pa, pb in zip(a.patches, b.patches):
+                assert pa.get_bbox().bounds == pytest.approx(pb.get_bbox().bounds), name
     p = subprocess.run(
         [sys.executable, "-m", "roce_emu", "plot", str(parquet)], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
