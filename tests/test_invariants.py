@@ -46,7 +46,7 @@ def test_double_free_is_caught():
     from roce_emu.core.packets import pkt_free
 
     pkt_free(w, np.int64(k))
-    assert w.meta[K.M_FAULT] == K.F_DOUBLE_FREE and w.meta[K.M_FAULT_OBJ] == k
+    assert w.meta[K.M_INVARIANT] == K.INV_DOUBLE_FREE and w.meta[K.M_INVARIANT_OBJ] == k
 
 
 def test_expensive_check_finds_a_packet_in_two_queues():

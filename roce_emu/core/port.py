@@ -20,7 +20,7 @@ from .kinds import (
     CTRL_PRIO,
     EV_ARRIVE,
     EV_TX_DONE,
-    F_KICKS_FULL,
+    INV_KICKS_FULL,
     I64,
     M_KICKS,
     NO_ARG,
@@ -42,7 +42,7 @@ from .nic import (
     train_at,
     train_key,
 )
-from .packets import count_sent, fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
+from .packets import count_sent, fifo_pop, fifo_push, invariant_broken, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, ser_ps
 from .rng import rand_unit
@@ -56,7 +56,7 @@ def kick(w, p):
         w.kick[n] = p
         w.meta[M_KICKS] = n + 1
     else:
-        fault(w, F_KICKS_FULL, p)
+        invariant_broken(w, INV_KICKS_FULL, p)
 
 
 @njit(inline="always")
@@ -292,7 +292,7 @@ def _interleave(w, k, p_in, e, t):
     (nic.retime_train). The port holds none of it, so it neither marks nor pauses for it."""
     pk = w.pkt[k]
     pt = w.port[e]
-    if not shared(w, e, w.qp[pk["flow"]]["path_key"]) or not roomy(w, e) or pt["down"] != 0:
+    if not shared(w, e, w.qp[pk["qp"]]["path_key"]) or not roomy(w, e) or pt["down"] != 0:
         return False
     if w.port[p_in]["pass_to"] >= 0 or is_paused(w, e, I64(pk["prio"])):
         return False
@@ -322,7 +322,7 @@ def on_switch_arrive(w, k, p_in, t):
     """Forward a packet that arrived at a switch on ingress port p_in."""
     pk = w.pkt[k]
     node = w.port[p_in]["node"]
-    f = pk["flow"]
+    f = pk["qp"]
     e = egress_from(w, p_in, I64(pk["dst"]), w.qp[f]["ecmp_hash"])
     if e < 0 or w.port[e]["down"] != 0:  # cut off, or a stale route to a dead link
         pkt_lose(w, k)
