@@ -1,4 +1,4 @@
-"""Input that used to give a silent wrong answer: each is now an error naming the file and the key
+"""Input that could give a silent wrong answer: each is an error naming the file and the key
 the user wrote, or a warning, and each test is named for the defect it guards."""
 
 import typing

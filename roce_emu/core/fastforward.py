@@ -35,7 +35,7 @@ How it runs, all inside the event loop:
   budgeted: a checkpoint needs at least a quarter as many
   events simulated since the last one as that one had fields, so where no exact period
   exists they stay a bounded share of the run. (The larger cost there is ``advance_ff``
-  calling the exact kernel once per event: runs without jumps measured 10-60 % slower.)
+  calling the exact kernel once per event, so runs without jumps are slower than off.)
 
 Reads and writes every world array except the task DAG (with its runtime queues), the route
 tables and the trace.

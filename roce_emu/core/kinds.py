@@ -3,8 +3,8 @@
 Every kind, mode and status is a named module-level integer here and nowhere else
 (no bare magic numbers in if-chains). Numba freezes them at compile time. Values that
 kernels pass as arguments are NumPy int64 scalars, not Python ints: Numba types a
-global Python int as a literal and compiles a callee once per literal value passed
-(heap_push was compiled 12 times), which doubled the cold compile.
+global Python int as a literal and compiles a callee once per literal value passed,
+which multiplies the cold compile.
 """
 
 import numpy as np

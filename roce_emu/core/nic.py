@@ -273,9 +273,8 @@ def _acked_room(r, every):
     TRAIN_LONG (64 packets with one ACK per packet, 256 with an ACK per 4). With coalesced ACKs
     a flow at least TRAIN_SHARE trains long may send trains answered by up to ``every`` times
     TRAIN_ACKS ACKs: coalesced ACKs take 1/every of the reverse links' time that one ACK per
-    packet takes. With an ACK per 4 packets, the 8,389-packet steps of a 1 GiB ring on 128 NPUs
-    send trains of 1,024 packets, within 0.2 % of the exact engine (docs/fast_forward.md,
-    "Trains with coalesced ACKs")."""
+    packet takes (how close that stays to the exact engine: docs/fast_forward.md, "Trains with
+    coalesced ACKs")."""
     short = min(TRAIN_ACKS * every, TRAIN_LONG)
     return max(short, min(TRAIN_ACKS * every * every, r["n_pkts"] // TRAIN_SHARE))
 
@@ -569,11 +568,10 @@ def cut_for_arrival(w, e, f, t):
     """A data packet of flow f reaches switch egress port e at t: a long train (reaches_on) of
     another NIC's flow that e, not roomy, is passing on now, and that its NIC is still sending,
     ends at its NIC after the packet in progress (cut_train), as a queue pair joining there would
-    end it. Exactly, f's packets would interleave at e with that flow's; they now wait only for
-    the part of the train already sent, and the flow sends the rest as the port allows (it is no
-    longer clear). With an ACK per 4 packets, a 50 KB flow meeting an 8 MB flow's train of 1,000
-    packets: 2.6 % late instead of 31.6 % (docs/fast_forward.md, "A flow of another NIC cuts a
-    long train")."""
+    end it. Exactly, f's packets would interleave at e with that flow's; cut, they wait only for
+    the part of the train already sent, not for the whole train, and the flow sends the rest as
+    the port allows (its path is not clear any more; how close that stays: docs/fast_forward.md,
+    "A flow of another NIC cuts a long train")."""
     if roomy(w, e):
         return
     k = train_at(w, e)
@@ -800,8 +798,8 @@ def arm_rto(w, f):
     one pending already, which comes no later (a flow's deadline only moves later, and a closed
     flow's last deadline, its last ACK plus the RTO, is no later than the next flow's start
     plus the RTO) and re-arms when it pops (on_rto). So the heap holds at most one timer per
-    slot, not one per flow started within the last RTO (most flows end long before it): with
-    trains, 92 % of ResNet-50's pending events on 128 NPUs were such dead timers, 96 % on 1024."""
+    slot, not one per flow started within the last RTO (most flows end long before it), which
+    would otherwise fill the heap with dead timers in runs of many short flows."""
     r = w.qp[f]
     if r["rto_armed"] == 0:
         r["rto_armed"] = 1

@@ -163,17 +163,17 @@ def _control_inside_train(w, p, t):
     """Trains: port p is sending a data train, and control packets (ACKs, NACKs, CNPs, PFC
     frames) wait for it. Exactly, each would leave after the data packet in progress; so they
     leave at the train's next packet boundary, one after the other, and the rest of the train
-    leaves that much later (nic.delay_train). Waiting for the whole train instead, ACKs met
-    data in blocks, and long rings drifted: a 128-rank ring of 237-packet steps ran 5 % late
-    (docs/fast_forward.md, "Control packets inside trains"). The train's last packet, and a
-    NIC link its router passes on cut-through, keep them waiting as a lone packet would. A train
+    leaves that much later (nic.delay_train), so that ACKs do not meet data in blocks, which
+    makes long rings drift (docs/fast_forward.md, "Control packets inside trains"). The train's
+    last packet, and a NIC link its router passes on cut-through, keep them waiting as a lone
+    packet would. A train
     longer than its first link's delay is taken by its host before it has all left
     (nic.train_due_ps); it is still being sent, and control packets still go inside it. So they
     do inside a train its host has taken while the port still sends it, short or long, also once
     its packet slot is reused (by its time per packet here, tx_one_ps): then only this port ends
-    it later. Before, they waited for its end (up to 44 us with an ACK per 4): a switch's PAUSE
-    frames reached a host that late, the host sent on into a full headroom, and a lossless
-    fabric dropped packets (docs/fast_forward.md, "Trains and PFC")."""
+    it later. Were they to wait for its end, a switch's PAUSE frames would reach a host that
+    late, the host would send on into a full headroom, and a lossless fabric would drop packets
+    (docs/fast_forward.md, "Trains and PFC")."""
     pt = w.port[p]
     if pt["cut_through"] != 0 or pt["down"] != 0:
         return

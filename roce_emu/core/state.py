@@ -1,10 +1,9 @@
 """State of a simulated world: one aligned record array per entity kind.
 
-A world is a NamedTuple of a dozen arrays. Keeping it narrow matters: Numba passes
-every array of a tuple argument as separate machine arguments, and a world of a
-hundred field arrays made each kernel take seconds to compile (measured: 95 s cold
-for the engine, against a few seconds with records). Records also keep the fields
-of one packet or port on one cache line. Access is ``w.qp[f]["snd_nxt"]`` (the
+A world is a NamedTuple of a few dozen arrays, one record array per entity kind rather
+than one array per field: Numba passes every array of a tuple argument as separate machine
+arguments, so each field array would lengthen every kernel's signature and its compile
+time. Records also keep the fields of one packet or port on one cache line. Access is ``w.qp[f]["snd_nxt"]`` (the
 form that works with and without JIT). Indices are dense: ``p`` port, ``n`` node,
 ``k`` packet, ``L`` flow of the workload (World.flow, the task DAG's flow tasks) and ``f``
 its queue pair (World.qp, a slot reused once the flow is over; packets name it).
