@@ -28,6 +28,8 @@ from roce_emu.api import prepare, prepare_scenario, run
 from roce_emu.config import load_scenario
 from roce_emu.errors import ScenarioError
 from roce_emu.results.iteration import collective_rows, task_rows
+from roce_emu.run import driver
+from roce_emu.run.world import grow_fast_forward
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 #: summary keys that describe the run (its cost, its mode, what it says of itself), not its result
@@ -264,13 +266,22 @@ def test_fast_forward_results_do_not_depend_on_slicing():
     assert s1["events"] == s2["events"] and s1["events_skipped"] == s2["events_skipped"]
 
 
-def test_signature_arrays_grow_when_a_checkpoint_needs_room():
+def test_signature_arrays_grow_when_a_checkpoint_needs_room(monkeypatch):
     """A fabric with hundreds of flows in flight outgrows the first signature arrays; the run
     grows them (ST_FF_GROW) and stays exact."""
+    sizes = []  # (capacity before, capacity after) of the stored signatures at each growth
+
+    def recording(fast, world):
+        grown = grow_fast_forward(fast, world)
+        sizes.append((fast.sig.shape[2], grown.sig.shape[2]))
+        return grown
+
+    monkeypatch.setattr(driver, "grow_fast_forward", recording)
     sc = _collective("all_to_all", "direct", {"kind": "single_switch", "hosts": 24}, "none", 24_000_000)
     exact, fast, summary = both(sc)
     assert_identical(exact, fast)
     assert summary["fast_forward_checkpoints"] > 0
+    assert any(after > before for before, after in sizes), sizes
 
 
 TOPOLOGIES = st.sampled_from([LEAF_SPINE, FAT_TREE, TORUS, MESH, MULTI_DIM, {"kind": "single_switch", "hosts": 8}])
