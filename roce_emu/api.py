@@ -41,7 +41,7 @@ from .results.tables import (
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
 from .run.inputs import check_inputs, load_inputs, run_warnings
-from .run.invariants import engine_fault
+from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
 from .workload import Workload, collective_flow_mask
@@ -170,7 +170,7 @@ def run(
         fast_forward=sc.sim.fast_forward == "exact",
     )
     if outcome.status == "invariant" and not outcome.reason:
-        outcome.reason = engine_fault(outcome.world, prepared.fabric)
+        outcome.reason = broken_invariant_message(outcome.world, prepared.fabric)
     if outcome.status == "stalled":
         deadlock, report = stall_report(outcome.world, prepared.fabric)
         outcome.status = "deadlock" if deadlock else "stalled"

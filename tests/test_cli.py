@@ -271,7 +271,7 @@ def test_a_cold_compile_is_announced_and_a_cached_one_is_not(tmp_path, monkeypat
 
 @pytest.mark.parametrize("name", ["cc_dcqcn", "cc_hpcc"])
 def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(name, tmp_path):
-    """Issue 13 defect 4: the CC parameters (computed ones included) and the ECN thresholds as the
+    """The CC parameters (computed ones included) and the ECN thresholds as the
     run uses them, not {} and null; the printed scenario runs to the same flows.csv and summary."""
     import yaml
 
@@ -297,7 +297,7 @@ def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(nam
 
 
 def test_an_existing_run_directory_is_never_replaced_silently(tmp_path):
-    """Issue 13 defect 5: a second run into the same directory is refused (one line, exit 2, the
+    """A second run into the same directory is refused (one line, exit 2, the
     first results untouched) unless --overwrite."""
     out = tmp_path / "run"
     first = cli("run", SCEN / "single_flow.yaml", "--out", out)

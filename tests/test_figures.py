@@ -170,7 +170,7 @@ def test_plot_reads_a_parquet_run_like_a_csv_one(run_dir, tmp_path):
 
 
 def test_policy_ratios_sit_on_an_axis_around_one_with_error_bars_over_seeds(sweep_dir):
-    """Issue 13: a few percent must show, so the axis is not pinned at 0, and repeated points
+    """A few percent must show, so the axis is not pinned at 0, and repeated points
     carry error bars."""
     import csv
 

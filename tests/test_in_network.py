@@ -193,7 +193,7 @@ def test_fabrics_without_a_tree_of_switches_refuse_in_network(topology):
 
 def test_fast_forward_exact_is_identical_and_trains_stay_close():
     """Units are endpoints like hosts: exact jumps give the same flows to the picosecond, packet
-    trains stay within the scale issue's 1 % on the iteration."""
+    trains stay within 1 % on the iteration, the accuracy ``on`` promises where it does not warn."""
     topo = fred(375.0)
     off, exact, on = (
         simulate(all_reduce(topo, chunks=4, nbytes=2_000_000, sim={"fast_forward": ff}))

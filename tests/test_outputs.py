@@ -152,5 +152,6 @@ def test_results_as_dataframes_in_memory_and_read_back(tmp_path, fmt):
 def test_read_run_of_a_folder_that_is_no_run_is_one_line(tmp_path):
     from roce_emu.api import read_run
 
-    with pytest.raises(ScenarioError, match="not a run directory"):
+    with pytest.raises(ScenarioError, match="not a run directory") as err:
         read_run(tmp_path)
+    assert "\n" not in str(err.value)

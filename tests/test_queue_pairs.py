@@ -96,6 +96,7 @@ def test_exact_fast_forward_across_slot_reuse(monkeypatch):
     exact = _run(_ring("none", topology=LEAF_SPINE, nbytes=16_000_000), lambda flows, hosts: flows, monkeypatch)
     _same(reused, exact)
     assert reused.summary["fast_forward_jumps"] > 0
+    assert len(reused.outcome.world.qp) < len(reused.outcome.world.flow)  # slots were reused
 
 
 def test_slots_follow_the_flows_in_flight():

@@ -1,4 +1,4 @@
-"""Input that used to give a silent wrong answer: each is now an error naming the file and the key
+"""Input that could give a silent wrong answer: each is an error naming the file and the key
 the user wrote, or a warning, and each test is named for the defect it guards."""
 
 import typing
@@ -47,7 +47,7 @@ workload:
 
 @pytest.mark.quick
 def test_duplicate_top_level_key_is_refused_not_dropped(tmp_path):
-    """Two network blocks: PyYAML kept the second (cc none) and the run said nothing."""
+    """Two network blocks: PyYAML alone keeps the second (cc none) and says nothing."""
     path = tmp_path / "twice.yaml"
     path.write_text(TWO_NETWORKS)
     line = _error(path)

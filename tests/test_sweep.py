@@ -200,7 +200,7 @@ def test_sweep_file_with_fixed_overrides(small, tmp_path):
 
 
 def test_a_swept_topology_keeps_its_columns_and_its_own_bars(tmp_path):
-    """Issue 13 defect 1: a k=4 and a k=6 fat-tree both read 'fat_tree' in the summary; results.csv
+    """A k=4 and a k=6 fat-tree, which both read 'fat_tree' in the summary: results.csv
     keeps the swept mapping as topology.kind / topology.k, and the policy figure draws two fabric
     groups, not one average of both."""
     from roce_emu.results.figures import policy_time_figure

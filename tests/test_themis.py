@@ -111,7 +111,7 @@ def two_dims(rate0, rate1):
 def test_just_enough_bandwidth_leaves_nothing_to_balance():
     """BW(dim 0) = 4 x BW(dim 1) on a 4 x 4 fabric: the baseline's loads are equal
     (2 x 3/4 x S / 4B on both), so Themis keeps the baseline's orders for every chunk, and then
-    the baseline runs: the same time to the picosecond (the issue asks within 3 %)."""
+    the baseline runs: the same time to the picosecond."""
     base = run_all_reduce(two_dims(400, 100), "baseline")[1]
     for scheduler in ("themis_fifo", "themis_scf"):
         row = run_all_reduce(two_dims(400, 100), scheduler)[1]

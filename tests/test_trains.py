@@ -253,10 +253,9 @@ def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
     200 Gb/s). A 50 KB flow from another host of its leaf to the same host, 30 us in, meets one
     on their common path: the train ends at its NIC after the packet in progress
     (nic.cut_for_arrival), so the short flow waits only for what was already sent.
-    It completes within 5 % of the exact engine (measured 2.6 %; 31.6 % when it waited for the
-    whole train), the long one exactly. And two 8 MB flows into one host, the second 50 us
-    later, both within a nanosecond of the exact engine (measured 0 and 0.54 ns; under DCQCN
-    the first was 1.25 % early)."""
+    It completes within 5 % of the exact engine (docs/fast_forward.md, "A flow of another NIC
+    cuts a long train"), the long one exactly. And two 8 MB flows into one host, the second 50 us
+    later, both within a nanosecond of the exact engine."""
     overrides = ("network.nic.ack_every_packets=4", f"network.cc.algorithm={cc}")
     flows = [(0, 20, HUGE, 0), (1, 20, 50_000, 30_000)]
     exact, _ = _finishes(tmp_path, flows, "off", overrides)
@@ -280,11 +279,10 @@ def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken(tmp_pa
     passed all of each on; the train's packet slot is soon reused. Hosts 0 and 1 send 8 MB each
     across the spine, so their leaf's uplink is oversubscribed and PFC pauses them. The leaf's
     PAUSE frames to host 0 leave inside the train it passes on, at a packet boundary, as they
-    would exactly (port._control_inside_train). When they waited for its end, host 0 sent on into
-    a full headroom: 106 packets dropped in a lossless fabric, 790 resent, and its flow 4.2 %
-    late. Now none is dropped and every flow is within 0.05 % of the exact engine (measured
-    0.024 %). And two opposite 8 MB flows started together: the ACKs inside each other's
-    trains, both complete within 100 ns of exactly (measured 79 ns; 299 ns when they waited)."""
+    would exactly (port._control_inside_train); were they to wait for its end, host 0 would send
+    on into a full headroom and drop packets in a lossless fabric. None is dropped and every flow
+    is within 0.05 % of the exact engine. And two opposite 8 MB flows started together: the ACKs
+    inside each other's trains, both complete within 100 ns of exactly."""
     flows = [(2, 0, HUGE, 0), (0, 2, HUGE, 5_000), (1, 3, HUGE, 5_000)]
     exact, off = _finishes(tmp_path, flows, "off", SMALL_LEAF_SPINE)
     approx, on = _finishes(tmp_path, flows, "on", SMALL_LEAF_SPINE)
@@ -404,8 +402,8 @@ def test_multi_dim_nic_links_send_trains_that_keep_the_exact_timing(cc):
     queue pair joining cuts it at the NIC, at the router and beyond (these flows are long
     enough to send trains past the dimension link's delay). A flow on each dimension, and a
     third joining the first's NIC mid-train: every flow completes at the exact engine's
-    picosecond, in a fifth of the events. (Before the router's cut, the joining flow was
-    0.39 % late.)"""
+    picosecond, in a fifth of the events: the router's cut (not only the NIC's) keeps the joining
+    flow on time."""
     flows = [
         {"src": 0, "dst": 1, "bytes": 4_000_000},
         {"src": 0, "dst": 8, "bytes": 4_000_000},
@@ -472,10 +470,8 @@ RINGS_ON_BOTH = [{"src": i, "dst": (i + 1) % 8 + 8 * (i // 8), "bytes": 2_000_00
 def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, cc):
     """NPU 0 receives over dimension 0 (800 Gb/s) and dimension 1 (200 Gb/s) at once, by its
     host link at their sum, 1,000 Gb/s: the router's port into it carries two path keys, but no
-    queue needs to form there, so their trains pass it interleaved (port._interleave). Before,
-    neither flow sent trains while both ran (1.3-1.6x fewer events than exact, a fifth to a
-    third of the packets in trains); now all of them, in 45-54x fewer events (12-14x with trains
-    no longer than the dimension link's delay), every flow within ``bound`` of its exact finish."""
+    queue needs to form there, so their trains pass it interleaved (port._interleave): both
+    flows send trains while both run, every flow within ``bound`` of its exact finish."""
     (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off", cc), _multi_dim_flows(flows, "on", cc)
     assert np.abs(on - off).max() <= bound * off.max()
     assert on_s["packets_in_trains"] > 0.95 * off_s["data_packets_sent"]
@@ -613,8 +609,9 @@ def test_a_ring_whose_steps_overlap_stays_within_one_percent(leaves, hosts_per_l
 def test_long_rings_with_an_ack_per_packet_are_the_known_miss():
     """32 ranks over 8, 2 and 16 leaves with one ACK per packet, two seeds each: per-packet
     ACKs load each link into a rank exactly full, and the trains miss the 1 % (docs/
-    fast_forward.md, "Long rings"). Held to what they give since control packets go between a
-    train's packets (measured: mean |error| 2.0 %, largest 4.2 %; before, 2.5 % and 9.2 %)."""
+    fast_forward.md, "Long rings"). Held to a mean |error| below 2.5 % and a largest below 5 %, what
+    they give with control packets going between a train's packets, so a change that lets them
+    drift further fails here."""
     errors = np.concatenate([_ring_errors(leaves, hosts, 1, (1, 2))[0] for leaves, hosts in ((8, 4), (2, 16), (16, 2))])
     assert np.abs(errors).mean() < 0.025 and np.abs(errors).max() < 0.05, errors
 

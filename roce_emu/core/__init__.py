@@ -1,9 +1,10 @@
 """The jitted packet engine: NumPy arrays and integers only.
 
 Importing this package ties Numba's on-disk cache to a hash of the sources in this
-folder (STYLE.md §2): a cached caller does not notice an edited callee in another
-module, so every distinct version of the core gets its own cache directory and
-nobody measures or tests stale machine code.
+folder. Numba checks a cached function against its own file only, so a cached caller
+does not notice an edited callee in another module; with the hash, every distinct
+version of the core gets its own cache directory and nobody measures or tests stale
+machine code.
 """
 
 import hashlib

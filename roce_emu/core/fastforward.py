@@ -35,7 +35,7 @@ How it runs, all inside the event loop:
   budgeted: a checkpoint needs at least a quarter as many
   events simulated since the last one as that one had fields, so where no exact period
   exists they stay a bounded share of the run. (The larger cost there is ``advance_ff``
-  calling the exact kernel once per event: runs without jumps measured 10-60 % slower.)
+  calling the exact kernel once per event, so runs without jumps are slower than off.)
 
 Reads and writes every world array except the task DAG (with its runtime queues), the route
 tables and the trace.
@@ -93,7 +93,7 @@ FM_ANCHOR = 0  #: the flow whose data packets may trigger checkpoints, -1 to cho
 FM_COUNT = 1  #: checkpoints stored since the last reset
 FM_TICK = 2  #: anchor packets since the last reset
 FM_WANT = 3  #: 1 when a signature did not fit its arrays: the driver grows them
-FM_ACTIVE = 4  #: active flows in FastForward.flow[FF_ACT]
+FM_ACTIVE = 4  #: active flows in FastForward.qp[FF_ACT]
 FM_LAST_T = 5  #: when the anchor last sent a packet
 FM_LAST_EV = 6  #: events processed then
 FM_SIZE = 7
@@ -137,12 +137,12 @@ FF_CK_ROWS = Q_ROW + FF_KEYS
 EMIT = 0
 APPLY = 1
 
-# ---- rows of FastForward.flow (one column per queue pair) and FastForward.tmp ---------------------
+# ---- rows of FastForward.qp (one column per queue pair) and FastForward.tmp ---------------------
 FF_ACT = 0  #: the active flows' queue pairs (first ff.meta[FM_ACTIVE] entries)
 FF_POS = 1  #: each queue pair's index in FF_ACT, -1 if not active
 FF_SHIFT = 2  #: d_f of the match being applied (0 otherwise)
 FF_BASE_A = 3  #: the flow's cumulative ack at the earlier state
-FF_FLOW_ROWS = 4
+FF_QP_ROWS = 4
 TMP_K1 = 0
 TMP_K2 = 1
 TMP_IDX = 2
@@ -167,8 +167,8 @@ def ff_reset(ff):
 @njit
 def ff_flow_started(ff, f):
     n = ff.meta[FM_ACTIVE]
-    ff.flow[FF_ACT, n] = f
-    ff.flow[FF_POS, f] = n
+    ff.qp[FF_ACT, n] = f
+    ff.qp[FF_POS, f] = n
     ff.meta[FM_ACTIVE] = n + 1
     ff_reset(ff)
 
@@ -176,11 +176,11 @@ def ff_flow_started(ff, f):
 @njit
 def ff_flow_finished(ff, f):
     n = ff.meta[FM_ACTIVE] - 1
-    i = ff.flow[FF_POS, f]
-    last = ff.flow[FF_ACT, n]
-    ff.flow[FF_ACT, i] = last
-    ff.flow[FF_POS, last] = i
-    ff.flow[FF_POS, f] = -1
+    i = ff.qp[FF_POS, f]
+    last = ff.qp[FF_ACT, n]
+    ff.qp[FF_ACT, i] = last
+    ff.qp[FF_POS, last] = i
+    ff.qp[FF_POS, f] = -1
     ff.meta[FM_ACTIVE] = n
     ff_reset(ff)
 
@@ -255,7 +255,7 @@ def _put_x(x, sig, shift, tx, typ, v):
 def _put(ff, typ, v):
     """EMIT: append (typ, v) to the signature and return v. APPLY: return the field's value
     after the jump, from its value v now (the later state) and in the earlier state."""
-    return _put_x(ff.ck[FF_SLOTS], ff.sig, ff.flow[FF_SHIFT], ff.port, typ, v)
+    return _put_x(ff.ck[FF_SLOTS], ff.sig, ff.qp[FF_SHIFT], ff.port, typ, v)
 
 
 @njit
@@ -286,7 +286,7 @@ def _walk_int(x, sig, shift, tx, rec):
 def _walk_pkt_x(pkt, int_rec, x, sig, shift, tx, k):
     pk = pkt[k]
     kind = _i(pk["kind"])
-    f = _i(pk["flow"])
+    f = _i(pk["qp"])
     n_int = _i(pk["n_int"])
     # the plain fields packed three to a value (each fits 16 or 32 bits)
     _put_x(
@@ -313,7 +313,7 @@ def _walk_pkt_x(pkt, int_rec, x, sig, shift, tx, k):
 
 @njit(inline="always")
 def _walk_pkt(w, ff, k):
-    _walk_pkt_x(w.pkt, w.int_rec, ff.ck[FF_SLOTS], ff.sig, ff.flow[FF_SHIFT], ff.port, k)
+    _walk_pkt_x(w.pkt, w.int_rec, ff.ck[FF_SLOTS], ff.sig, ff.qp[FF_SHIFT], ff.port, k)
 
 
 @njit
@@ -375,7 +375,7 @@ def _walk_flow(w, ff, f):
         if armed != 0:
             w.timer[f, tm, TIMER_DUE] = _put(ff, T_TIME, w.timer[f, tm, TIMER_DUE])
     for i in range(_i(c["n_hops"])):
-        _walk_int(ff.ck[FF_SLOTS], ff.sig, ff.flow[FF_SHIFT], ff.port, w.int_prev[f, i])
+        _walk_int(ff.ck[FF_SLOTS], ff.sig, ff.qp[FF_SHIFT], ff.port, w.int_prev[f, i])
 
 
 @njit(inline="always")
@@ -529,7 +529,7 @@ def _walk(w, ff, now):
     tmp = ff.tmp
     n_act = ff.meta[FM_ACTIVE]
     for i in range(n_act):
-        f = ff.flow[FF_ACT, i]
+        f = ff.qp[FF_ACT, i]
         tmp[TMP_K1, i] = f
         tmp[TMP_K2, i] = 0
         tmp[TMP_IDX, i] = f
@@ -560,14 +560,14 @@ def _start_walk(ff, mode, a, b, n, t_a, t_b):
 @njit
 def _clear_shifts(ff):
     for i in range(ff.meta[FM_ACTIVE]):
-        ff.flow[FF_SHIFT, ff.flow[FF_ACT, i]] = 0
+        ff.qp[FF_SHIFT, ff.qp[FF_ACT, i]] = 0
 
 
 @njit
 def _match(ff, a, b, t_limit):
     """Compare stored state a with the newer state b. Returns the earliest absolute time the
     jump must stay before (its horizon), or -1 if the states differ; on a match, leaves d_f in
-    ff_flow[FF_SHIFT] and each port's bytes per period in ff_port."""
+    ff.qp[FF_SHIFT] and each port's bytes per period in ff_port."""
     ck = ff.ck
     t_a = ck[a, CK_T]
     t_b = ck[b, CK_T]
@@ -598,10 +598,10 @@ def _match(ff, a, b, t_limit):
                     horizon = min(horizon, vb)
         elif kind == T_SEQ_BASE:
             ok = vb >= va
-            ff.flow[FF_SHIFT, e] = vb - va
-            ff.flow[FF_BASE_A, e] = va
+            ff.qp[FF_SHIFT, e] = vb - va
+            ff.qp[FF_BASE_A, e] = va
         elif kind == T_SEQ:
-            ok = vb - va == ff.flow[FF_SHIFT, e] or (va == vb and vb <= ff.flow[FF_BASE_A, e])
+            ok = vb - va == ff.qp[FF_SHIFT, e] or (va == vb and vb <= ff.qp[FF_BASE_A, e])
         elif kind == T_TX_BASE:
             ff.port[e] = vb - va
         elif kind == T_TX:
@@ -625,8 +625,8 @@ def _periods(w, ff, t_b, period, horizon):
         if kind == EV_FLOW_START or kind == EV_TASK_DONE or kind == EV_LINK or kind == EV_TRACE:
             n = min(n, (ev[i]["t_ps"] - 1 - t_b) // period)
     for i in range(ff.meta[FM_ACTIVE]):
-        f = ff.flow[FF_ACT, i]
-        d = ff.flow[FF_SHIFT, f]
+        f = ff.qp[FF_ACT, i]
+        d = ff.qp[FF_SHIFT, f]
         if d > 0:
             r = w.qp[f]
             n = min(n, (r["n_pkts"] - 1 - max(r["snd_nxt"], r["max_sent"])) // d)
@@ -657,7 +657,7 @@ def _choose_anchor(w, ff):
     best = -1
     most = -1
     for i in range(ff.meta[FM_ACTIVE]):
-        f = ff.flow[FF_ACT, i]
+        f = ff.qp[FF_ACT, i]
         left = w.qp[f]["n_pkts"] - w.qp[f]["snd_nxt"]
         if left > most or (left == most and f < best):
             best = f
@@ -771,7 +771,7 @@ def advance_ff(w, ff, t_limit_ps, max_events):
         elif kind == EV_TASK_DONE or kind == EV_LINK or kind == EV_TRACE or w.stats[C_TASKS_DONE] != tasks_done:
             ff_reset(ff)  # the task DAG, a fault or the trace moved: no period spans this event
         if w.stats[C_FLOWS_DONE] != finished:  # the last ACK of one flow (packet obj) arrived
-            ff_flow_finished(ff, w.pkt[obj]["flow"])
+            ff_flow_finished(ff, w.pkt[obj]["qp"])
         if status == ST_STALLED or status == ST_INVARIANT:
             return status
         if ff.meta[FM_ANCHOR] < 0:

@@ -2,7 +2,7 @@
 
 Four children per event (those of i at 4i + 1 ... 4i + 4), not two: half the levels for a pop
 to walk, its siblings side by side in memory. The order is unique (no two events share a
-sequence number), so the events come out as from a binary heap, in 4-12 % less engine time
+sequence number), so the events come out as from a binary heap, in less engine time
 (docs/performance.md, "Engine speed").
 
 The sequence number is taken at push time, so ties break by scheduling order and a

@@ -3,8 +3,8 @@
 Every kind, mode and status is a named module-level integer here and nowhere else
 (no bare magic numbers in if-chains). Numba freezes them at compile time. Values that
 kernels pass as arguments are NumPy int64 scalars, not Python ints: Numba types a
-global Python int as a literal and compiles a callee once per literal value passed
-(heap_push was compiled 12 times), which doubled the cold compile.
+global Python int as a literal and compiles a callee once per literal value passed,
+which multiplies the cold compile.
 """
 
 import numpy as np
@@ -100,7 +100,7 @@ TRACE_PFC_ON = 4  #: every PFC frame as it takes effect (an event log, not a sam
 NPRIO = 8
 CTRL_PRIO = I64(0)  #: strict priority, never paused, outside the shared buffer
 
-# ---- status codes returned by advance_nb ---------------------------------------
+# ---- status codes returned by loop.advance --------------------------------------
 _status = _Codes()
 ST_IDLE = _status("idle")  #: no event left
 ST_T_LIMIT = _status("time_limit")  #: next event is after the time limit
@@ -109,22 +109,23 @@ ST_POOL_LOW = _status("pool_low")  #: packet pool nearly empty: grow and call ag
 ST_HEAP_LOW = _status("heap_low")  #: event heap nearly full: grow and call again
 ST_STALLED = _status("stalled")  #: unfinished flows but no progress for cfg[CFG_STALL_PS]
 ST_TRACE_FULL = _status("trace_full")  #: the trace buffer cannot take another sample: flush it and call again
-ST_INVARIANT = _status("invariant")  #: an engine invariant broke (meta[M_FAULT]): the run stops at that event
+ST_INVARIANT = _status("invariant")  #: an engine invariant broke (meta[M_INVARIANT]): the run stops at that event
 ST_FF_GROW = _status("ff_grow")  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
 ST_QP_LOW = _status("qp_low")  #: a flow starts next but no queue-pair slot is free: grow and call again
 STATUS_NAMES = tuple(_status.names)
 
-# ---- invariant violations (meta[M_FAULT]); meta[M_FAULT_OBJ] names the entity --------------
-_fault = _Codes()
-F_NONE = _fault("")
+# ---- invariant violations (meta[M_INVARIANT]); meta[M_INVARIANT_OBJ] names the entity --------------
+_invariant = _Codes()
+INV_NONE = _invariant("")
 #: obj = switch node: its buffer or an ingress counter went below zero
-F_BUFFER_NEGATIVE = _fault("buffer accounting below zero at switch node")
-F_BUFFER_OVER = _fault("buffer over capacity at switch node")  #: obj = switch node: more bytes held than its buffer
-F_DOUBLE_FREE = _fault("packet freed twice")  #: obj = packet
-F_QUEUE_NEGATIVE = _fault("egress queue bytes below zero at port")  #: obj = port
+INV_BUFFER_NEGATIVE = _invariant("buffer accounting below zero at switch node")
+#: obj = switch node: more bytes held than its buffer
+INV_BUFFER_OVER = _invariant("buffer over capacity at switch node")
+INV_DOUBLE_FREE = _invariant("packet freed twice")  #: obj = packet
+INV_QUEUE_NEGATIVE = _invariant("egress queue bytes below zero at port")  #: obj = port
 #: obj = port: the stack of ports to restart overflowed (a port would stay idle)
-F_KICKS_FULL = _fault("restart stack full at port")
-FAULT_NAMES = tuple(_fault.names)  #: as error messages name them
+INV_KICKS_FULL = _invariant("restart stack full at port")
+INVARIANT_NAMES = tuple(_invariant.names)  #: as error messages name them
 
 # Free slots the loop keeps in the pool and the heap before taking an event:
 # one event allocates and schedules only a handful of packets and events.
@@ -198,9 +199,9 @@ M_KICKS = 2
 M_FREE = 3
 M_TRACE_ROWS = 4  #: rows of World.trace in use
 M_COMPUTING = 5  #: compute tasks running now (a run waiting on them is not stalled)
-M_FAULT = 6  #: F_* of the first broken invariant, 0 while all hold
-M_FAULT_OBJ = 7
-M_FAULT_KIND = 8  #: the kind of the event that broke it
+M_INVARIANT = 6  #: F_* of the first broken invariant, 0 while all hold
+M_INVARIANT_OBJ = 7
+M_INVARIANT_KIND = 8  #: the kind of the event that broke it
 M_ROUTE_EPOCH = 9  #: the routing table in use (World.route_off[epoch])
 M_PLAN_LEFT = 10  #: link actions not yet applied (a run waiting on one is not stalled)
 M_QP_FREE = 11  #: free queue-pair slots (World.qp_free)

@@ -32,8 +32,8 @@ from .kinds import (
     I64,
     M_COMPUTING,
     M_EV_COUNT,
-    M_FAULT,
-    M_FAULT_KIND,
+    M_INVARIANT,
+    M_INVARIANT_KIND,
     M_FREE,
     M_PLAN_LEFT,
     M_QP_FREE,
@@ -150,8 +150,8 @@ def advance(w, t_limit_ps, max_events):
         elif kind == EV_LINK:
             apply_link_action(w, obj, t)
         drain_kicks(w, t)
-        if meta[M_FAULT] != 0:
-            meta[M_FAULT_KIND] = kind
+        if meta[M_INVARIANT] != 0:
+            meta[M_INVARIANT_KIND] = kind
             return ST_INVARIANT
         if (
             stats[C_FLOWS_DONE] < n_flows

@@ -18,10 +18,10 @@ from .kinds import (
     C_BUFFER_OVERFLOW,
     C_DATA_DROPPED,
     C_ECN_MARKS,
-    F_BUFFER_NEGATIVE,
-    F_BUFFER_OVER,
+    INV_BUFFER_NEGATIVE,
+    INV_BUFFER_OVER,
 )
-from .packets import fault
+from .packets import invariant_broken
 from .rng import rand_unit
 
 
@@ -70,7 +70,7 @@ def admit(w, node, p_in, prio, size, frames):
     if used > nd["max_used"]:
         nd["max_used"] = used
     if used > nd["buffer_bytes"]:
-        fault(w, F_BUFFER_OVER, node)
+        invariant_broken(w, INV_BUFFER_OVER, node)
     return True
 
 
@@ -93,7 +93,7 @@ def release(w, node, p_in, prio, size):
     nd["shared_used"] -= from_shared
     nd["used_bytes"] -= size
     if nd["used_bytes"] < 0 or nd["shared_used"] < 0 or q["in_bytes"] < 0:
-        fault(w, F_BUFFER_NEGATIVE, node)
+        invariant_broken(w, INV_BUFFER_NEGATIVE, node)
 
 
 @njit

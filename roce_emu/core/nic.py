@@ -108,45 +108,45 @@ def _settle_round(w, p, leaving):
 
 @njit
 def ring_insert(w, p, f):
-    fl = w.qp
-    if fl[f]["in_ring"] != 0:
+    qps = w.qp
+    if qps[f]["in_ring"] != 0:
         return
     _settle_round(w, p, NO_ID)
-    fl[f]["in_ring"] = 1
-    fl[f]["round_id"] = -1
+    qps[f]["in_ring"] = 1
+    qps[f]["round_id"] = -1
     pt = w.port[p]
     head = pt["act_head"]
     if head < 0:
-        fl[f]["act_next"] = f
-        fl[f]["act_prev"] = f
+        qps[f]["act_next"] = f
+        qps[f]["act_prev"] = f
         pt["act_head"] = f
     else:  # insert just before head: served last in the current round
-        prev = fl[head]["act_prev"]
-        fl[prev]["act_next"] = f
-        fl[f]["act_prev"] = prev
-        fl[f]["act_next"] = head
-        fl[head]["act_prev"] = f
+        prev = qps[head]["act_prev"]
+        qps[prev]["act_next"] = f
+        qps[f]["act_prev"] = prev
+        qps[f]["act_next"] = head
+        qps[head]["act_prev"] = f
     pt["act_count"] += 1
     pt["round_left"] = 0  # trains: a new round, with the newcomer
 
 
 @njit
 def ring_remove(w, p, f):
-    fl = w.qp
-    if fl[f]["in_ring"] == 0:
+    qps = w.qp
+    if qps[f]["in_ring"] == 0:
         return
     _settle_round(w, p, f)
-    fl[f]["in_ring"] = 0
+    qps[f]["in_ring"] = 0
     pt = w.port[p]
     pt["act_count"] -= 1
     pt["round_left"] = 0
     if pt["act_count"] == 0:
         pt["act_head"] = -1
         return
-    nxt = fl[f]["act_next"]
-    prev = fl[f]["act_prev"]
-    fl[prev]["act_next"] = nxt
-    fl[nxt]["act_prev"] = prev
+    nxt = qps[f]["act_next"]
+    prev = qps[f]["act_prev"]
+    qps[prev]["act_next"] = nxt
+    qps[nxt]["act_prev"] = prev
     if pt["act_head"] == f:
         pt["act_head"] = nxt
 
@@ -157,13 +157,13 @@ def next_data_packet(w, p, t):
     """Build the next data packet the host port p may send at t, or return -1.
 
     If queue pairs wait only for their pacing time, schedule a wake-up for the earliest."""
-    fl = w.qp
+    qps = w.qp
     pt = w.port[p]
     f = pt["act_head"]
     mtu = w.cfg[CFG_MTU]
     earliest = -1
     for _ in range(pt["act_count"]):
-        r = fl[f]
+        r = qps[f]
         nxt = r["act_next"]
         eligible = not is_paused(w, p, r["prio"])
         if eligible and r["window_bytes"] > 0:
@@ -273,9 +273,8 @@ def _acked_room(r, every):
     TRAIN_LONG (64 packets with one ACK per packet, 256 with an ACK per 4). With coalesced ACKs
     a flow at least TRAIN_SHARE trains long may send trains answered by up to ``every`` times
     TRAIN_ACKS ACKs: coalesced ACKs take 1/every of the reverse links' time that one ACK per
-    packet takes. With an ACK per 4 packets, the 8,389-packet steps of a 1 GiB ring on 128 NPUs
-    send trains of 1,024 packets, within 0.2 % of the exact engine (docs/fast_forward.md,
-    "Trains with coalesced ACKs")."""
+    packet takes (how close that stays to the exact engine: docs/fast_forward.md, "Trains with
+    coalesced ACKs")."""
     short = min(TRAIN_ACKS * every, TRAIN_LONG)
     return max(short, min(TRAIN_ACKS * every * every, r["n_pkts"] // TRAIN_SHARE))
 
@@ -312,7 +311,7 @@ def reaches_on(w, k):
     """Whether train k is longer than its first link's delay (_first_link_cap): it was handed on
     from its NIC as it began (port._send_train), and the ports that pass it on end it at the
     later of their own end and its arrival (retime_train)."""
-    r = w.qp[w.pkt[k]["flow"]]
+    r = w.qp[w.pkt[k]["qp"]]
     return w.pkt[k]["n_sub"] > _first_link_cap(w, w.port[r["nic_port"]])
 
 
@@ -438,7 +437,7 @@ def _wait_for_connection(w, f):
 def train_key(w, k):
     """Train k's flow and first sequence number in one integer. While a port still passes a
     train on, no other train has both: its flow ends after the port has passed it."""
-    return (I64(w.pkt[k]["flow"]) << 34) | I64(w.pkt[k]["seq"])
+    return (I64(w.pkt[k]["qp"]) << 34) | I64(w.pkt[k]["seq"])
 
 
 @njit
@@ -508,7 +507,7 @@ def cut_train(w, p, t, newcomer):
     pt = w.port[p]
     pk = w.pkt[k]
     n = I64(pk["n_sub"])
-    f = pk["flow"]
+    f = pk["qp"]
     r = w.qp[f]
     taken = pk["kind"] == PK_FREE  # its host has taken it already (train_due_ps), slot not reused
     if n < 2 or (pk["kind"] != PK_DATA and not taken) or r["snd_nxt"] != pk["seq"] + n:
@@ -569,17 +568,16 @@ def cut_for_arrival(w, e, f, t):
     """A data packet of flow f reaches switch egress port e at t: a long train (reaches_on) of
     another NIC's flow that e, not roomy, is passing on now, and that its NIC is still sending,
     ends at its NIC after the packet in progress (cut_train), as a queue pair joining there would
-    end it. Exactly, f's packets would interleave at e with that flow's; they now wait only for
-    the part of the train already sent, and the flow sends the rest as the port allows (it is no
-    longer clear). With an ACK per 4 packets, a 50 KB flow meeting an 8 MB flow's train of 1,000
-    packets: 2.6 % late instead of 31.6 % (docs/fast_forward.md, "A flow of another NIC cuts a
-    long train")."""
+    end it. Exactly, f's packets would interleave at e with that flow's; cut, they wait only for
+    the part of the train already sent, not for the whole train, and the flow sends the rest as
+    the port allows (its path is not clear any more; how close that stays: docs/fast_forward.md,
+    "A flow of another NIC cuts a long train")."""
     if roomy(w, e):
         return
     k = train_at(w, e)
     if k < 0 or w.pkt[k]["kind"] != PK_DATA or w.pkt[k]["n_sub"] < 2:
         return
-    g = w.pkt[k]["flow"]
+    g = w.pkt[k]["qp"]
     p = I64(w.qp[g]["nic_port"])
     if g == f or p == w.qp[f]["nic_port"] or not reaches_on(w, k) or train_at(w, p) != k:
         return
@@ -594,7 +592,7 @@ def _last_passing(w, p, k):
     host (cut_train pushes its arrival again)."""
     pk = w.pkt[k]
     dst = I64(pk["dst"])
-    h = w.qp[pk["flow"]]["ecmp_hash"]
+    h = w.qp[pk["qp"]]["ecmp_hash"]
     key = train_key(w, k)
     q = p
     while True:
@@ -639,7 +637,7 @@ def _cut_on_path(w, p, last, k, n, j, wire, t):
     q = p
     pk = w.pkt[k]
     dst = I64(pk["dst"])
-    h = w.qp[pk["flow"]]["ecmp_hash"]
+    h = w.qp[pk["qp"]]["ecmp_hash"]
     while True:
         _send_fewer(w, q, n, j, wire, I64(pk["prio"]))
         if q == last:
@@ -720,7 +718,7 @@ def retime_train(w, p, k, additive, d):
         return
     pk = w.pkt[k]
     dst = I64(pk["dst"])
-    h = w.qp[pk["flow"]]["ecmp_hash"]
+    h = w.qp[pk["qp"]]["ecmp_hash"]
     key = train_key(w, k)
     one_wire = wire_bytes(w, k) // I64(pk["n_sub"])
     q = p
@@ -800,8 +798,8 @@ def arm_rto(w, f):
     one pending already, which comes no later (a flow's deadline only moves later, and a closed
     flow's last deadline, its last ACK plus the RTO, is no later than the next flow's start
     plus the RTO) and re-arms when it pops (on_rto). So the heap holds at most one timer per
-    slot, not one per flow started within the last RTO (most flows end long before it): with
-    trains, 92 % of ResNet-50's pending events on 128 NPUs were such dead timers, 96 % on 1024."""
+    slot, not one per flow started within the last RTO (most flows end long before it), which
+    would otherwise fill the heap with dead timers in runs of many short flows."""
     r = w.qp[f]
     if r["rto_armed"] == 0:
         r["rto_armed"] = 1
@@ -894,7 +892,7 @@ def _ack_wire_bytes(w):
 @njit
 def _uplink_rate(w, k, node):
     """The rate of the port by which host node answers packet k."""
-    r = w.qp[w.pkt[k]["flow"]]
+    r = w.qp[w.pkt[k]["qp"]]
     return w.port[next_hop(w, node, I64(r["src"]), r["ecmp_hash"])]["rate_bps"]
 
 
@@ -925,7 +923,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
 def on_host_arrive(w, k, node, t):
     """A packet reached a host. Returns a port to kick, or -1."""
     pk = w.pkt[k]
-    f = pk["flow"]
+    f = pk["qp"]
     r = w.qp[f]
     kind = pk["kind"]
     if kind == PK_DATA:

@@ -9,11 +9,11 @@ from .kinds import (
     C_CTRL_DROPPED,
     C_DATA_DROPPED,
     C_LINK_LOST,
-    F_DOUBLE_FREE,
-    F_QUEUE_NEGATIVE,
-    M_FAULT,
+    INV_DOUBLE_FREE,
+    INV_QUEUE_NEGATIVE,
+    M_INVARIANT,
     I64,
-    M_FAULT_OBJ,
+    M_INVARIANT_OBJ,
     M_FREE,
     PK_DATA,
     PK_FREE,
@@ -22,17 +22,17 @@ from .qp import qp_release
 
 
 @njit
-def pkt_alloc(w, kind, flow, seq, frame_bytes, prio, dst):
-    """A packet from the pool; ``flow`` is the queue pair it belongs to (-1 for PFC frames),
+def pkt_alloc(w, kind, f, seq, frame_bytes, prio, dst):
+    """A packet from the pool; ``f`` is the queue pair it belongs to (-1 for PFC frames),
     which stays open while the packet exists."""
-    if flow >= 0:
-        w.qp[flow]["alive"] += 1
+    if f >= 0:
+        w.qp[f]["alive"] += 1
     n = w.meta[M_FREE] - 1
     w.meta[M_FREE] = n
     k = w.pkt_free[n]
     r = w.pkt[k]
     r["kind"] = kind
-    r["flow"] = flow
+    r["qp"] = f
     r["seq"] = seq
     r["frame_bytes"] = frame_bytes
     r["prio"] = prio
@@ -64,23 +64,23 @@ def count_sent(w, p, prio, wire):
 
 
 @njit
-def fault(w, code, obj):
+def invariant_broken(w, code, obj):
     """Record the first broken invariant; the loop stops after the current event."""
-    if w.meta[M_FAULT] == 0:
-        w.meta[M_FAULT] = code
-        w.meta[M_FAULT_OBJ] = obj
+    if w.meta[M_INVARIANT] == 0:
+        w.meta[M_INVARIANT] = code
+        w.meta[M_INVARIANT_OBJ] = obj
 
 
 @njit
 def pkt_free(w, k):
     if w.pkt[k]["kind"] == PK_FREE:
-        fault(w, F_DOUBLE_FREE, k)
+        invariant_broken(w, INV_DOUBLE_FREE, k)
         return
     w.pkt[k]["kind"] = PK_FREE
     n = w.meta[M_FREE]
     w.pkt_free[n] = k
     w.meta[M_FREE] = n + 1
-    f = w.pkt[k]["flow"]
+    f = w.pkt[k]["qp"]
     if f >= 0:
         qp_release(w, I64(f))
 
@@ -91,7 +91,7 @@ def pkt_lose(w, k):
     if w.pkt[k]["kind"] == PK_DATA:
         w.stats[C_DATA_DROPPED] += 1
         w.stats[C_LINK_LOST] += 1
-        w.qp[w.pkt[k]["flow"]]["pkts_dropped"] += 1
+        w.qp[w.pkt[k]["qp"]]["pkts_dropped"] += 1
     else:
         w.stats[C_CTRL_DROPPED] += 1
     pkt_free(w, k)
@@ -146,5 +146,5 @@ def fifo_pop(w, p, prio):
         q["ahead_bytes"] -= size - size // n
     w.port[p]["q_bytes"] -= size
     if q["bytes"] < 0:
-        fault(w, F_QUEUE_NEGATIVE, p)
+        invariant_broken(w, INV_QUEUE_NEGATIVE, p)
     return k

@@ -69,8 +69,8 @@ def check_resume(w, node, p_in, prio):
     q = w.pq[p_in, prio]
     if q["xoff_sent"] == 0 or q["hdrm_bytes"] != 0:
         return False
-    shared = shared_used(w, p_in, prio)
-    if shared == 0 or shared + w.cfg[CFG_RESUME_OFF] <= pfc_threshold(w, node, p_in):
+    pool_bytes = shared_used(w, p_in, prio)
+    if pool_bytes == 0 or pool_bytes + w.cfg[CFG_RESUME_OFF] <= pfc_threshold(w, node, p_in):
         q["xoff_sent"] = 0
         w.stats[C_RESUMES] += 1
         _send(w, p_in, prio, PK_RESUME)

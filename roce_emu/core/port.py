@@ -20,7 +20,7 @@ from .kinds import (
     CTRL_PRIO,
     EV_ARRIVE,
     EV_TX_DONE,
-    F_KICKS_FULL,
+    INV_KICKS_FULL,
     I64,
     M_KICKS,
     NO_ARG,
@@ -42,7 +42,7 @@ from .nic import (
     train_at,
     train_key,
 )
-from .packets import count_sent, fault, fifo_pop, fifo_push, pkt_free, pkt_lose, wire_bytes
+from .packets import count_sent, fifo_pop, fifo_push, invariant_broken, pkt_free, pkt_lose, wire_bytes
 from .pfc import check_pause, check_resume, is_paused, is_pfc
 from .paths import egress_from, ser_ps
 from .rng import rand_unit
@@ -56,7 +56,7 @@ def kick(w, p):
         w.kick[n] = p
         w.meta[M_KICKS] = n + 1
     else:
-        fault(w, F_KICKS_FULL, p)
+        invariant_broken(w, INV_KICKS_FULL, p)
 
 
 @njit(inline="always")
@@ -163,17 +163,17 @@ def _control_inside_train(w, p, t):
     """Trains: port p is sending a data train, and control packets (ACKs, NACKs, CNPs, PFC
     frames) wait for it. Exactly, each would leave after the data packet in progress; so they
     leave at the train's next packet boundary, one after the other, and the rest of the train
-    leaves that much later (nic.delay_train). Waiting for the whole train instead, ACKs met
-    data in blocks, and long rings drifted: a 128-rank ring of 237-packet steps ran 5 % late
-    (docs/fast_forward.md, "Control packets inside trains"). The train's last packet, and a
-    NIC link its router passes on cut-through, keep them waiting as a lone packet would. A train
+    leaves that much later (nic.delay_train), so that ACKs do not meet data in blocks, which
+    makes long rings drift (docs/fast_forward.md, "Control packets inside trains"). The train's
+    last packet, and a NIC link its router passes on cut-through, keep them waiting as a lone
+    packet would. A train
     longer than its first link's delay is taken by its host before it has all left
     (nic.train_due_ps); it is still being sent, and control packets still go inside it. So they
     do inside a train its host has taken while the port still sends it, short or long, also once
     its packet slot is reused (by its time per packet here, tx_one_ps): then only this port ends
-    it later. Before, they waited for its end (up to 44 us with an ACK per 4): a switch's PAUSE
-    frames reached a host that late, the host sent on into a full headroom, and a lossless
-    fabric dropped packets (docs/fast_forward.md, "Trains and PFC")."""
+    it later. Were they to wait for its end, a switch's PAUSE frames would reach a host that
+    late, the host would send on into a full headroom, and a lossless fabric would drop packets
+    (docs/fast_forward.md, "Trains and PFC")."""
     pt = w.port[p]
     if pt["cut_through"] != 0 or pt["down"] != 0:
         return
@@ -292,7 +292,7 @@ def _interleave(w, k, p_in, e, t):
     (nic.retime_train). The port holds none of it, so it neither marks nor pauses for it."""
     pk = w.pkt[k]
     pt = w.port[e]
-    if not shared(w, e, w.qp[pk["flow"]]["path_key"]) or not roomy(w, e) or pt["down"] != 0:
+    if not shared(w, e, w.qp[pk["qp"]]["path_key"]) or not roomy(w, e) or pt["down"] != 0:
         return False
     if w.port[p_in]["pass_to"] >= 0 or is_paused(w, e, I64(pk["prio"])):
         return False
@@ -322,7 +322,7 @@ def on_switch_arrive(w, k, p_in, t):
     """Forward a packet that arrived at a switch on ingress port p_in."""
     pk = w.pkt[k]
     node = w.port[p_in]["node"]
-    f = pk["flow"]
+    f = pk["qp"]
     e = egress_from(w, p_in, I64(pk["dst"]), w.qp[f]["ecmp_hash"])
     if e < 0 or w.port[e]["down"] != 0:  # cut off, or a stale route to a dead link
         pkt_lose(w, k)

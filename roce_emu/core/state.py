@@ -1,10 +1,9 @@
 """State of a simulated world: one aligned record array per entity kind.
 
-A world is a NamedTuple of a dozen arrays. Keeping it narrow matters: Numba passes
-every array of a tuple argument as separate machine arguments, and a world of a
-hundred field arrays made each kernel take seconds to compile (measured: 95 s cold
-for the engine, against a few seconds with records). Records also keep the fields
-of one packet or port on one cache line. Access is ``w.qp[f]["snd_nxt"]`` (the
+A world is a NamedTuple of a few dozen arrays, one record array per entity kind rather
+than one array per field: Numba passes every array of a tuple argument as separate machine
+arguments, so each field array would lengthen every kernel's signature and its compile
+time. Records also keep the fields of one packet or port on one cache line. Access is ``w.qp[f]["snd_nxt"]`` (the
 form that works with and without JIT). Indices are dense: ``p`` port, ``n`` node,
 ``k`` packet, ``L`` flow of the workload (World.flow, the task DAG's flow tasks) and ``f``
 its queue pair (World.qp, a slot reused once the flow is over; packets name it).
@@ -27,7 +26,7 @@ PKT_DTYPE = np.dtype(
         # a train: at its NIC, when it started; then (on a multi_dim NIC link from the start) when
         # its last bit reaches the next node
         ("tail_ps", np.int64),
-        ("flow", np.int32),
+        ("qp", np.int32),  # the queue pair it belongs to (World.qp), -1 for PFC frames
         ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
         ("dst", np.int32),  # destination host
         ("in_port", np.int32),  # ingress port at the switch holding it
@@ -336,6 +335,6 @@ class FastForward(NamedTuple):
     sig: np.ndarray  # int64[FF_SLOTS, 2, cap]: stored checkpoint signatures (field type, value)
     fsig: np.ndarray  # float64[FF_SLOTS, fcap]: their floating-point fields (compared exactly)
     ck: np.ndarray  # int64[FF_CK_ROWS, CK_SIZE]: per checkpoint (time, lengths, hash, events), the walk, the anchor
-    flow: np.ndarray  # int64[FF_FLOW_ROWS, queue pairs]: active list and positions, per-queue-pair shift and base
+    qp: np.ndarray  # int64[FF_QP_ROWS, queue pairs]: active list and positions, per-queue-pair shift and base
     port: np.ndarray  # int64[ports]: per-port tx-byte advance in one period
     tmp: np.ndarray  # int64[FF_TMP_ROWS, heap capacity]: sort scratch

@@ -48,8 +48,8 @@ class Limits:
     max_wall_s: float = 86_400.0
 
 
-#: cold compile of each kernel on the project's 2-core machine (README: the two commands); measured
-#: 84-96 s and 33-35 s (2026-11-26), since the event handlers are inlined into ``advance``
+#: about how long each kernel's cold compile takes on a 2-core machine (the event handlers are
+#: inlined into ``advance``), for the notice before it compiles
 COMPILE_S = {"advance": 90, "advance_ff": 35}
 
 

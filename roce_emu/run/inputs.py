@@ -81,9 +81,8 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
     """What the run should say about the accuracy of the approximation it uses (one line each).
     With packet trains, it warns wherever they are known to miss the exact engine by more than
     1 %: every training workload, and ring collectives of more than TRAINS_RING_RANKS ranks
-    acknowledged more often than every TRAINS_ACK_EVERY packets. The shipped scenarios without
-    training were measured within 1 % (docs/fast_forward.md, "Accuracy";
-    benchmarks/fast_forward_accuracy.py)."""
+    acknowledged more often than every TRAINS_ACK_EVERY packets. Elsewhere they stay within 1 %
+    (docs/fast_forward.md, "Accuracy"; benchmarks/fast_forward_accuracy.py)."""
     if scenario.sim.fast_forward != "on":
         return []
     why = why_no_trains(scenario)

@@ -15,15 +15,15 @@ class InvariantError(Exception):
     """An invariant broke; the message names the time, the event or check, and the entity."""
 
 
-def engine_fault(world: World, fabric: Fabric) -> str:
+def broken_invariant_message(world: World, fabric: Fabric) -> str:
     """One line for the invariant the engine stopped on."""
-    code = int(world.meta[K.M_FAULT])
-    obj = int(world.meta[K.M_FAULT_OBJ])
-    kind = int(world.meta[K.M_FAULT_KIND])
-    what = K.FAULT_NAMES[code]
-    if code in (K.F_BUFFER_NEGATIVE, K.F_BUFFER_OVER):
+    code = int(world.meta[K.M_INVARIANT])
+    obj = int(world.meta[K.M_INVARIANT_OBJ])
+    kind = int(world.meta[K.M_INVARIANT_KIND])
+    what = K.INVARIANT_NAMES[code]
+    if code in (K.INV_BUFFER_NEGATIVE, K.INV_BUFFER_OVER):
         what += f" {fabric.names[obj]}"
-    elif code in (K.F_QUEUE_NEGATIVE, K.F_KICKS_FULL):
+    elif code in (K.INV_QUEUE_NEGATIVE, K.INV_KICKS_FULL):
         what += f" {obj} ({fabric.names[world.port['node'][obj]]})"
     else:
         what += f" {obj}"
@@ -85,7 +85,7 @@ def _check_queue_pairs(world: World, t_ns: float) -> None:
     if (flow["qp"][qp["flow"][open_ids]] != open_ids).any():
         raise InvariantError(f"t={t_ns:g} ns: an open queue pair and its flow do not name each other")
     pkt = world.pkt
-    named = pkt["flow"][(pkt["kind"] != K.PK_FREE) & (pkt["flow"] >= 0)]
+    named = pkt["qp"][(pkt["kind"] != K.PK_FREE) & (pkt["qp"] >= 0)]
     alive = np.bincount(named, minlength=len(qp))
     if (alive != qp["alive"]).any():
         f = int(np.argmax(alive != qp["alive"]))

@@ -180,19 +180,19 @@ FF_FLOATS_PER_FLOW = 8
 def new_fast_forward(world: World) -> FastForward:
     """The exact fast-forward's arrays for a world. The signature arrays start with room for
     a few hundred flows in flight and grow (ST_FF_GROW) when a checkpoint needs more."""
-    n_ports, n_flows = len(world.port), len(world.qp)
-    cap = 4096 + FF_FIELDS_PER_PORT * n_ports + FF_FIELDS_PER_FLOW * min(n_flows, 256)
-    fcap = FF_FLOATS_PER_FLOW * min(n_flows, 256)
+    n_ports, n_qps = len(world.port), len(world.qp)
+    cap = 4096 + FF_FIELDS_PER_PORT * n_ports + FF_FIELDS_PER_FLOW * min(n_qps, 256)
+    fcap = FF_FLOATS_PER_FLOW * min(n_qps, 256)
     meta = np.zeros(ff.FM_SIZE, np.int64)
     meta[ff.FM_ANCHOR] = -1
-    flow = np.zeros((ff.FF_FLOW_ROWS, n_flows), np.int64)
-    flow[ff.FF_POS] = -1
+    qp = np.zeros((ff.FF_QP_ROWS, n_qps), np.int64)
+    qp[ff.FF_POS] = -1
     return FastForward(
         meta=meta,
         sig=np.zeros((ff.FF_SLOTS, 2, cap), np.int64),
         fsig=np.zeros((ff.FF_SLOTS, fcap)),
         ck=np.zeros((ff.FF_CK_ROWS, ff.CK_SIZE), np.int64),
-        flow=flow,
+        qp=qp,
         port=np.zeros(n_ports, np.int64),
         tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64),
     )
@@ -211,11 +211,11 @@ def grow_fast_forward(fast: FastForward, world: World) -> FastForward:
         )
     if fast.tmp.shape[1] < len(world.ev):
         fast = fast._replace(tmp=np.zeros((ff.FF_TMP_ROWS, len(world.ev)), np.int64))
-    more = len(world.qp) - fast.flow.shape[1]
+    more = len(world.qp) - fast.qp.shape[1]
     if more > 0:  # the queue pairs grew
-        extra = np.zeros((ff.FF_FLOW_ROWS, more), np.int64)
+        extra = np.zeros((ff.FF_QP_ROWS, more), np.int64)
         extra[ff.FF_POS] = -1
-        fast = fast._replace(flow=np.concatenate([fast.flow, extra], axis=1))
+        fast = fast._replace(qp=np.concatenate([fast.qp, extra], axis=1))
     return fast
 
 
@@ -267,7 +267,7 @@ def _new_qps(n: int) -> np.ndarray:
 def _new_packets(n: int) -> np.ndarray:
     pkt = np.zeros(n, PKT_DTYPE)
     pkt["kind"] = K.PK_FREE
-    pkt["flow"] = -1
+    pkt["qp"] = -1
     pkt["nxt"] = -1
     return pkt
 
