@@ -5,6 +5,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from ..images import image_metadata
 from ..units import bps_to_gbps, ps_to_ns
 from .topology import Fabric
 
@@ -241,9 +242,7 @@ def draw(fabric: Fabric, path: Path) -> None:
 
 
 def _save(fig, path: Path) -> None:
-    """Write the drawing signed as roce-emu's (results.destination), so --overwrite may replace it."""
-    from ..results.destination import image_metadata
-
+    """Write the drawing signed as roce-emu's (images.py), so --overwrite may replace it."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight", metadata=image_metadata(path))
 

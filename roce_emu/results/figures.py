@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
-from .destination import image_metadata  # noqa: E402
+from ..images import image_metadata  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 from .output import read_rows, read_table  # noqa: E402
 
@@ -705,7 +705,7 @@ def figures_for(directory: Path) -> dict:
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
     """Write name.pdf and name.png into out_dir, signed as roce-emu's and without a creation
-    date (destination.image_metadata), so the bytes repeat."""
+    date (images.image_metadata), so the bytes repeat."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("pdf", "png"):
