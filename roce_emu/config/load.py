@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import AT, ScenarioError
-from .schema import FILE_TOPOLOGY_KINDS, TOPOLOGY_KINDS, Scenario
+from .schema import FILE_TOPOLOGY_KINDS, MODEL_TAGS, TOPOLOGY_KINDS, Scenario
 
 
 class _Loader(yaml.SafeLoader):
@@ -218,6 +218,8 @@ def _clean_loc(loc: tuple) -> list:
     out = []
     for i, part in enumerate(loc):
         if i > 0 and loc[i - 1] == "topology" and part in TOPOLOGY_KINDS:
+            continue
+        if i > 0 and loc[i - 1] == "model" and part in MODEL_TAGS:
             continue
         out.append(part)
     return out
