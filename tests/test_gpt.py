@@ -137,7 +137,8 @@ def test_presets_have_their_published_parameter_counts(preset, published):
 
 def test_keys_beside_a_preset_win():
     model = GptModel.model_validate({"preset": "llama3-70b", "layers": 2, "seq_len": 1024})
-    assert (model.layers, model.seq_len, model.hidden, model.kv_heads, model.architecture) == (2, 1024, 8192, 8, "llama")
+    kept = (model.layers, model.seq_len, model.hidden, model.kv_heads, model.architecture)
+    assert kept == (2, 1024, 8192, 8, "llama")
 
 
 def test_tp_dp_pp_places_the_replicas_of_a_stage_next_to_each_other():
@@ -175,7 +176,8 @@ RAIL = {"kind": "rail_optimized", "nodes": 2, "gpus_per_node": 4}
         (gpt_doc(tp=8, dp=1, topology=RAIL), "workload.training.tp: 8 is not allowed: larger than a server of "),
         (gpt_doc(tp=2, dp=1, pp=1, hosts=[3, 4]), "workload.training.tp: 2 is not allowed: the tensor-parallel group"),
         (gpt_doc({"device_memory_gb": 0.001}), "workload.training.model.device_memory_gb: 0.001 is too small"),
-        (gpt_doc(micro_batches=2), "workload.training.micro_batches: is not allowed with a gpt model"),
+        (gpt_doc(micro_batches=2), "workload.training.micro_batches: 2 is not allowed: a gpt model sets it to 1"),
+        (gpt_doc(pipeline_bytes=5), "workload.training.pipeline_bytes: 5 is not allowed: a gpt model sets it to "),
         (gpt_doc({"kind": "moe"}), "workload.training.model.kind: 'moe' is not allowed"),
     ],
 )
@@ -213,3 +215,24 @@ def test_a_small_gpt_runs_end_to_end_with_tensor_parallelism_on_the_critical_pat
     assert summary["flows_finished"] == summary["flows"] > 0
     assert summary["mean_exposed_communication_ns"] > 0
     assert summary["iteration_ns"][0] > summary["mean_compute_ns"]
+
+
+def test_the_normalized_scenario_names_the_keys_the_model_sets_and_builds_the_same_iteration():
+    from roce_emu.api import normalized_document, prepare_scenario
+
+    doc = gpt_doc({"global_batch": 8 * B}, pp=1)
+    first = prepare_scenario(validate_document({"name": "t", **doc}, "t.yaml"), "t.yaml")
+    normalized = normalized_document(first)
+    assert normalized["workload"]["training"]["micro_batches"] == 4
+    assert normalized["workload"]["training"]["pipeline_bytes"] == 4 * ACT
+    again = prepare_scenario(validate_document(normalized, "n.yaml"), "n.yaml")
+    assert len(again.workload.flows) == len(first.workload.flows) > 0
+
+
+def test_the_parallelisation_search_refuses_a_gpt_model():
+    from roce_emu.fabric.topology import build_fabric
+    from roce_emu.parallel import search
+
+    sc = validate_document({"name": "t", **gpt_doc()}, "t.yaml")
+    with pytest.raises(ScenarioError, match="workload.training.model: the parallelisation search needs a built-in"):
+        search(sc, build_fabric(sc.topology), "t.yaml")

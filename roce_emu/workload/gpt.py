@@ -96,6 +96,13 @@ def micro_batches(model: GptModel, dp: int, source: str) -> int:
     return batch // (model.micro_batch * dp)
 
 
+def implied_keys(model: GptModel, dp: int, source: str) -> dict[str, int]:
+    """The workload.training keys the model sets: micro_batches, and pipeline_bytes (per iteration,
+    each way: m micro-batches of 2 b s h)."""
+    m = micro_batches(model, dp, source)
+    return {"micro_batches": m, "pipeline_bytes": m * activation_bytes(model)}
+
+
 def activation_bytes(model: GptModel) -> int:
     """2 b s h: a micro-batch's activations at a layer's boundary, the bytes of each tensor-parallel
     collective and of each pipeline send."""
@@ -119,13 +126,14 @@ def check(spec: Training, model: GptModel, dp: int, source: str) -> None:
         raise ScenarioError(
             source, f"{MODEL}.kv_heads", f"{model.kv_heads} is not allowed: it must divide heads ({model.heads})"
         )
-    for key in ("micro_batches", "pipeline_bytes"):
-        if key in spec.model_fields_set:
+    for key, value in implied_keys(model, dp, source).items():
+        given = getattr(spec, key)
+        if key in spec.model_fields_set and given != value:
             raise ScenarioError(
                 source,
                 f"{KEY}.{key}",
-                "is not allowed with a gpt model, which sets it: global_batch / (micro_batch x dp) micro-batches, "
-                "2 b s h bytes per pipeline send",
+                f"{given} is not allowed: a gpt model sets it to {value} (global_batch / (micro_batch x dp) "
+                f"micro-batches, each sending 2 b s h bytes between stages each way); leave it out",
             )
     if model.device_memory_gb is not None:
         _check_memory(spec, model, dp, source)
