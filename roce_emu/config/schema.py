@@ -891,7 +891,7 @@ class Training(Strict):
     """Training iterations as compute and collectives: forward through the layers (and the
     pipeline stages), backward in reverse, each layer's weight gradients all-reduced over its
     data-parallel group while the backward pass goes on. Ranks are hosts: tensor-parallel
-    index fastest, then pipeline stage, then data-parallel replica (Megatron's order). The
+    index fastest, then pipeline stage, then data-parallel replica (Megatron's order; ``placement``). The
     ranks, tp x pp x dp, run on every host of the topology, or on the ones ``hosts`` lists."""
 
     model: Optional[AnyModel] = None
