@@ -10,7 +10,7 @@ from . import parallel
 from .config.cc_params import params_from_engine
 from .config import load_scenario
 from .config.load import validate_document
-from .config.schema import Scenario
+from .config.schema import GptModel, Scenario
 from .errors import ScenarioError
 from .core.state import World
 from .fabric.topology import Fabric
@@ -45,6 +45,8 @@ from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
 from .workload import Workload, collective_flow_mask
+from .workload.gpt import implied_keys
+from .workload.training import placement
 
 
 @dataclass
@@ -136,6 +138,11 @@ def normalized_document(prepared: Prepared) -> dict:
     doc["network"]["cc"]["params"] = params_from_engine(algorithm, prepared.world.ccp)
     kmin, kmax, pmax = network.switch.ecn.resolved(algorithm)
     doc["network"]["switch"]["ecn"].update(kmin_bytes=int(kmin), kmax_bytes=int(kmax), pmax=float(pmax))
+    training = prepared.scenario.workload.training
+    if training is not None and isinstance(training.model, GptModel):
+        hosts = training.hosts if training.hosts is not None else list(range(prepared.fabric.n_hosts))
+        ranks = placement(training, hosts, prepared.fabric.n_hosts, prepared.source)
+        doc["workload"]["training"].update(implied_keys(training.model, ranks.dp, prepared.source))
     return doc
 
 

@@ -107,7 +107,7 @@ class _Links:
 def _training(scenario: Scenario) -> tuple[Training, Model]:
     """The scenario's training and its built-in model (search() refuses a scenario without)."""
     training = scenario.workload.training
-    assert training is not None and training.model is not None
+    assert training is not None and isinstance(training.model, Model)
     return training, training.model
 
 
@@ -193,11 +193,11 @@ def search(scenario: Scenario, fabric, source: str) -> list[Strategy]:
     power-of-two micro-batch counts that divide the replica's batch (one without pipelining),
     fastest predicted first."""
     training = scenario.workload.training
-    if training is None or training.model is None:
+    if training is None or not isinstance(training.model, Model):
         raise ScenarioError(
             source,
             "workload.training.model",
-            "the parallelisation search needs a built-in model (resnet50, transformer or dlrm)",
+            "the parallelisation search needs a built-in model (name: resnet50, transformer or dlrm)",
         )
     model = training.model
     n_npus = fabric.n_hosts if training.hosts is None else len(training.hosts)

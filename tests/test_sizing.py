@@ -35,6 +35,11 @@ SHAPES = {
     "direct": (RESNET, ["workload.training.dp_algorithm=direct"]),
     "bidir": (str(SCEN / "allreduce_multi_dim.yaml"), ["workload.collectives.0.algorithm=hierarchical_bidir"]),
     "themis": (str(SCEN / "allreduce_multi_dim.yaml"), ["workload.collectives.0.scheduler=themis_fifo"]),
+    "gpt_sp_zero1": (
+        str(SCEN / "training_gpt_rail.yaml"),
+        ["workload.training.model.sequence_parallel=true", "workload.training.model.optimizer.zero=1"],
+    ),
+    "gpt_tp_dp_pp": (str(SCEN / "training_gpt_rail.yaml"), ["workload.training.placement=tp_dp_pp"]),
     "a2a_pairwise": {
         "topology": {"kind": "fat_tree", "k": 4},
         "workload": {

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
 from ..errors import AT, ScenarioError
-from .schema import FILE_TOPOLOGY_KINDS, TOPOLOGY_KINDS, Scenario
+from .schema import FILE_TOPOLOGY_KINDS, MODEL_TAGS, TOPOLOGY_KINDS, Scenario
 
 
 class _Loader(yaml.SafeLoader):
@@ -219,6 +219,8 @@ def _clean_loc(loc: tuple) -> list:
     for i, part in enumerate(loc):
         if i > 0 and loc[i - 1] == "topology" and part in TOPOLOGY_KINDS:
             continue
+        if i > 0 and loc[i - 1] == "model" and part in MODEL_TAGS:
+            continue
         out.append(part)
     return out
 
@@ -253,17 +255,22 @@ def _unwrap(annotation: Any, tag: Any) -> Any:
             if len(args) == 1:
                 annotation = args[0]
                 continue
-            members = [
-                a
-                for a in args
-                if isinstance(a, type)
-                and issubclass(a, BaseModel)
-                and "kind" in a.model_fields
-                and a.model_fields["kind"].default == tag
-            ]
-            return members[0] if members else None
+            members = [_tagged(a, tag) for a in args]
+            return next((m for m in members if m is not None), None)
         else:
             return annotation
+
+
+def _tagged(member: Any, tag: Any) -> type[BaseModel] | None:
+    """A union member's model if tag picks it: its ``kind`` default, or its pydantic Tag (model)."""
+    tags: list = []
+    if typing.get_origin(member) is typing.Annotated:
+        member, *extra = typing.get_args(member)
+        tags = [e.tag for e in extra if isinstance(e, Tag)]
+    if not (isinstance(member, type) and issubclass(member, BaseModel)):
+        return None
+    kind = member.model_fields.get("kind")
+    return member if tag in tags or (kind is not None and kind.default == tag) else None
 
 
 def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
@@ -316,6 +323,8 @@ def _as_scenario_error(source: str, err: ValidationError) -> ScenarioError:
 def _allowed_for(parent: list, raw_loc: tuple) -> list[str]:
     """Names of the keys allowed in the mapping at parent (for an unknown-key error)."""
     tag = raw_loc[1] if len(raw_loc) > 1 and raw_loc[0] == "topology" else None
+    if "model" in raw_loc[:-1]:  # workload.training.model's member, by the tag after it
+        tag = raw_loc[raw_loc.index("model") + 1]
     model = _model_at(parent, tag)
     return list(model.model_fields) if model is not None else []
 

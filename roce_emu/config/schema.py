@@ -8,7 +8,17 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 
 from typing import Annotated, ClassVar, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .cc_params import check_params
 from ..core.cc.registry import BY_NAME, NAMES
@@ -786,15 +796,106 @@ class Model(Strict):
     """transformer: sequence length."""
 
 
+#: published dimensions of ``model: {preset: ...}`` (docs/model.md §8.5): GPT-3 175B, Brown et al. 2020, Table 2.1;
+#: Llama 3 70B, Dubey et al. 2024, Table 3
+GPT_PRESETS: dict[str, dict] = {
+    "gpt3-175b": {"architecture": "gpt", "layers": 96, "hidden": 12288, "heads": 96, "seq_len": 2048, "vocab": 50257},
+    "llama3-70b": {
+        "architecture": "llama",
+        "layers": 80,
+        "hidden": 8192,
+        "heads": 64,
+        "kv_heads": 8,
+        "ffn_hidden": 28672,
+        "seq_len": 8192,
+        "vocab": 128256,
+    },
+}
+
+
+class Optimizer(Strict):
+    """Mixed-precision Adam and how its state is sharded over the data-parallel group."""
+
+    zero: Literal[0, 1] = 0
+    """0: every data-parallel rank keeps the whole optimizer state and all-reduces the gradients; 1 (ZeRO-1, Megatron's
+    distributed optimizer): the state is sharded over the data-parallel group, gradients are reduce-scattered and the
+    updated parameters all-gathered."""
+
+
+class GptModel(Strict):
+    """A Megatron-style decoder-only transformer (workload/gpt.py, docs/model.md §8.5): tensor-parallel collectives per
+    layer and micro-batch, pipeline sends, data-parallel gradient reductions in buckets, compute from 6 x parameters x
+    tokens. ``preset`` fills in a published model's dimensions; any key given beside it wins."""
+
+    kind: Literal["gpt"] = "gpt"
+    """The model kind (implied by preset)."""
+    preset: Optional[Literal["gpt3-175b", "llama3-70b"]] = None
+    """A published model's dimensions: gpt3-175b (Brown et al. 2020) or llama3-70b (Dubey et al. 2024)."""
+    architecture: Literal["gpt", "llama"] = "gpt"
+    """gpt: learned position embeddings, LayerNorm, biases, GELU MLP (2 matrices), input and output embeddings tied;
+    llama: rotary positions (no parameters), RMSNorm, no biases, SwiGLU MLP (3 matrices), untied embeddings."""
+    layers: int = Field(4, ge=1, le=1024)
+    """Transformer layers."""
+    hidden: int = Field(1024, ge=8, le=1 << 20)
+    """Hidden size h."""
+    heads: int = Field(16, ge=1, le=4096)
+    """Attention heads (h must be a multiple; tensor parallelism must divide them)."""
+    kv_heads: Optional[int] = Field(None, ge=1, le=4096)
+    """Key-value heads (grouped-query attention); null: as many as heads."""
+    ffn_hidden: Optional[int] = Field(None, ge=1, le=1 << 22)
+    """MLP hidden size; null: 4 x hidden."""
+    seq_len: int = Field(1024, ge=1, le=1 << 20)
+    """Sequence length s in tokens."""
+    vocab: int = Field(50257, ge=1, le=1 << 24)
+    """Vocabulary size; padded to a multiple of 128 x tp, as Megatron does."""
+    micro_batch: int = Field(1, ge=1, le=1 << 16)
+    """Sequences per micro-batch b on each data-parallel replica."""
+    global_batch: Optional[int] = Field(None, ge=1, le=1 << 24)
+    """Sequences per iteration over all replicas; micro-batches = global_batch / (micro_batch x dp); null: one
+    micro-batch (micro_batch x dp)."""
+    sequence_parallel: StrictBool = False
+    """Tensor parallelism's All-Reduces become Reduce-Scatter and All-Gather pairs (Korthikanti et al. 2023)."""
+    optimizer: Optimizer = Optimizer()
+    """The optimizer's state sharding."""
+    device_tflops: float = Field(312.0, gt=0, le=1e6)
+    """Peak compute throughput per GPU (312: A100 bf16 dense)."""
+    mfu: float = Field(0.5, gt=0, le=1)
+    """Model FLOPs utilisation: compute time = FLOPs / (device_tflops x mfu)."""
+    device_memory_gb: Optional[float] = Field(None, gt=0, le=1e6)
+    """GPU memory; if given, a split whose weights, gradients, optimizer state and activations do not fit is
+    refused."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data):
+        if isinstance(data, dict) and data.get("preset") in GPT_PRESETS:
+            return {**GPT_PRESETS[data["preset"]], **data}
+        return data
+
+
+def _model_tag(value) -> str:
+    """The union member a ``model`` mapping is: gpt when it gives kind or preset, else a built-in name."""
+    if isinstance(value, dict):
+        return "gpt" if "kind" in value or "preset" in value else "builtin"
+    return "gpt" if isinstance(value, GptModel) else "builtin"
+
+
+#: the model of workload.training: a built-in one by ``name``, or a model ``kind``
+AnyModel = Annotated[
+    Union[Annotated[Model, Tag("builtin")], Annotated[GptModel, Tag("gpt")]], Discriminator(_model_tag)
+]
+MODEL_TAGS = ("builtin", "gpt")
+
+
 class Training(Strict):
     """Training iterations as compute and collectives: forward through the layers (and the
     pipeline stages), backward in reverse, each layer's weight gradients all-reduced over its
     data-parallel group while the backward pass goes on. Ranks are hosts: tensor-parallel
-    index fastest, then pipeline stage, then data-parallel replica (Megatron's order). The
+    index fastest, then pipeline stage, then data-parallel replica (Megatron's order; ``placement``). The
     ranks, tp x pp x dp, run on every host of the topology, or on the ones ``hosts`` lists."""
 
-    model: Optional[Model] = None
-    """A built-in model (give model or layers)."""
+    model: Optional[AnyModel] = None
+    """A model (give model or layers): a built-in one by ``name``, or a model ``kind`` (gpt) or ``preset``."""
     layers: list[Layer] = []
     """Explicit layers, in forward order (give model or layers)."""
     tp: int = Field(1, ge=1, le=4096)
@@ -823,6 +924,11 @@ class Training(Strict):
     bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)
     """Gradients are all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb, 25 MiB); 0:
     one All-Reduce per layer."""
+    placement: Literal["tp_pp_dp", "tp_dp_pp"] = "tp_pp_dp"
+    """Rank order, fastest first: tp_pp_dp (Megatron's: tensor-parallel index, then pipeline stage, then replica) or
+    tp_dp_pp (replicas of a stage next to each other)."""
+    tp_across_nodes: StrictBool = False
+    """rail_optimized topology: allow a tensor-parallel group to span servers (refused otherwise)."""
     concurrent_all_reduces: StrictBool = False
     """false: a stage's gradient All-Reduces run one at a time, in the order their buckets fill, as on one NCCL
     stream; true: each starts once its bucket is ready, and they share the network."""

@@ -167,7 +167,8 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
     training = scenario.workload.training
     if training is not None:
         hosts = _hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
-        items.extend(training_items(training, hosts, H, source))
+        node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
+        items.extend(training_items(training, hosts, H, source, node_size))
     return items
 
 

@@ -14,6 +14,8 @@ Both take (m + pp - 1) (f + b) / m on uniform stages of f forward and b backward
 
 from dataclasses import dataclass
 
+import numpy as np
+
 Op = tuple[str, int]  #: ("F" or "B", micro-batch)
 
 
@@ -71,3 +73,8 @@ def stage_ops(schedule: str, s: int, pp: int, m: int) -> list[Op]:
     warm = min(pp - 1 - s, m)  # forwards before the first backward: the stages still ahead
     steady = [op for j in range(m - warm) for op in (("F", warm + j), ("B", j))]
     return [("F", j) for j in range(warm)] + steady + [("B", j) for j in range(m - warm, m)]
+
+
+def stage_split(n_layers: int, pp: int) -> list[np.ndarray]:
+    """The layers of each pipeline stage: pp contiguous runs, the first ones a layer longer."""
+    return np.array_split(np.arange(n_layers), pp)

@@ -1,8 +1,9 @@
 """A training iteration as items: forward and backward compute per layer and pipeline stage,
 the collectives the layers trigger, pipeline sends, and data-parallel gradient all-reduces.
 
-Rank layout (Megatron's): rank = t + tp * (s + pp * d) for tensor-parallel index t,
-pipeline stage s and data-parallel replica d; rank r runs on host r, or on the r-th host
+Rank layout (Megatron's, ``placement: tp_pp_dp``): rank = t + tp * (s + pp * d) for
+tensor-parallel index t, pipeline stage s and data-parallel replica d (``tp_dp_pp``: rank =
+t + tp * (d + dp * s)); rank r runs on host r, or on the r-th host
 ``hosts`` lists. tp x pp x dp must equal the number of those hosts. Layers are split into pp
 contiguous stages.
 
@@ -41,7 +42,8 @@ The iteration's boundaries are the package's (workload/__init__.py): an item tha
 nothing (stage 0's first forward) waits for its rank's previous iteration, and an iteration
 ends once each rank's items are done.
 
-To add a model kind, give its layers' ``LayerPasses`` in ``layer_passes``: a pass may hold
+To add a model kind, give its layers' ``LayerPasses`` (passes.py) as ``layer_passes`` does for
+the built-in models and gpt.py for ``kind: gpt``: a pass may hold
 any sequence of compute steps and collectives, each over its own group (a tensor-parallel
 pair, an expert all-to-all around the expert's compute); a new group scope goes in
 ``Placement.groups``. How a bucket's gradients are reduced is ``reduce_gradients``.
@@ -50,61 +52,21 @@ pair, an expert all-to-all around the expert's compute); a new group scope goes 
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
-from ..config.schema import Layer, LayerComm, Training
+from ..config.schema import GptModel, Layer, LayerComm, Training
 from ..errors import ScenarioError
 from .items import Item
 from .models import model_layers
-from .pipeline import Op, PipelineSchedule
-
-KEY = "workload.training"
-
-
-@dataclass(frozen=True)
-class Compute:
-    """A layer's compute in one pass on every rank of its stage: ``duration_ns`` for the rank's
-    whole batch (a micro-batch runs 1/m of it)."""
-
-    name: str  #: the item's name, before its micro-batch tag
-    duration_ns: float
-    keys: dict  #: the keys errors about it name (Item.keys)
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """A collective in a layer's pass, on the critical path (the pass goes on once it is done),
-    run by each of the stage's groups of one scope (``group``: tp or dp, Placement.groups).
-    ``nbytes`` is each rank's buffer for its whole batch (a micro-batch moves 1/m of it)."""
-
-    name: str  #: the item's name, before its micro-batch tag
-    kind: str  #: the collective (all_reduce, all_to_all, ...)
-    group: str
-    nbytes: int
-    algorithm: str
-    keys: dict  #: the keys errors about it name (Item.keys)
-
-
-Step = Compute | Exchange
-
-
-@dataclass(frozen=True)
-class LayerPasses:
-    """One layer as the builder runs it: the steps of its forward and of its backward pass, in
-    order, and the weight gradients its backward pass hands to the data-parallel reduction
-    (ready once the backward's last compute step is done)."""
-
-    name: str
-    forward: tuple[Step, ...]
-    backward: tuple[Step, ...]
-    grad_bytes: int
+from .gpt import Gpt, check, micro_batches
+from .passes import KEY, Compute, Exchange, LayerPasses, Step
+from .pipeline import Op, PipelineSchedule, stage_split
 
 
 def layer_passes(spec: Training) -> list[LayerPasses]:
     """Every layer's passes, in forward order: the explicit ``layers``, or the built-in model's
-    (models.py). A built-in model's errors name ``workload.training.model``, an explicit layer's
-    its own keys."""
+    (models.py; a gpt model's are gpt.Gpt.layers). A built-in model's errors name
+    ``workload.training.model``, an explicit layer's its own keys."""
     if spec.model is not None:
+        assert not isinstance(spec.model, GptModel)
         return [_passes(layer, None) for layer in model_layers(spec.model, spec.tp)]
     return [_passes(layer, f"{KEY}.layers.{i}") for i, layer in enumerate(spec.layers)]
 
@@ -145,9 +107,10 @@ class Placement:
     tp: int
     pp: int
     dp: int
+    order: str = "tp_pp_dp"  #: workload.training.placement
 
     def host(self, t: int, s: int, d: int) -> int:
-        return self.hosts[rank_host(t, s, d, self.tp, self.pp)]
+        return self.hosts[rank_host(t, s, d, self.tp, self.pp, self.dp, self.order)]
 
     def stage_hosts(self, s: int) -> list[int]:
         """Every rank of stage s: they all run the stage's compute."""
@@ -170,7 +133,7 @@ def placement(spec: Training, hosts: list[int], n_hosts: int, source: str) -> Pl
     fill those hosts exactly (_check_ranks)."""
     dp = spec.dp if spec.dp is not None else len(hosts) // (spec.tp * spec.pp)
     _check_ranks(spec, dp, len(hosts), n_hosts, source)
-    return Placement(hosts, spec.tp, spec.pp, dp)
+    return Placement(hosts, spec.tp, spec.pp, dp, spec.placement)
 
 
 @dataclass
@@ -211,17 +174,25 @@ class TrainingBuilder:
     numbers their tasks in). ``ends`` holds, per (stage, op), the names the ops after it wait
     for: its pipeline send, or its last item."""
 
-    def __init__(self, spec: Training, hosts: list[int], n_hosts: int, source: str):
+    def __init__(self, spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None):
         self.spec = spec
-        self.layers = layer_passes(spec)
         self.ranks = placement(spec, hosts, n_hosts, source)
+        if node_size is not None and not spec.tp_across_nodes:
+            _check_tp_in_nodes(self.ranks, node_size, source)
+        model = spec.model
+        self.zero = isinstance(model, GptModel) and model.optimizer.zero == 1
+        if isinstance(model, GptModel):
+            check(spec, model, self.ranks.dp, source)
+            gpt = Gpt(model, spec.tp, self.ranks.dp, micro_batches(model, self.ranks.dp, source))
+            self.layers, self.m, self.pipeline_bytes = gpt.layers(), gpt.m, gpt.pipeline_bytes()
+        else:
+            self.layers, self.m = layer_passes(spec), spec.micro_batches
+            self.pipeline_bytes = max(1, spec.pipeline_bytes // self.m) if spec.pipeline_bytes else 0
         if spec.pp > len(self.layers):
             too_many = f"{spec.pp} is not allowed: more pipeline stages than the {len(self.layers)} layers"
             raise ScenarioError(source, f"{KEY}.pp", too_many)
         self.stages = stage_split(len(self.layers), spec.pp)
-        self.m = spec.micro_batches
         self.schedule = PipelineSchedule.of(spec.schedule, spec.pp, self.m)
-        self.pipeline_bytes = max(1, spec.pipeline_bytes // self.m) if spec.pipeline_bytes else 0
         self.items: list[Item] = []
         self.ends: dict[tuple[int, Op], list[str]] = {}
 
@@ -353,31 +324,62 @@ class TrainingBuilder:
 
     def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str]) -> list[str]:
         """One bucket's gradients, reduced over stage s's data-parallel groups: an all-reduce of
-        the bucket's bytes, named after its first and last layer, with the spec's dp_algorithm,
-        scheduler and chunks. Returns the names the next bucket's reduction waits for."""
+        the bucket's bytes, or with ZeRO-1 (a gpt model's optimizer.zero) a reduce-scatter of them
+        and then an all-gather of the updated parameters (as many bytes in fp16), named after the
+        bucket's first and last layer, with the spec's dp_algorithm, scheduler and chunks. Returns
+        the names the next bucket's reduction waits for."""
         name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
-        return self.add(
-            Item(
-                KEY,
-                f"grad_ar.{name}",
-                "collective",
-                after,
-                groups=self.ranks.groups(s, "dp"),
-                collective="all_reduce",
-                algorithm=self.spec.dp_algorithm,
-                scheduler=self.spec.scheduler,
-                nbytes=sum(layer.grad_bytes for layer in bucket),
-                chunks=self.spec.chunks,
-                keys={"algorithm": f"{KEY}.dp_algorithm", "hosts": f"{KEY}.dp", "bytes": f"{KEY}.chunks"},
-                named=False,
+        zero = [("grad_rs", "reduce_scatter"), ("param_ag", "all_gather")]
+        steps = zero if self.zero else [("grad_ar", "all_reduce")]
+        for prefix, kind in steps:
+            after = self.add(
+                Item(
+                    KEY,
+                    f"{prefix}.{name}",
+                    "collective",
+                    after,
+                    groups=self.ranks.groups(s, "dp"),
+                    collective=kind,
+                    algorithm=self.spec.dp_algorithm,
+                    scheduler=self.spec.scheduler,
+                    nbytes=sum(layer.grad_bytes for layer in bucket),
+                    chunks=self.spec.chunks,
+                    keys={"algorithm": f"{KEY}.dp_algorithm", "hosts": f"{KEY}.dp", "bytes": f"{KEY}.chunks"},
+                    named=False,
+                )
             )
-        )
+        return after
 
 
-def training_items(spec: Training, hosts: list[int], n_hosts: int, source: str) -> list[Item]:
+def training_items(
+    spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None
+) -> list[Item]:
     """The iteration's items, rank r on ``hosts[r]`` (the checked ``workload.training.hosts``, or
-    every host of the fabric's ``n_hosts``)."""
-    return TrainingBuilder(spec, hosts, n_hosts, source).build()
+    every host of the fabric's ``n_hosts``). ``node_size``: the GPUs per server of a
+    rail_optimized fabric, whose tensor-parallel groups must stay within a server."""
+    return TrainingBuilder(spec, hosts, n_hosts, source, node_size).build()
+
+
+def _check_tp_in_nodes(ranks: Placement, node_size: int, source: str) -> None:
+    """Each tensor-parallel group on one server (hosts ``node * node_size`` onwards), as Megatron
+    places them, unless ``tp_across_nodes``."""
+    allow = "or set workload.training.tp_across_nodes: true"
+    if ranks.tp > node_size:
+        raise ScenarioError(
+            source,
+            f"{KEY}.tp",
+            f"{ranks.tp} is not allowed: larger than a server of topology.gpus_per_node = {node_size} GPUs; "
+            f"lower it {allow}",
+        )
+    for s in range(ranks.pp):
+        for group in ranks.groups(s, "tp"):
+            if len({h // node_size for h in group}) > 1:
+                raise ScenarioError(
+                    source,
+                    f"{KEY}.tp",
+                    f"{ranks.tp} is not allowed: the tensor-parallel group on hosts {group} spans servers of "
+                    f"topology.gpus_per_node = {node_size} GPUs; choose tp dividing it {allow}",
+                )
 
 
 def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, source: str) -> None:
@@ -411,12 +413,10 @@ def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, sour
         )
 
 
-def rank_host(t: int, s: int, d: int, tp: int, pp: int) -> int:
-    """The rank (Megatron's order) of tensor-parallel index t, pipeline stage s and data-parallel
-    replica d: t fastest, then s, then d. Rank r runs on host r unless training lists its hosts."""
+def rank_host(t: int, s: int, d: int, tp: int, pp: int, dp: int = 1, order: str = "tp_pp_dp") -> int:
+    """The rank of tensor-parallel index t, pipeline stage s and data-parallel replica d: t
+    fastest, then s, then d (Megatron's order, ``tp_pp_dp``), or then d, then s (``tp_dp_pp``).
+    Rank r runs on host r unless training lists its hosts."""
+    if order == "tp_dp_pp":
+        return t + tp * (d + dp * s)
     return t + tp * (s + pp * d)
-
-
-def stage_split(n_layers: int, pp: int) -> list[np.ndarray]:
-    """The layers of each pipeline stage: pp contiguous runs, the first ones a layer longer."""
-    return np.array_split(np.arange(n_layers), pp)
