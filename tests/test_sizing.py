@@ -35,6 +35,14 @@ SHAPES = {
     "direct": (RESNET, ["workload.training.dp_algorithm=direct"]),
     "bidir": (str(SCEN / "allreduce_multi_dim.yaml"), ["workload.collectives.0.algorithm=hierarchical_bidir"]),
     "themis": (str(SCEN / "allreduce_multi_dim.yaml"), ["workload.collectives.0.scheduler=themis_fifo"]),
+    "tree_channels": (RESNET, ["workload.training.dp_algorithm=tree", "workload.training.channels=2"]),
+    "ring_chunks_channels": (RESNET, ["workload.training.chunks=2", "workload.training.channels=3"]),
+    "in_network_channels": {
+        "topology": {"kind": "fat_tree", "k": 4},
+        "workload": {
+            "collectives": [{"kind": "all_reduce", "algorithm": "in_network", "bytes": 1e6, "chunks": 2, "channels": 2}]
+        },
+    },
     "a2a_pairwise": {
         "topology": {"kind": "fat_tree", "k": 4},
         "workload": {

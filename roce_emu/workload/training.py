@@ -354,7 +354,7 @@ class TrainingBuilder:
     def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str]) -> list[str]:
         """One bucket's gradients, reduced over stage s's data-parallel groups: an all-reduce of
         the bucket's bytes, named after its first and last layer, with the spec's dp_algorithm,
-        scheduler and chunks. Returns the names the next bucket's reduction waits for."""
+        scheduler, chunks and channels. Returns the names the next bucket's reduction waits for."""
         name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
         return self.add(
             Item(
@@ -368,6 +368,7 @@ class TrainingBuilder:
                 scheduler=self.spec.scheduler,
                 nbytes=sum(layer.grad_bytes for layer in bucket),
                 chunks=self.spec.chunks,
+                channels=self.spec.channels,
                 keys={"algorithm": f"{KEY}.dp_algorithm", "hosts": f"{KEY}.dp", "bytes": f"{KEY}.chunks"},
                 named=False,
             )
