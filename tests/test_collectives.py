@@ -600,3 +600,25 @@ def test_bus_bandwidth_follows_nccl_tests(kind, factor):
     row = collective_rows(res.outcome.world, prepared.workload)[0]
     assert row["algbw_gbps"] == pytest.approx(400_000 * 8 / float(row["time_ns"]), rel=1e-5)
     assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * factor, rel=1e-5)
+
+
+def test_training_runs_its_gradient_all_reduces_on_channels():
+    """workload.training.channels: every gradient all-reduce is split over that many channels,
+    each a ring of its own (twice the flows for two channels, each carrying half the bytes)."""
+    from pathlib import Path
+
+    from roce_emu.config import load_scenario
+    from roce_emu.fabric.topology import build_fabric
+    from roce_emu.workload import build_workload
+
+    path = str(Path(__file__).resolve().parent.parent / "scenarios" / "training_resnet50.yaml")
+    built = []
+    for channels in (1, 2):
+        sc = load_scenario(path, [f"workload.training.channels={channels}"])
+        w = build_workload(sc, build_fabric(sc.topology), path)
+        built.append([(c.channels, len(c.flows), int(w.flows.size_bytes[c.flows].sum())) for c in w.collectives])
+    assert built[0] and len(built[0]) == len(built[1])
+    for (ch1, flows1, bytes1), (ch2, flows2, bytes2) in zip(*built):
+        assert (ch1, ch2) == (1, 2)
+        assert flows2 == 2 * flows1
+        assert abs(bytes2 - bytes1) <= flows2  # the shares differ by at most a byte per flow
