@@ -273,6 +273,18 @@ BAD = [
         "workload.collectives.0.bytes: 'all_reduce0' moves 3 bytes, fewer than one per rank and chunk (4 x 1)",
     ),
     (
+        {"collectives": [{"kind": "all_reduce", "bytes": 15, "channels": 4}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.collectives.0.bytes: 'all_reduce0' moves 15 bytes, fewer than one per rank, chunk and channel "
+        "(4 x 1 x 4)",
+    ),
+    (
+        {"collectives": [{"kind": "reduce_scatter", "algorithm": "tree", "bytes": 8000}]},
+        {"kind": "single_switch", "hosts": 4},
+        "workload.collectives.0.algorithm: 'tree' is not allowed for reduce_scatter (allowed: ring, direct, "
+        "in_network)",
+    ),
+    (
         {"collectives": [{"kind": "all_reduce", "bytes": 8000, "after": ["nope"]}]},
         {"kind": "single_switch", "hosts": 4},
         "workload.collectives.0.after.0: 'nope' is not allowed",
@@ -376,3 +388,237 @@ def test_ring_dependencies_are_the_data_each_flow_forwards(hosts, kind, chunks):
                 if ch > 0:
                     expected.add(int(ids[ch - 1, s, i]))
                 assert preds.get(f, set()) == expected, (ch, s, i)
+
+
+# ---- NCCL's double binary tree (algorithm: tree) and channels ----------------------------------
+#
+# Per payload byte on a link: a data frame's share, and an ACK frame's where the link also carries
+# the ACKs of data coming the other way (a rank that sends and receives in the same round).
+W_DATA = DATA * 8e12 / RATE / MTU
+W_ACK = ACK * 8e12 / RATE / MTU
+
+
+def tree_one_chunk_ps(n, nbytes):
+    """The double binary tree's all-reduce of one chunk on a single switch: each tree carries
+    h = nbytes / 2, reduced up in rounds (a rank sends once both children's flows are in) and
+    broadcast down. For n = 2^m >= 4 the trees (NCCL's binary tree and its mirror image) run
+    round by round on disjoint ranks: up, round 0 every rank sends (the leaves of either tree)
+    and the inner ranks each take two children's flows (2h data and the ACKs of the h they
+    send on their receive link), rounds 1..m-2 take two children's flows, round m-1 one flow
+    into the root; down, the same in reverse. n = 2: one round up and one down, each rank
+    sending and receiving h. n = 3 (trees 1 -> 2 -> 0 and 2 -> 0 -> 1): four rounds in each
+    of which one rank sends h and receives h."""
+    h = nbytes / 2
+    if n == 2:
+        return 2 * (switch_alpha_ps() + h * (W_DATA + W_ACK))
+    if n == 3:
+        return 4 * (switch_alpha_ps() + h * (W_DATA + W_ACK))
+    m = n.bit_length() - 1
+    assert n == 1 << m
+    rounds = (2 * W_DATA + W_ACK) + (m - 2) * 2 * W_DATA + W_DATA  # one way; the other mirrors it
+    return 2 * m * switch_alpha_ps() + 2 * h * rounds
+
+
+def _busiest_link_ps(world):
+    """The busiest link direction's wire bytes (data frames, and the ACK frames of the data
+    coming the other way) over its rate: no schedule can finish sooner."""
+    from roce_emu.results.tables import flow_paths
+
+    wire_bytes = np.zeros(len(world.port))
+    for f in range(len(world.flow)):
+        fwd, rev = flow_paths(world, f)
+        size = int(world.flow[f]["size_bytes"])
+        packets = -(-size // MTU)
+        wire_bytes[fwd] += size + packets * (DATA - MTU)
+        wire_bytes[rev] += packets * ACK
+    return float((wire_bytes * 8e12 / world.port["rate_bps"]).max())
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+def test_tree_one_chunk_matches_its_rounds(n):
+    """One chunk: the measured time is the closed form of tree_one_chunk_ps within 1% (the
+    closed form counts every packet's headers and ACKs and one packet's store-and-forward per
+    round; what is left is ACKs queued behind data frames)."""
+    nbytes = 8_000_000
+    res, measured = run_collective(n, kind="all_reduce", algorithm="tree", bytes=nbytes)
+    predicted = tree_one_chunk_ps(n, nbytes)
+    print(f"tree n={n}: {measured / 1e6:.1f} us, closed form {predicted / 1e6:.1f} us")
+    assert measured == pytest.approx(predicted, rel=0.01)
+    assert res.summary["data_packets_dropped"] == 0
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+def test_tree_chunks_pipeline_towards_the_busiest_link(n):
+    """Eight chunks pipeline up and down the trees, so the time tends to the busiest link's
+    work L * tau: for n = 2^m >= 4 every rank sends and receives 2S (half up and a whole down
+    in the tree where it is inner, half up in the other), L = 2S, checked here; n = 2: S,
+    n = 3: 1.5S. No schedule beats L * tau, and the pipeline adds at most one chunk's trip
+    through every round (tree_one_chunk_ps of S / C) to it: the fill before the busiest link
+    has work for every round, and the drain after. Measured between the two (n = 8: 14% over
+    L * tau), and for n >= 4 well under one chunk's time."""
+    nbytes, chunks = 8_000_000, 8
+    res, measured = run_collective(n, kind="all_reduce", algorithm="tree", bytes=nbytes, chunks=chunks)
+    bound = _busiest_link_ps(res.outcome.world)
+    link_bytes = {2: nbytes, 3: 1.5 * nbytes}.get(n, 2 * nbytes)
+    assert bound == pytest.approx(link_bytes * tau_ps(), rel=1e-3)
+    fill = tree_one_chunk_ps(n, nbytes / chunks)
+    print(f"tree n={n} x{chunks}: {measured / 1e6:.1f} us, busiest link {bound / 1e6:.1f} + fill {fill / 1e6:.1f} us")
+    assert bound <= measured <= bound + fill
+    if n >= 4:
+        assert measured < 0.8 * tree_one_chunk_ps(n, nbytes)
+
+
+@pytest.mark.parametrize("n, chunks, channels", [(2, 1, 1), (3, 2, 1), (5, 1, 2), (6, 3, 1), (8, 2, 2), (13, 1, 1)])
+def test_tree_gives_every_rank_every_contribution(n, chunks, channels):
+    """The step DAG reduces and broadcasts: following each chunk's half (each tree) through the
+    flows and the flows they wait for, a flow carries its sender's own data and whatever the
+    flows it waits for carried; every rank ends up with every rank's data, for every chunk and
+    both halves, and every rank sends and receives in both trees' phases."""
+    from roce_emu.fabric.topology import build_fabric
+    from roce_emu.workload import build_workload
+    from roce_emu.workload.collectives import split
+
+    nbytes = 1_000_003
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": n},
+        workload={
+            "collectives": [
+                {"kind": "all_reduce", "algorithm": "tree", "bytes": nbytes, "chunks": chunks, "channels": channels}
+            ]
+        },
+    )
+    w = build_workload(sc, build_fabric(sc.topology), "test")
+    (c,) = w.collectives
+    t = w.tasks
+    preds: dict[int, set] = {}
+    for k in range(len(t)):
+        for s in t.succ[t.succ_off[k] : t.succ_off[k + 1]]:
+            preds.setdefault(int(s), set()).add(k)
+    # per channel, per chunk, per tree: n - 1 flows up and n - 1 down
+    groups = np.asarray(c.flows).reshape(channels, chunks, 2, 2 * (n - 1))
+    for channel, share in enumerate(split(nbytes, channels)):
+        for chunk, size in enumerate(split(share, chunks)):
+            for tree, half in enumerate(split(size, 2)):
+                flows = [int(f) for f in groups[channel, chunk, tree]]
+                assert all(w.flows.size_bytes[f] == half for f in flows)
+                carried: dict[int, set] = {}
+                for f in flows:  # in creation order: a flow after those it waits for
+                    carried[f] = {int(w.flows.src[f])}.union(*(carried.get(g, set()) for g in preds.get(f, ())))
+                has = {r: {r} for r in range(n)}
+                for f in flows:
+                    has[int(w.flows.dst[f])] |= carried[f]
+                assert all(got == set(range(n)) for got in has.values()), (channel, chunk, tree)
+
+
+def test_double_binary_tree_is_nccls():
+    """NCCL's trees (ncclGetBtree / ncclGetDtree) for 8 and 5 ranks: the binary tree rooted at
+    0 (one child, 4), its mirror image rooted at 7 for even counts, shifted by one for odd
+    counts; for even counts a rank is a leaf in one tree and inner in the other."""
+    from roce_emu.workload.collectives import double_binary_tree
+
+    assert double_binary_tree(8) == ([-1, 2, 4, 2, 0, 6, 4, 6], [1, 3, 1, 7, 5, 3, 5, -1])
+    assert double_binary_tree(5) == ([-1, 2, 4, 2, 0], [1, -1, 3, 0, 3])
+    for n in (4, 6, 8, 10, 16):
+        first, second = double_binary_tree(n)
+        inner = [{p for p in tree if p >= 0} for tree in (first, second)]
+        assert not inner[0] & inner[1]
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+def test_channels_on_one_switch_take_the_time_of_one(algorithm):
+    """On a single switch the NIC links are the bottleneck with one ring or tree already, so
+    four channels (four instances on a quarter of the bytes each, at once) take the same time
+    within 3% (a little less: one channel's step boundaries are filled by the others')."""
+    nbytes = 8_000_000
+    _, one = run_collective(8, kind="all_reduce", algorithm=algorithm, bytes=nbytes)
+    res, four = run_collective(8, kind="all_reduce", algorithm=algorithm, bytes=nbytes, channels=4)
+    print(f"{algorithm}: 1 channel {one / 1e6:.1f} us, 4 channels {four / 1e6:.1f} us")
+    assert four == pytest.approx(one, rel=0.03)
+    flows = len(res.outcome.world.flow)
+    assert flows == 4 * (2 * 8 * 7 if algorithm == "ring" else 4 * 7)
+
+
+def _leaf_spine_ring(spine_gbps, channels):
+    """A ring all-reduce over two leaves of two hosts under two spines, leaf-spine links at spine_gbps."""
+    two_by_two = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2}
+    ring = {"name": "c", "kind": "all_reduce", "bytes": 8_000_000, "channels": channels}
+    res = simulate(
+        scenario(
+            topology={**two_by_two, "tiers": {"leaf_spine": {"rate_gbps": spine_gbps}}},
+            workload={"collectives": [ring]},
+        )
+    )
+    return res, res.summary["iteration_ns"][0] * 1000
+
+
+def test_channels_spread_a_ring_over_ecmp_paths():
+    """Two leaves of two hosts, two spines, leaf-spine links at half the host rate: one ring's
+    flow between the leaves hashes to one spine and gets half of what its NICs could carry, so
+    the ring takes well over (1.5x) its time where the leaf-spine links run at the host rate.
+    With 8 channels each crossing carries 8 flows, which ECMP spreads over both spines: within
+    20% of that time (the hash does not split them exactly evenly), and no sooner than the
+    busiest link allows."""
+    _, full = _leaf_spine_ring(100, 1)
+    _, one = _leaf_spine_ring(50, 1)
+    res, eight = _leaf_spine_ring(50, 8)
+    print(f"ring: 100G spines {full / 1e6:.1f} us; 50G spines 1 channel {one / 1e6:.1f}, 8 channels {eight / 1e6:.1f}")
+    assert one > 1.5 * full
+    assert _busiest_link_ps(res.outcome.world) <= eight < 1.2 * full
+
+
+def test_odd_channels_run_the_ring_the_other_way():
+    """Channel 0 sends to the next rank, channel 1 to the one before, each on its half of the bytes."""
+    from roce_emu.fabric.topology import build_fabric
+    from roce_emu.workload import build_workload
+
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={"collectives": [{"kind": "all_reduce", "bytes": 8000, "channels": 2}]},
+    )
+    w = build_workload(sc, build_fabric(sc.topology), "test")
+    (c,) = w.collectives
+    ids = np.asarray(c.flows).reshape(2, -1)
+    for channel, step in ((0, 1), (1, -1)):
+        src, dst = w.flows.src[ids[channel]], w.flows.dst[ids[channel]]
+        assert ((dst - src) % 4 == step % 4).all()
+        assert w.flows.size_bytes[ids[channel]].sum() == 6 * 4 * 1000  # 6 steps, 4 flows of a quarter of 4000
+
+
+@pytest.mark.parametrize(
+    "kind, factor", [("all_reduce", 2 * 3 / 4), ("reduce_scatter", 3 / 4), ("all_gather", 3 / 4), ("all_to_all", 3 / 4)]
+)
+def test_bus_bandwidth_follows_nccl_tests(kind, factor):
+    """collectives.csv: algbw_gbps = bytes x 8 / time (nccl-tests' algbw, with bytes its `size`:
+    the per-rank buffer), busbw_gbps = algbw x 2(n-1)/n for All-Reduce, x (n-1)/n for
+    Reduce-Scatter, All-Gather and All-To-All (nccl-tests' doc/PERFORMANCE.md), here n = 4."""
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 4},
+        workload={"collectives": [{"name": "c", "kind": kind, "bytes": 400_000}]},
+    )
+    prepared = prepare_scenario(sc)
+    res = run(prepared, write=False, progress=False)
+    row = collective_rows(res.outcome.world, prepared.workload)[0]
+    assert row["algbw_gbps"] == pytest.approx(400_000 * 8 / float(row["time_ns"]), rel=1e-5)
+    assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * factor, rel=1e-5)
+
+
+def test_training_runs_its_gradient_all_reduces_on_channels():
+    """workload.training.channels: every gradient all-reduce is split over that many channels,
+    each a ring of its own (twice the flows for two channels, each carrying half the bytes)."""
+    from pathlib import Path
+
+    from roce_emu.config import load_scenario
+    from roce_emu.fabric.topology import build_fabric
+    from roce_emu.workload import build_workload
+
+    path = str(Path(__file__).resolve().parent.parent / "scenarios" / "training_resnet50.yaml")
+    built = []
+    for channels in (1, 2):
+        sc = load_scenario(path, [f"workload.training.channels={channels}"])
+        w = build_workload(sc, build_fabric(sc.topology), path)
+        built.append([(c.channels, len(c.flows), int(w.flows.size_bytes[c.flows].sum())) for c in w.collectives])
+    assert built[0] and len(built[0]) == len(built[1])
+    for (ch1, flows1, bytes1), (ch2, flows2, bytes2) in zip(*built):
+        assert (ch1, ch2) == (1, 2)
+        assert flows2 == 2 * flows1
+        assert abs(bytes2 - bytes1) <= flows2  # the shares differ by at most a byte per flow

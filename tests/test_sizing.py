@@ -40,6 +40,14 @@ SHAPES = {
         ["workload.training.model.sequence_parallel=true", "workload.training.model.optimizer.zero=1"],
     ),
     "gpt_tp_dp_pp": (str(SCEN / "training_gpt_rail.yaml"), ["workload.training.placement=tp_dp_pp"]),
+    "tree_channels": (RESNET, ["workload.training.dp_algorithm=tree", "workload.training.channels=2"]),
+    "ring_chunks_channels": (RESNET, ["workload.training.chunks=2", "workload.training.channels=3"]),
+    "in_network_channels": {
+        "topology": {"kind": "fat_tree", "k": 4},
+        "workload": {
+            "collectives": [{"kind": "all_reduce", "algorithm": "in_network", "bytes": 1e6, "chunks": 2, "channels": 2}]
+        },
+    },
     "a2a_pairwise": {
         "topology": {"kind": "fat_tree", "k": 4},
         "workload": {

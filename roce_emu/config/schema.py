@@ -624,7 +624,9 @@ class Network(Strict):
 MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 #: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
-CollectiveAlgorithm = Literal["ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network"]
+CollectiveAlgorithm = Literal[
+    "ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network", "tree"
+]
 
 
 class Flow(Strict):
@@ -706,13 +708,17 @@ class CollectiveSpec(Strict):
     """The collective."""
     algorithm: CollectiveAlgorithm = "ring"
     """How it runs; halving_doubling needs 2^k ranks, hierarchical and hierarchical_bidir a multi_dim,
-    rail_optimized, torus or mesh fabric, in_network a switched fabric."""
+    rail_optimized, torus or mesh fabric, in_network a switched fabric; tree (NCCL's double binary tree) runs
+    All-Reduce."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
     """Per-rank buffer: the All-Reduce and Reduce-Scatter input, the All-Gather output, the All-To-All send buffer."""
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
     """The ranks: all hosts, or a list of host ids."""
     chunks: int = Field(1, ge=1, le=4096)
     """The buffer is cut into this many chunks that pipeline through the steps."""
+    channels: int = Field(1, ge=1, le=64)
+    """NCCL's channels: the buffer is split into this many shares, each run at once as its own ring or tree on its
+    own flows (queue pairs); odd channels take the ranks in reverse order."""
     after: list[str] = []
     """Names of collectives or compute this one waits for (each rank for its own part)."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
@@ -913,6 +919,9 @@ class Training(Strict):
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
     """Chunks of each gradient All-Reduce."""
+    channels: int = Field(1, ge=1, le=64)
+    """Channels of each gradient All-Reduce (NCCL's channels: shares of its bytes run at once, each its own ring or
+    tree)."""
     pipeline_bytes: int = Field(0, ge=0, le=MAX_FLOW_BYTES)
     """Activations sent between pipeline stages, each way, per iteration."""
     micro_batches: int = Field(1, ge=1, le=4096)

@@ -148,6 +148,7 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
                 algorithm=spec.algorithm,
                 nbytes=spec.bytes,
                 chunks=spec.chunks,
+                channels=spec.channels,
                 scheduler=spec.scheduler,
                 named=spec.name is not None,
             )
@@ -262,6 +263,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                         it,
                         group=g,
                         scheduler=item.scheduler,
+                        channels=item.channels,
                     )
                     expand(
                         b,
@@ -347,11 +349,14 @@ def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric)
             )
         if sorted(hosts) != list(range(fabric.n_hosts)):
             raise ScenarioError(source, spec.at("hosts"), f"{spec.algorithm} runs over all hosts")
-    if spec.nbytes < p * spec.chunks:
+    if spec.nbytes < p * spec.chunks * spec.channels:
         raise ScenarioError(
             source,
             spec.at("bytes"),
-            f"'{spec.name}' moves {spec.nbytes} bytes, fewer than one per rank and chunk ({p} x {spec.chunks})",
+            f"'{spec.name}' moves {spec.nbytes} bytes, fewer than one per rank and chunk ({p} x {spec.chunks})"
+            if spec.channels == 1
+            else f"'{spec.name}' moves {spec.nbytes} bytes, fewer than one per rank, chunk and channel "
+            f"({p} x {spec.chunks} x {spec.channels})",
         )
 
 

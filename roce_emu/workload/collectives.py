@@ -16,6 +16,12 @@ forwards: the step before it, received at its sender.
                       the other in reverse order (the wafer-scale mesh baseline of FRED)
     in_network        up a tree of switches that reduce each chunk, and down again
                       (fabric/reduction.py); also for reduce-scatter and all-gather
+    tree              NCCL's double binary tree: half of each chunk reduced up one binary tree of
+                      the ranks and broadcast down it, the other half on the complementary tree
+
+``channels`` (NCCL's channels) splits the buffer into shares that run at once, each as its own
+instance of the algorithm on its own flows (queue pairs); even channels take the ranks in the
+order given, odd channels in reverse order (a ring then runs the other way round).
 
 For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
 at step s rank i sends to rank i + s, after its previous exchange completed.
@@ -31,7 +37,7 @@ from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
-    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network"),
+    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network", "tree"),
     "reduce_scatter": ("ring", "direct", "in_network"),
     "all_gather": ("ring", "direct", "in_network"),
     "all_to_all": ("direct", "ring"),
@@ -64,6 +70,7 @@ class Collective:
     flow_dim: np.ndarray | None = None  # hierarchical: the dimension each flow runs on
     dim_rates: tuple = ()  # hierarchical: each dimension's link rate (b/s), for its utilisation
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
+    channels: int = 1  # shares of nbytes run at once, each its own instance of the algorithm
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -81,6 +88,7 @@ class _Expansion:
         self.made: list[tuple] = []  # (ids, src, dst) per batch of flows
         self.singles: list[tuple] = []  # (id, src, dst) of flows added one at a time
         self.dim_of: list[tuple] = []  # hierarchical: (ids, dimension) per ring
+        self.channel = 0  # the channel being added
 
     def flow(self, src: int, dst: int, nbytes: int, after) -> int:
         k = self.b.flow(
@@ -125,31 +133,9 @@ def expand(
     other than the baseline plans with ``timing`` (stage_model.DimTiming). ``in_network`` takes
     its trees from ``reductions`` (fabric.reduction.Reductions)."""
     x = _Expansion(b, c, prio, ready)
-    p = len(c.ranks)
-    per_chunk = split(c.nbytes, c.chunks)
-    prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
-    planned = c.algorithm == "hierarchical" and c.scheduler != "baseline"
-    if planned:
-        planned = _hierarchical_planned(x, c.ranks, ready, coords, dims, timing)
-    for chunk in range(0 if planned else c.chunks):
-        size = per_chunk[chunk]
-        starts = {r: _start_join(b, c, ready.get(r, [])) for r in c.ranks}
-        if c.algorithm == "hierarchical":
-            _hierarchical(x, c.ranks, size, starts, prev, coords, dims)
-        elif c.algorithm == "hierarchical_bidir":
-            for half, part in enumerate(split(size, 2)):
-                _hierarchical(x, c.ranks, part, starts, prev, coords, dims, reverse=bool(half))
-        elif c.kind == "all_to_all":
-            (_a2a_direct if c.algorithm == "direct" else _a2a_pairwise)(x, c.ranks, size, starts, prev)
-        elif c.algorithm == "ring":
-            steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1, "all_gather": p - 1}[c.kind]
-            _ring(x, c.ranks, [size] * p, steps, starts, prev, phase="ring")
-        elif c.algorithm == "halving_doubling":
-            _halving_doubling(x, c.ranks, size, starts, prev)
-        elif c.algorithm == "in_network":
-            _in_network(x, c.kind, c.ranks, size, starts, prev, reductions, chunk)
-        else:
-            _direct(x, c.kind, c.ranks, size, starts, prev)
+    for channel, share in enumerate(split(c.nbytes, c.channels)):
+        ranks = list(c.ranks) if channel % 2 == 0 else list(c.ranks)[::-1]
+        _expand_channel(x, ranks, share, channel, ready, coords, dims, timing, reductions)
     # each rank's part is done when every flow it sends or receives is (in_network: flows
     # between switches' units come before some rank's flow)
     ids, src, dst = x.all_flows()
@@ -166,14 +152,49 @@ def expand(
     return c
 
 
+def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coords, dims, timing, reductions):
+    """One channel of collective x.c: its share of ``nbytes`` over ``ranks`` in their order,
+    its chunks pipelined (each channel chains its own chunks)."""
+    b, c = x.b, x.c
+    x.channel = channel
+    p = len(ranks)
+    per_chunk = split(nbytes, c.chunks)
+    prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group
+    planned = c.algorithm == "hierarchical" and c.scheduler != "baseline"
+    if planned:
+        planned = _hierarchical_planned(x, ranks, per_chunk, ready, coords, dims, timing)
+    for chunk in range(0 if planned else c.chunks):
+        size = per_chunk[chunk]
+        starts = {r: _start_join(b, c, ready.get(r, [])) for r in ranks}
+        if c.algorithm == "hierarchical":
+            _hierarchical(x, ranks, size, starts, prev, coords, dims)
+        elif c.algorithm == "hierarchical_bidir":
+            for half, part in enumerate(split(size, 2)):
+                _hierarchical(x, ranks, part, starts, prev, coords, dims, reverse=bool(half))
+        elif c.kind == "all_to_all":
+            (_a2a_direct if c.algorithm == "direct" else _a2a_pairwise)(x, ranks, size, starts, prev)
+        elif c.algorithm == "ring":
+            steps = {"all_reduce": 2 * (p - 1), "reduce_scatter": p - 1, "all_gather": p - 1}[c.kind]
+            _ring(x, ranks, [size] * p, steps, starts, prev, phase="ring")
+        elif c.algorithm == "halving_doubling":
+            _halving_doubling(x, ranks, size, starts, prev)
+        elif c.algorithm == "in_network":
+            _in_network(x, c.kind, ranks, size, starts, prev, reductions, channel * c.chunks + chunk)
+        elif c.algorithm == "tree":
+            _double_tree(x, ranks, size, starts, prev)
+        else:
+            _direct(x, c.kind, ranks, size, starts, prev)
+
+
 def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
     """(flows, joins, edges) that ``expand`` adds for collective c, counted without building
     them, for run/sizing.py to size a workload before it is built. The flows are exact; the
     joins and edges are what the expansion adds at most: per rank a start join (per chunk) and
     an end join, plus each algorithm's joins between phases; per flow, the step it forwards,
     the previous chunk's flow and its two ranks' end joins, plus a receive join between
-    phases (hierarchical) or the previous exchange (pairwise all-to-all)."""
-    p, chunks = len(c.ranks), c.chunks
+    phases (hierarchical) or the previous exchange (pairwise all-to-all), or a second child's
+    (tree). Each channel adds its chunks' flows as another chunk would."""
+    p, chunks = len(c.ranks), c.chunks * c.channels
     extra_edges, extra_joins = 0, 0
     if c.algorithm in HIERARCHICAL:
         halves = 2 if c.algorithm == "hierarchical_bidir" else 1
@@ -182,6 +203,8 @@ def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
         extra_edges, extra_joins = 1, 2 * halves * len(dims or ()) * p
     elif c.algorithm == "halving_doubling":
         per_chunk = 2 * (p.bit_length() - 1) * p
+    elif c.algorithm == "tree":  # two trees, every rank but the root sends up and receives down in each
+        per_chunk, extra_edges = 4 * (p - 1), 2
     elif c.algorithm == "in_network":
         trees = [reductions.tree(c.ranks, k).inputs for k in range(chunks)]
         branches, points = sum(sum(map(len, tree.values())) for tree in trees), sum(map(len, trees))
@@ -349,7 +372,7 @@ def _hierarchical(x: _Expansion, ranks, size, starts, prev, coords, dims, revers
         done = _dimension_phase(x, ranks, k, phase >= len(dims), held, done, prev, key, coords)
 
 
-def _hierarchical_planned(x: _Expansion, ranks, ready, coords, dims, timing: DimTiming) -> bool:
+def _hierarchical_planned(x: _Expansion, ranks, per_chunk, ready, coords, dims, timing: DimTiming) -> bool:
     """Hierarchical all-reduce in the chunks' dimension orders of a scheduler's plan
     (themis.py), its dimensions serving their stages in an order decided at run time. In each
     group of ranks a dimension forms a ring in, a stage waits until every rank of the group is
@@ -361,7 +384,6 @@ def _hierarchical_planned(x: _Expansion, ranks, ready, coords, dims, timing: Dim
     queues, core/tasks.py), as the baseline chains its chunks. Returns False, having built
     nothing, when the plan gives every chunk the baseline's order (the baseline then runs)."""
     c = x.c
-    per_chunk = split(c.nbytes, c.chunks)
     stages = plan(dims, timing, per_chunk, c.scheduler)
     if keeps_baseline(dims, stages):
         return False
@@ -424,7 +446,7 @@ def _dispatched_ring(x: _Expansion, group, totals, done, phase, where, dispatch_
     gate = x.b.join(x.c.name, x.c.iteration, after=[done[r] for r in group if done[r] is not None])
     ids, src, dst = _ring(x, group, totals, p - 1, {r: gate for r in group}, {}, phase=phase)
     first_step = x.b.join(x.c.name, x.c.iteration, after=ids[:p])
-    name = id(x.c)  # the collective's own queues
+    name = (id(x.c), x.channel)  # the collective's own queues, per channel
     x.b.dispatched([gate], x.b.queue_ids([(name, phase, where)], ordered=False), dispatch_key, [first_step])
     later = np.arange(p, len(ids))
     step = later // p
@@ -434,6 +456,66 @@ def _dispatched_ring(x: _Expansion, group, totals, done, phase, where, dispatch_
         gate,
     )
     return ids, dst
+
+
+def binary_tree_parents(p: int) -> list[int]:
+    """The parent of each position 0..p-1 in NCCL's binary tree (ncclGetBtree): position r's
+    lowest set bit b decides its height, its parent is (r - b) + 2b, or r - b where that is
+    past the last position; position 0 is the root (with one child). The odd positions are
+    the leaves."""
+    parents = [-1] * p
+    for r in range(1, p):
+        bit = r & -r
+        up = (r ^ bit) | (bit << 1)
+        parents[r] = up if up < p else r ^ bit
+    return parents
+
+
+def double_binary_tree(p: int) -> tuple[list[int], list[int]]:
+    """NCCL's two complementary trees over positions 0..p-1 (ncclGetDtree), as parent lists:
+    the binary tree, and the same tree mirrored (position r in the place of p - 1 - r) for even
+    p or shifted by one position for odd p, so that a leaf of one tree is (nearly always) an
+    inner node of the other and every rank sends and receives about as much as any other."""
+    first = binary_tree_parents(p)
+    if p % 2 == 0:
+        second = [-1 if first[p - 1 - r] < 0 else p - 1 - first[p - 1 - r] for r in range(p)]
+    else:
+        second = [-1 if first[(r - 1) % p] < 0 else (first[(r - 1) % p] + 1) % p for r in range(p)]
+    return first, second
+
+
+def _double_tree(x: _Expansion, ranks, size, starts, prev):
+    """One chunk of an All-Reduce on NCCL's double binary tree: each tree carries half of it.
+    Up: a rank sends its parent the chunk's half once it has it from every child (a leaf at
+    once), the reduction of its subtree. Down: the root, having heard from all its children,
+    sends each child the result, and a rank passes on what its parent sent. Each flow also
+    waits for the previous chunk's flow between the same two ranks in the same tree and
+    direction, so the chunks pipeline up and down the trees."""
+    for t, (parents, half) in enumerate(zip(double_binary_tree(len(ranks)), split(size, 2))):
+        children: dict[int, list[int]] = {i: [] for i in range(len(ranks))}
+        for i, up in enumerate(parents):
+            if up >= 0:
+                children[up].append(i)
+
+        def reduce_up(i: int) -> list:
+            """The flows into position i from its children (each after their own subtree's)."""
+            into = []
+            for child in children[i]:
+                src, dst = ranks[child], ranks[parents[child]]
+                after = [starts[src], *reduce_up(child), prev.get(("tree_up", t, src))]
+                prev[("tree_up", t, src)] = into_k = x.flow(src, dst, half, after)
+                into.append(into_k)
+            return into
+
+        def broadcast_down(i: int, ready: list) -> None:
+            for child in children[i]:
+                src, dst = ranks[i], ranks[child]
+                k = x.flow(src, dst, half, [*ready, prev.get(("tree_down", t, dst))])
+                prev[("tree_down", t, dst)] = k
+                broadcast_down(child, [k])
+
+        root = parents.index(-1)
+        broadcast_down(root, [starts[ranks[root]], *reduce_up(root)])
 
 
 def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int):

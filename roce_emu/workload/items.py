@@ -20,6 +20,7 @@ class Item:
     scheduler: str = "baseline"  # hierarchical: baseline, themis_fifo, themis_scf (themis.py)
     nbytes: int = 0
     chunks: int = 1
+    channels: int = 1  # NCCL's channels: shares of nbytes, each its own ring or tree (collectives.py)
     pairs: list = field(default_factory=list)  # send: (src, dst)
     #: the key the user wrote for an attribute (algorithm, scheduler, bytes, hosts) where it is
     #: not ``<key>.<attribute>``: a training's all-reduce takes its algorithm from dp_algorithm

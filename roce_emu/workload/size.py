@@ -59,8 +59,10 @@ def workload_size(scenario: Scenario, fabric: Fabric, source: str) -> WorkloadSi
             for group in item.groups:
                 _check_collective(source, item, group, fabric)
                 c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, 0)
+                c.channels = item.channels
                 f, joins, e = dag_size(c, fabric.dims, reductions)
-                flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * len(group) * item.chunks
+                starts = len(group) * item.chunks * item.channels  # a start join per rank, chunk and channel
+                flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * starts
                 singles += f if one_at_a_time(c) else 0
                 ranks.update(group)
                 taking_part += len(group)

@@ -326,7 +326,7 @@ class TrainingBuilder:
         """One bucket's gradients, reduced over stage s's data-parallel groups: an all-reduce of
         the bucket's bytes, or with ZeRO-1 (a gpt model's optimizer.zero) a reduce-scatter of them
         and then an all-gather of the updated parameters (as many bytes in fp16), named after the
-        bucket's first and last layer, with the spec's dp_algorithm, scheduler and chunks. Returns
+        bucket's first and last layer, with the spec's dp_algorithm, scheduler, chunks and channels. Returns
         the names the next bucket's reduction waits for."""
         name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
         zero = [("grad_rs", "reduce_scatter"), ("param_ag", "all_gather")]
@@ -344,6 +344,7 @@ class TrainingBuilder:
                     scheduler=self.spec.scheduler,
                     nbytes=sum(layer.grad_bytes for layer in bucket),
                     chunks=self.spec.chunks,
+                    channels=self.spec.channels,
                     keys={"algorithm": f"{KEY}.dp_algorithm", "hosts": f"{KEY}.dp", "bytes": f"{KEY}.chunks"},
                     named=False,
                 )
