@@ -16,7 +16,9 @@ from pydantic import (
     StrictBool,
     Tag,
     ValidationInfo,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -66,6 +68,8 @@ class _TopologyBase(Strict):
     tiers: dict[str, LinkOverride] = {}
     """Per-tier overrides of `link`, by tier name; each kind has its own tiers."""
     TIERS: ClassVar[tuple[str, ...]] = ()
+    #: the keys a kind takes its rates from, where ``link`` and ``tiers`` set delays only ("": none)
+    RATES_BY_NAME: ClassVar[str] = ""
 
     @field_validator("tiers")
     @classmethod
@@ -76,17 +80,31 @@ class _TopologyBase(Strict):
                 raise ValueError(f"unknown tier '{name}' (allowed: {', '.join(allowed)})")
         return tiers
 
-    def delays_only(self, kind: str, rates: str):
+    @model_validator(mode="after")
+    def _delays_only(self):
         """Refuse a rate in ``link`` or ``tiers`` for a kind whose rates come from keys of its own
-        (named in ``rates``); the section itself if there is none."""
+        (RATES_BY_NAME)."""
+        if not self.RATES_BY_NAME:
+            return self
         rated = [("link", self.link)] + [(f"tiers.{tier}", link) for tier, link in self.tiers.items()]
         for where, link in rated:
             if "rate_gbps" in link.model_fields_set:
                 raise ValueError(
-                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: {kind}'s rates are {rates} "
-                    f"(link and tiers set delays only)"
+                    f"{AT}{where}.rate_gbps {link.rate_gbps:g} is not allowed: {self.kind}'s rates are "
+                    f"{self.RATES_BY_NAME} (link and tiers set delays only)"
                 )
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_unused_rates(self, handler: SerializerFunctionWrapHandler):
+        """A kind whose rates come from keys of its own is written without ``link`` and ``tiers``
+        rates, which it does not use and would refuse when read back (the normalized scenario)."""
+        data = handler(self)
+        if self.RATES_BY_NAME and isinstance(data, dict):
+            for link in [data.get("link"), *(data.get("tiers") or {}).values()]:
+                if isinstance(link, dict):
+                    link.pop("rate_gbps", None)
+        return data
 
     def tier_link(self, tier: str) -> Link:
         override = self.tiers.get(tier)
@@ -174,16 +192,13 @@ class Fred(_TopologyBase):
     io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
     """Rate of an I/O controller's link (128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink", "io")
+    RATES_BY_NAME: ClassVar[str] = "npu_rate_gbps, uplink_rate_gbps and io_rate_gbps"
 
     @model_validator(mode="after")
     def _whole_groups(self):
         if self.npus % self.group_size:
             raise ValueError(f"{AT}group_size {self.group_size} does not divide npus ({self.npus})")
         return self
-
-    @model_validator(mode="after")
-    def _rates_by_name(self):
-        return self.delays_only(self.kind, "npu_rate_gbps, uplink_rate_gbps and io_rate_gbps")
 
 
 class Torus(_TopologyBase):
@@ -296,6 +311,7 @@ class RailOptimized(_TopologyBase):
     """NCCL's PXN: cross-rail traffic moves over NVLink to the source server's GPU of the destination's rail
     first, then over that one rail (no spine when the rail has one leaf)."""
     TIERS: ClassVar[tuple[str, ...]] = ("rail", "leaf_spine")
+    RATES_BY_NAME: ClassVar[str] = "nvlink_rate_gbps, nic_rate_gbps and oversubscription"
 
     @model_validator(mode="after")
     def _whole_leaves(self):
@@ -305,10 +321,6 @@ class RailOptimized(_TopologyBase):
                 f"so that every leaf of a rail holds as many servers"
             )
         return self
-
-    @model_validator(mode="after")
-    def _rates_by_name(self):
-        return self.delays_only(self.kind, "nvlink_rate_gbps, nic_rate_gbps and oversubscription")
 
     @property
     def leaf_size(self) -> int:
