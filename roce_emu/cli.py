@@ -134,12 +134,12 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     Example:
       roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
     """
-    from . import api
-    from .config import load_scenario
-    from .results.destination import check_directory
-
-    _stop_on_sigterm()
+    _stop_on_sigterm()  # first: a signal while the engine's modules load ends as cleanly as one later
     try:
+        from . import api
+        from .config import load_scenario
+        from .results.destination import check_directory
+
         try:
             sc = load_scenario(scenario, list(overrides))
             target = out if out is not None else api.default_out_dir(sc)
