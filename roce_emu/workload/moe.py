@@ -38,7 +38,7 @@ import numpy as np
 from ..config.schema import MoeModel, Training
 from ..errors import ScenarioError
 from .gpt import BYTES, MODEL, Gpt, embedding_params, layer_params, mlp_params, norm_params
-from .passes import KEY, Compute, Exchange, ExpertCompute, LayerPasses, Step
+from .passes import Compute, Exchange, ExpertCompute, LayerPasses, Step
 
 
 def dense_layer_params(model: MoeModel) -> int:
@@ -120,9 +120,7 @@ def check(spec: Training, model: MoeModel, dp: int, source: str) -> None:
             source, f"{at}experts", f"{model.experts} is not allowed: it must be a multiple of ep ({model.ep})"
         )
     if model.top_k > model.experts:
-        raise ScenarioError(
-            source, f"{at}top_k", f"{model.top_k} is not allowed: at most experts ({model.experts})"
-        )
+        raise ScenarioError(source, f"{at}top_k", f"{model.top_k} is not allowed: at most experts ({model.experts})")
     if spec.tp > 1 and not model.sequence_parallel:
         raise ScenarioError(
             source,
@@ -154,9 +152,7 @@ class Moe(Gpt):
         first, last = embedding_params(self.model, self.tp)
         n = self.model.layers
         dense = dense_layer_params(self.model)
-        return [
-            self.moe_layer(i, dense + (first if i == 0 else 0) + (last if i == n - 1 else 0)) for i in range(n)
-        ]
+        return [self.moe_layer(i, dense + (first if i == 0 else 0) + (last if i == n - 1 else 0)) for i in range(n)]
 
     def moe_layer(self, i: int, dense: int) -> LayerPasses:
         """Layer i: the dense part's compute (with the attention block's tensor-parallel collectives), then
