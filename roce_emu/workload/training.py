@@ -200,6 +200,7 @@ class TrainingBuilder:
         if isinstance(model, GptModel):
             check(spec, model, self.ranks.dp, source)
             m = micro_batches(model, self.ranks.dp, source)
+            gpt: Gpt
             if isinstance(model, MoeModel):
                 moe.check(spec, model, self.ranks.dp, source)
                 gpt = moe.Moe(model, spec.tp, self.ranks.dp, m, seed)
