@@ -883,11 +883,13 @@ class GptModel(Strict):
     """GPU memory; if given, a split whose weights, gradients, optimizer state and activations do not fit is
     refused."""
 
+    PRESETS: ClassVar[dict[str, dict]] = GPT_PRESETS  #: the dimensions ``preset`` names
+
     @model_validator(mode="before")
     @classmethod
     def _preset(cls, data):
-        if isinstance(data, dict) and data.get("preset") in GPT_PRESETS:
-            return {**GPT_PRESETS[data["preset"]], **data}
+        if isinstance(data, dict) and data.get("preset") in cls.PRESETS:
+            return {**cls.PRESETS[data["preset"]], **data}
         return data
 
 
@@ -933,13 +935,7 @@ class MoeModel(GptModel):
     imbalance: float = Field(0.0, ge=0, le=16)
     """Zipf exponent of the experts' popularity (0: every expert gets as many tokens); which experts are hot is drawn
     from the scenario's seed, per layer."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _preset(cls, data):
-        if isinstance(data, dict) and data.get("preset") in MOE_PRESETS:
-            return {**MOE_PRESETS[data["preset"]], **data}
-        return data
+    PRESETS: ClassVar[dict[str, dict]] = MOE_PRESETS
 
 
 def _model_tag(value) -> str:
