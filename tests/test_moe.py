@@ -175,6 +175,11 @@ def _validate(tmp_path, model: dict, **training) -> subprocess.CompletedProcess:
         ({"top_k": 9}, {}, "workload.training.model.top_k: 9 is not allowed: at most experts (8)"),
         ({}, {"tp": 2}, "workload.training.model.sequence_parallel: false is not allowed with tp 2"),
         ({"imbalance": -1}, {}, "workload.training.model.imbalance"),
+        (
+            {"preset": "mixtral"},
+            {},
+            "model.preset: 'mixtral' is not allowed (allowed: gpt3-175b, llama3-70b, mixtral-8x7b)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_naming_the_key_and_exits_2(tmp_path, model, training, expected):

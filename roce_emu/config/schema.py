@@ -888,7 +888,13 @@ class GptModel(Strict):
     @model_validator(mode="before")
     @classmethod
     def _preset(cls, data):
-        if isinstance(data, dict) and data.get("preset") in cls.PRESETS:
+        """Fill in the preset's dimensions; an unknown preset is refused naming every kind's presets."""
+        if not isinstance(data, dict) or "preset" not in data or data["preset"] is None:
+            return data
+        known = {**GPT_PRESETS, **MOE_PRESETS}
+        if not isinstance(data["preset"], str) or data["preset"] not in known:
+            raise ValueError(f"{AT}preset {data['preset']!r} is not allowed (allowed: {', '.join(known)})")
+        if data["preset"] in cls.PRESETS:
             return {**cls.PRESETS[data["preset"]], **data}
         return data
 
