@@ -184,7 +184,7 @@ class Moe(Gpt):
 
     def all_to_allv(self, name: str, per_pair: list[list[int]]) -> Exchange:
         """An all-to-all over the EP group with per-pair bytes (``per_pair`` a micro-batch's, row the sender),
-        for the rank's whole batch."""
+        for the rank's whole batch; its ``nbytes`` (collectives.csv's bytes) is the largest rank's send buffer."""
         keys = {"name": MODEL, "algorithm": MODEL, "bytes": MODEL, "hosts": f"{MODEL}.ep"}
         whole = tuple(tuple(v * self.m for v in row) for row in per_pair)
         nbytes = max(sum(row) for row in whole)
