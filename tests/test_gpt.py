@@ -178,7 +178,7 @@ RAIL = {"kind": "rail_optimized", "nodes": 2, "gpus_per_node": 4}
         (gpt_doc({"device_memory_gb": 0.001}), "workload.training.model.device_memory_gb: 0.001 is too small"),
         (gpt_doc(micro_batches=2), "workload.training.micro_batches: 2 is not allowed: a gpt model sets it to 1"),
         (gpt_doc(pipeline_bytes=5), "workload.training.pipeline_bytes: 5 is not allowed: a gpt model sets it to "),
-        (gpt_doc({"kind": "moe"}), "workload.training.model.kind: 'moe' is not allowed"),
+        (gpt_doc({"kind": "mamba"}), "workload.training.model.kind: 'mamba' is not allowed"),
         (gpt_doc({"hiden": 8}), "model.hiden: unknown key 'hiden' (did you mean 'hidden'?) (allowed: kind, preset,"),
     ],
 )

@@ -40,6 +40,22 @@ SHAPES = {
         ["workload.training.model.sequence_parallel=true", "workload.training.model.optimizer.zero=1"],
     ),
     "gpt_tp_dp_pp": (str(SCEN / "training_gpt_rail.yaml"), ["workload.training.placement=tp_dp_pp"]),
+    "moe_tp_edp_zero1": (
+        str(SCEN / "training_moe_rail.yaml"),
+        [
+            "workload.training.tp=2",
+            "workload.training.dp=8",
+            "workload.training.model.sequence_parallel=true",
+            "workload.training.model.ep=4",
+            "workload.training.model.global_batch=16",
+            "workload.training.model.capacity_factor=1.25",
+            "workload.training.model.optimizer.zero=1",
+        ],
+    ),
+    "moe_pp_micro_batches": (
+        str(SCEN / "training_moe_rail.yaml"),
+        ["workload.training.pp=2", "workload.training.dp=8", "workload.training.model.ep=8"],
+    ),
     "tree_channels": (RESNET, ["workload.training.dp_algorithm=tree", "workload.training.channels=2"]),
     "ring_chunks_channels": (RESNET, ["workload.training.chunks=2", "workload.training.channels=3"]),
     "in_network_channels": {

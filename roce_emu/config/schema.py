@@ -883,26 +883,85 @@ class GptModel(Strict):
     """GPU memory; if given, a split whose weights, gradients, optimizer state and activations do not fit is
     refused."""
 
+    PRESETS: ClassVar[dict[str, dict]] = GPT_PRESETS  #: the dimensions ``preset`` names
+
     @model_validator(mode="before")
     @classmethod
     def _preset(cls, data):
-        if isinstance(data, dict) and data.get("preset") in GPT_PRESETS:
-            return {**GPT_PRESETS[data["preset"]], **data}
+        """Fill in the preset's dimensions; an unknown preset is refused naming every kind's presets."""
+        if not isinstance(data, dict) or "preset" not in data or data["preset"] is None:
+            return data
+        known = {**GPT_PRESETS, **MOE_PRESETS}
+        if not isinstance(data["preset"], str) or data["preset"] not in known:
+            raise ValueError(f"{AT}preset {data['preset']!r} is not allowed (allowed: {', '.join(known)})")
+        if data["preset"] in cls.PRESETS:
+            return {**cls.PRESETS[data["preset"]], **data}
         return data
 
 
+#: published dimensions of ``model: {preset: ...}`` for kind moe (docs/model.md §8.6): Mixtral 8x7B, Jiang et al. 2024,
+#: Table 1 (its context is 32768 tokens; the preset trains on sequences of 4096)
+MOE_PRESETS: dict[str, dict] = {
+    "mixtral-8x7b": {
+        "architecture": "llama",
+        "layers": 32,
+        "hidden": 4096,
+        "heads": 32,
+        "kv_heads": 8,
+        "ffn_hidden": 14336,
+        "seq_len": 4096,
+        "vocab": 32000,
+        "experts": 8,
+        "top_k": 2,
+    },
+}
+
+
+class MoeModel(GptModel):
+    """A GPT whose MLPs are mixtures of experts (workload/moe.py, docs/model.md §8.6): each layer's tokens go to their
+    top_k of ``experts`` expert MLPs, sharded over ``ep`` ranks, by an all-to-all dispatch and an all-to-all combine,
+    forward and backward. ``preset`` fills in a published model's dimensions; any key given beside it wins."""
+
+    kind: Literal["moe"] = "moe"  # type: ignore[assignment]
+    """The model kind (implied by preset)."""
+    preset: Optional[Literal["mixtral-8x7b"]] = None  # type: ignore[assignment]
+    """A published model's dimensions: mixtral-8x7b (Jiang et al. 2024; seq_len 4096)."""
+    architecture: Literal["gpt", "llama"] = "llama"
+    """The dense part and each expert's MLP: llama (SwiGLU experts, RMSNorm, no biases, as Mixtral) or gpt."""
+    experts: int = Field(8, ge=1, le=4096)
+    """Experts in each layer's MoE block."""
+    top_k: int = Field(2, ge=1, le=4096)
+    """Experts each token goes to."""
+    ep: int = Field(1, ge=1, le=4096)
+    """Expert-parallel size: each layer's experts are sharded over ep ranks of a stage (drawn from its tp x dp ranks,
+    tp fastest), which exchange tokens by all-to-all; it must divide tp x dp, and experts must be a multiple."""
+    capacity_factor: Optional[float] = Field(None, gt=0, le=1024)
+    """Each expert takes at most capacity_factor x tokens x top_k / experts of a rank's tokens per micro-batch (GShard's
+    capacity); the rest are dropped; null: no drops (dropless)."""
+    imbalance: float = Field(0.0, ge=0, le=16)
+    """Zipf exponent of the experts' popularity (0: every expert gets as many tokens); which experts are hot is drawn
+    from the scenario's seed, per layer."""
+    PRESETS: ClassVar[dict[str, dict]] = MOE_PRESETS
+
+
 def _model_tag(value) -> str:
-    """The union member a ``model`` mapping is: gpt when it gives kind or preset, else a built-in name."""
+    """The union member a ``model`` mapping is: moe when its kind or preset is one, gpt when it gives kind or preset,
+    else a built-in name."""
     if isinstance(value, dict):
+        if value.get("kind") == "moe" or value.get("preset") in MOE_PRESETS:
+            return "moe"
         return "gpt" if "kind" in value or "preset" in value else "builtin"
+    if isinstance(value, MoeModel):
+        return "moe"
     return "gpt" if isinstance(value, GptModel) else "builtin"
 
 
 #: the model of workload.training: a built-in one by ``name``, or a model ``kind``
 AnyModel = Annotated[
-    Union[Annotated[Model, Tag("builtin")], Annotated[GptModel, Tag("gpt")]], Discriminator(_model_tag)
+    Union[Annotated[Model, Tag("builtin")], Annotated[GptModel, Tag("gpt")], Annotated[MoeModel, Tag("moe")]],
+    Discriminator(_model_tag),
 ]
-MODEL_TAGS = ("builtin", "gpt")
+MODEL_TAGS = ("builtin", "gpt", "moe")
 
 
 class Training(Strict):
@@ -913,7 +972,7 @@ class Training(Strict):
     ranks, tp x pp x dp, run on every host of the topology, or on the ones ``hosts`` lists."""
 
     model: Optional[AnyModel] = None
-    """A model (give model or layers): a built-in one by ``name``, or a model ``kind`` (gpt) or ``preset``."""
+    """A model (give model or layers): a built-in one by ``name``, or a model ``kind`` (gpt, moe) or ``preset``."""
     layers: list[Layer] = []
     """Explicit layers, in forward order (give model or layers)."""
     tp: int = Field(1, ge=1, le=4096)

@@ -169,7 +169,7 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
     if training is not None:
         hosts = _hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
         node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
-        items.extend(training_items(training, hosts, H, source, node_size))
+        items.extend(training_items(training, hosts, H, source, node_size, scenario.seed))
     return items
 
 
@@ -264,6 +264,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                         group=g,
                         scheduler=item.scheduler,
                         channels=item.channels,
+                        pair_bytes=item.pair_bytes,
                     )
                     expand(
                         b,

@@ -24,7 +24,9 @@ instance of the algorithm on its own flows (queue pairs); even channels take the
 order given, odd channels in reverse order (a ring then runs the other way round).
 
 For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
-at step s rank i sends to rank i + s, after its previous exchange completed.
+at step s rank i sends to rank i + s, after its previous exchange completed. An all-to-all
+with ``pair_bytes`` (all_to_allv: rank i sends rank j pair_bytes[i][j], as a MoE layer's token
+dispatch does with uneven expert loads) runs directly, in one chunk and channel.
 """
 
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ class Collective:
     dim_rates: tuple = ()  # hierarchical: each dimension's link rate (b/s), for its utilisation
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
     channels: int = 1  # shares of nbytes run at once, each its own instance of the algorithm
+    pair_bytes: list | None = None  # all_to_allv: [i][j] bytes from ranks[i] to ranks[j]; None: nbytes evenly
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -333,6 +336,11 @@ def _direct(x: _Expansion, kind, ranks, size, starts, prev):
 
 
 def _a2a_direct(x: _Expansion, ranks, size, starts, prev):
+    """Every rank sends each other rank its segment at once: an even share of ``size``, or with per-pair bytes
+    (all_to_allv, one chunk and channel) pair_bytes[i][j]."""
+    v = x.c.pair_bytes
+    if v is not None:
+        return _all_pairs(x, ranks, lambda i, j: v[i][j], starts, prev, "a2a")
     seg = split(size, len(ranks))
     return _all_pairs(x, ranks, lambda i, j: seg[j], starts, prev, "a2a")
 

@@ -44,15 +44,24 @@ def ffn_hidden(model: GptModel) -> int:
     return model.ffn_hidden if model.ffn_hidden is not None else 4 * model.hidden
 
 
+def norm_params(model: GptModel) -> int:
+    """A norm's parameters: LayerNorm's scale and bias (gpt), RMSNorm's scale (llama)."""
+    return 2 * model.hidden if model.architecture == "gpt" else model.hidden
+
+
+def mlp_params(model: GptModel) -> int:
+    """One MLP's parameters, without its norm: GELU's two matrices and biases (gpt), SwiGLU's three matrices
+    (llama). A mixture of experts (moe.py) has one per expert."""
+    h, f = model.hidden, ffn_hidden(model)
+    return 2 * h * f + f + h if model.architecture == "gpt" else 3 * h * f
+
+
 def layer_params(model: GptModel) -> tuple[int, int]:
     """One transformer layer's parameters: (attention with its norm, MLP with its norm)."""
-    h, f = model.hidden, ffn_hidden(model)
+    h = model.hidden
     kv = (model.kv_heads or model.heads) * (h // model.heads)  # width of K and of V
-    gpt = model.architecture == "gpt"
-    norm = 2 * h if gpt else h  # LayerNorm: scale and bias; RMSNorm: scale
-    attention = 2 * h * h + 2 * h * kv + ((2 * h + 2 * kv) if gpt else 0)  # Q, O; K, V; biases
-    mlp = 2 * h * f + f + h if gpt else 3 * h * f  # GELU: two matrices and biases; SwiGLU: three
-    return attention + norm, mlp + norm
+    attention = 2 * h * h + 2 * h * kv + ((2 * h + 2 * kv) if model.architecture == "gpt" else 0)  # Q, O; K, V; biases
+    return attention + norm_params(model), mlp_params(model) + norm_params(model)
 
 
 def embedding_params(model: GptModel, tp: int) -> tuple[int, int]:

@@ -22,6 +22,8 @@ class Item:
     chunks: int = 1
     channels: int = 1  # NCCL's channels: shares of nbytes, each its own ring or tree (collectives.py)
     pairs: list = field(default_factory=list)  # send: (src, dst)
+    #: all_to_all with per-pair bytes (all_to_allv): [i][j] from a group's i-th rank to its j-th; None: nbytes evenly
+    pair_bytes: list | None = None
     #: the key the user wrote for an attribute (algorithm, scheduler, bytes, hosts) where it is
     #: not ``<key>.<attribute>``: a training's all-reduce takes its algorithm from dp_algorithm
     keys: dict = field(default_factory=dict)

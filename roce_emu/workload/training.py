@@ -43,7 +43,7 @@ nothing (stage 0's first forward) waits for its rank's previous iteration, and a
 ends once each rank's items are done.
 
 To add a model kind, give its layers' ``LayerPasses`` (passes.py) as ``layer_passes`` does for
-the built-in models and gpt.py for ``kind: gpt``: a pass may hold
+the built-in models, gpt.py for ``kind: gpt`` and moe.py for ``kind: moe``: a pass may hold
 any sequence of compute steps and collectives, each over its own group (a tensor-parallel
 pair, an expert all-to-all around the expert's compute); a new group scope goes in
 ``Placement.groups``. How a bucket's gradients are reduced is ``reduce_gradients``.
@@ -52,12 +52,13 @@ pair, an expert all-to-all around the expert's compute); a new group scope goes 
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..config.schema import GptModel, Layer, LayerComm, Training
+from ..config.schema import GptModel, Layer, LayerComm, MoeModel, Training
 from ..errors import ScenarioError
 from .items import Item
 from .models import model_layers
+from . import moe
 from .gpt import Gpt, check, micro_batches
-from .passes import KEY, Compute, Exchange, LayerPasses, Step
+from .passes import KEY, Compute, Exchange, ExpertCompute, LayerPasses, Step
 from .pipeline import Op, PipelineSchedule, stage_split
 
 
@@ -108,6 +109,7 @@ class Placement:
     pp: int
     dp: int
     order: str = "tp_pp_dp"  #: workload.training.placement
+    ep: int = 1  #: a moe model's expert-parallel size
 
     def host(self, t: int, s: int, d: int) -> int:
         return self.hosts[rank_host(t, s, d, self.tp, self.pp, self.dp, self.order)]
@@ -118,9 +120,18 @@ class Placement:
 
     def groups(self, s: int, scope: str) -> list[list[int]]:
         """Stage s's disjoint groups of one scope: ``tp``, the ranks that differ only in their
-        tensor-parallel index; ``dp``, only in their data-parallel replica."""
+        tensor-parallel index; ``dp``, only in their data-parallel replica; ``ep``, ep consecutive
+        ranks of the stage (tensor-parallel index fastest, then replica: Megatron-Core's expert
+        order with expert tensor parallelism 1); ``edp``, the ranks at the same place in each ep
+        group (they hold the same experts)."""
         if scope == "tp":
             return [[self.host(t, s, d) for t in range(self.tp)] for d in range(self.dp)]
+        if scope == "ep":
+            ranks = self.stage_hosts(s)
+            return [ranks[k : k + self.ep] for k in range(0, len(ranks), self.ep)]
+        if scope == "edp":
+            ranks = self.stage_hosts(s)
+            return [ranks[j :: self.ep] for j in range(self.ep)]
         return [[self.host(t, s, d) for d in range(self.dp)] for t in range(self.tp)]
 
     def pipe_pairs(self, s: int, to: int) -> list[tuple[int, int]]:
@@ -133,7 +144,8 @@ def placement(spec: Training, hosts: list[int], n_hosts: int, source: str) -> Pl
     fill those hosts exactly (_check_ranks)."""
     dp = spec.dp if spec.dp is not None else len(hosts) // (spec.tp * spec.pp)
     _check_ranks(spec, dp, len(hosts), n_hosts, source)
-    return Placement(hosts, spec.tp, spec.pp, dp, spec.placement)
+    ep = spec.model.ep if isinstance(spec.model, MoeModel) else 1
+    return Placement(hosts, spec.tp, spec.pp, dp, spec.placement, ep)
 
 
 @dataclass
@@ -141,21 +153,23 @@ class GradientBuckets:
     """DDP's gradient buckets on one stage: layers join the open bucket in backward order until
     it holds ``bucket_bytes``; then ``reduce(bucket, after)`` adds its reduction and returns the
     names it ends with. Unless ``concurrent``, each reduction also waits for the one before, as
-    the collectives of one process group run in order on one stream."""
+    the collectives of one process group run in order on one stream. ``grads``: the gradient bytes
+    of a layer these buckets hold (the dense ones, or a MoE layer's experts')."""
 
     bucket_bytes: int
     concurrent: bool
     reduce: Callable[[list[LayerPasses], list[str]], list[str]]
+    grads: Callable[[LayerPasses], int] = field(default=lambda layer: layer.grad_bytes)
     bucket: list[LayerPasses] = field(default_factory=list)  #: the open bucket
     stream: list[str] = field(default_factory=list)  #: the previous reduction's end
 
     def add(self, layer: LayerPasses, ready: list[str]) -> None:
         """The layer's gradients, ready after ``ready``, join the open bucket; a full bucket is
         reduced at once. A layer without weight gradients adds nothing."""
-        if not layer.grad_bytes:
+        if not self.grads(layer):
             return
         self.bucket.append(layer)
-        if sum(b.grad_bytes for b in self.bucket) >= self.bucket_bytes:
+        if sum(self.grads(b) for b in self.bucket) >= self.bucket_bytes:
             self._launch(ready)
 
     def close(self, ready: list[str]) -> None:
@@ -174,7 +188,9 @@ class TrainingBuilder:
     numbers their tasks in). ``ends`` holds, per (stage, op), the names the ops after it wait
     for: its pipeline send, or its last item."""
 
-    def __init__(self, spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None):
+    def __init__(
+        self, spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None, seed: int = 1
+    ):
         self.spec = spec
         self.ranks = placement(spec, hosts, n_hosts, source)
         if node_size is not None and not spec.tp_across_nodes:
@@ -183,7 +199,13 @@ class TrainingBuilder:
         self.zero = isinstance(model, GptModel) and model.optimizer.zero == 1
         if isinstance(model, GptModel):
             check(spec, model, self.ranks.dp, source)
-            gpt = Gpt(model, spec.tp, self.ranks.dp, micro_batches(model, self.ranks.dp, source))
+            m = micro_batches(model, self.ranks.dp, source)
+            gpt: Gpt
+            if isinstance(model, MoeModel):
+                moe.check(spec, model, self.ranks.dp, source)
+                gpt = moe.Moe(model, spec.tp, self.ranks.dp, m, seed)
+            else:
+                gpt = Gpt(model, spec.tp, self.ranks.dp, m)
             self.layers, self.m, self.pipeline_bytes = gpt.layers(), gpt.m, gpt.pipeline_bytes()
         else:
             self.layers, self.m = layer_passes(spec), spec.micro_batches
@@ -240,19 +262,19 @@ class TrainingBuilder:
         pass has computed them."""
         j = self.schedule.ops[s][k][1]
         prev = self.waits(s, k)
-        buckets = None
-        if self.schedule.is_last(s, k) and self.ranks.dp > 1:
-            buckets = GradientBuckets(
-                self.spec.bucket_bytes,
-                self.spec.concurrent_all_reduces,
-                lambda bucket, after: self.reduce_gradients(s, bucket, after),
-            )
+        reductions = []
+        if self.schedule.is_last(s, k):
+            for scope, grads in (("dp", _dense_grads), ("edp", _expert_grads)):
+                if len(self.ranks.groups(s, scope)[0]) > 1:
+                    reduce = self.gradient_reduction(s, scope)
+                    bucket = self.spec.bucket_bytes
+                    reductions.append(GradientBuckets(bucket, self.spec.concurrent_all_reduces, reduce, grads))
         for i in self.stages[s][::-1]:
             layer = self.layers[i]
             prev, computed = self.run_pass(s, layer.backward, j, prev)
-            if buckets is not None:
+            for buckets in reductions:
                 buckets.add(layer, computed)
-        if buckets is not None:
+        for buckets in reductions:
             buckets.close(computed)
         return self.pipeline_send(s, s - 1, j, prev) if s > 0 else prev
 
@@ -264,24 +286,35 @@ class TrainingBuilder:
         for step in steps:
             if isinstance(step, Compute):
                 after = computed = self.compute(s, step, j, after)
+            elif isinstance(step, ExpertCompute):
+                after = computed = self.expert_compute(s, step, j, after)
             else:
                 after = self.collective(s, step, j, after)
         return after, computed
 
-    def compute(self, s: int, step: Compute, j: int, after: list[str]) -> list[str]:
-        """The step's compute on every rank of stage s, for micro-batch j's share of the batch."""
+    def compute(self, s: int, step: Compute, j: int, after: list[str], hosts: list[int] | None = None) -> list[str]:
+        """The step's compute on every rank of stage s (or on ``hosts``), for micro-batch j's share of the batch."""
         return self.add(
             Item(
                 KEY,
                 f"{step.name}{self.tag(j)}",
                 "compute",
                 after,
-                hosts=self.ranks.stage_hosts(s),
+                hosts=self.ranks.stage_hosts(s) if hosts is None else hosts,
                 duration_ps=int(round(step.duration_ns * 1000 / self.m)),
                 keys=step.keys,
                 named=False,
             )
         )
+
+    def expert_compute(self, s: int, step: ExpertCompute, j: int, after: list[str]) -> list[str]:
+        """The experts' compute of stage s for micro-batch j: one item per place in the ep groups,
+        on the ranks at that place (``step.durations_ns`` of it); the next step waits for all."""
+        ends = []
+        for place, ns in enumerate(step.durations_ns):
+            hosts = [group[place] for group in self.ranks.groups(s, "ep")]
+            ends += self.compute(s, Compute(f"{step.name}.ep{place}", ns, step.keys), j, after, hosts)
+        return ends
 
     def collective(self, s: int, step: Exchange, j: int, after: list[str]) -> list[str]:
         """The step's collective, micro-batch j's share of its bytes, run by each of stage s's
@@ -299,6 +332,7 @@ class TrainingBuilder:
                 collective=step.kind,
                 algorithm=step.algorithm,
                 nbytes=max(1, step.nbytes // self.m),
+                pair_bytes=None if step.pair_bytes is None else [[v // self.m for v in row] for row in step.pair_bytes],
                 keys=step.keys,
                 named=False,
             )
@@ -322,27 +356,36 @@ class TrainingBuilder:
             )
         )
 
-    def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str]) -> list[str]:
-        """One bucket's gradients, reduced over stage s's data-parallel groups: an all-reduce of
-        the bucket's bytes, or with ZeRO-1 (a gpt model's optimizer.zero) a reduce-scatter of them
-        and then an all-gather of the updated parameters (as many bytes in fp16), named after the
-        bucket's first and last layer, with the spec's dp_algorithm, scheduler, chunks and channels. Returns
-        the names the next bucket's reduction waits for."""
+    def gradient_reduction(self, s: int, scope: str) -> Callable[[list[LayerPasses], list[str]], list[str]]:
+        """How stage s reduces a bucket of gradients over its groups of ``scope``: dp, the dense
+        gradients; edp, a MoE model's experts'."""
+        return lambda bucket, after: self.reduce_gradients(s, bucket, after, scope)
+
+    def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str], scope: str = "dp") -> list[str]:
+        """One bucket's gradients, reduced over stage s's data-parallel groups (``scope`` dp), or
+        over its expert-data-parallel groups (edp, a MoE model's experts' gradients, named
+        ``expert_``...): an all-reduce of the bucket's bytes, or with ZeRO-1 (a gpt model's
+        optimizer.zero) a reduce-scatter of them and then an all-gather of the updated parameters
+        (as many bytes in fp16), named after the bucket's first and last layer, with the spec's
+        dp_algorithm, scheduler, chunks and channels. Returns the names the next bucket's
+        reduction waits for."""
         name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
         zero = [("grad_rs", "reduce_scatter"), ("param_ag", "all_gather")]
         steps = zero if self.zero else [("grad_ar", "all_reduce")]
+        grads = _dense_grads if scope == "dp" else _expert_grads
+        tag = "" if scope == "dp" else "expert_"
         for prefix, kind in steps:
             after = self.add(
                 Item(
                     KEY,
-                    f"{prefix}.{name}",
+                    f"{tag}{prefix}.{name}",
                     "collective",
                     after,
-                    groups=self.ranks.groups(s, "dp"),
+                    groups=self.ranks.groups(s, scope),
                     collective=kind,
                     algorithm=self.spec.dp_algorithm,
                     scheduler=self.spec.scheduler,
-                    nbytes=sum(layer.grad_bytes for layer in bucket),
+                    nbytes=sum(grads(layer) for layer in bucket),
                     chunks=self.spec.chunks,
                     channels=self.spec.channels,
                     keys={"algorithm": f"{KEY}.dp_algorithm", "hosts": f"{KEY}.dp", "bytes": f"{KEY}.chunks"},
@@ -353,12 +396,21 @@ class TrainingBuilder:
 
 
 def training_items(
-    spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None
+    spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None, seed: int = 1
 ) -> list[Item]:
     """The iteration's items, rank r on ``hosts[r]`` (the checked ``workload.training.hosts``, or
     every host of the fabric's ``n_hosts``). ``node_size``: the GPUs per server of a
-    rail_optimized fabric, whose tensor-parallel groups must stay within a server."""
-    return TrainingBuilder(spec, hosts, n_hosts, source, node_size).build()
+    rail_optimized fabric, whose tensor-parallel groups must stay within a server. ``seed``: the
+    scenario's (which experts of a moe model are hot)."""
+    return TrainingBuilder(spec, hosts, n_hosts, source, node_size, seed).build()
+
+
+def _dense_grads(layer: LayerPasses) -> int:
+    return layer.grad_bytes
+
+
+def _expert_grads(layer: LayerPasses) -> int:
+    return layer.expert_grad_bytes
 
 
 def _check_tp_in_nodes(ranks: Placement, node_size: int, source: str) -> None:
