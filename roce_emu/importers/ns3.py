@@ -285,11 +285,11 @@ class _Config:
         self.used.add(key)
         return self.keys[key]
 
-    def value(self, key: str, default: str | None = None) -> str | None:
-        """A key's first value, marked as read; ``default`` when the configuration lacks it."""
+    def value(self, key: str) -> str | None:
+        """A key's first value, marked as read; None when the configuration lacks it."""
         entry = self.entry(key)
         if entry is None:
-            return default
+            return None
         line, values = entry
         if not values:
             raise ScenarioError(self.source, key, f"line {line}: the key has no value")
@@ -355,7 +355,7 @@ def _workload(flow_path: Path, topo: Ns3Topology, topo_path: Path) -> tuple[dict
 def _congestion_control(cfg: _Config) -> tuple[dict, list[str]]:
     """``network.cc``: CC_MODE's algorithm and its parameters, and a note per parameter of
     another algorithm the configuration sets."""
-    code = _int(cfg.value("CC_MODE", "1"), cfg.source, "CC_MODE", "the congestion-control mode")
+    code = _int(cfg.value("CC_MODE") or "1", cfg.source, "CC_MODE", "the congestion-control mode")
     if code not in CC_MODES:
         raise ScenarioError(
             cfg.source,
@@ -403,7 +403,7 @@ def _ecn(cfg: _Config, topo: Ns3Topology) -> dict:
 
 def _sim(cfg: _Config) -> dict:
     """``sim.max_time_ns`` from SIMULATOR_STOP_TIME (the simulator's default 3.01 s; its flows start at 2 s)."""
-    stop = cfg.value("SIMULATOR_STOP_TIME", "3.01")
+    stop = cfg.value("SIMULATOR_STOP_TIME") or "3.01"
     return {"max_time_ns": _float(stop, cfg.source, "SIMULATOR_STOP_TIME") * 1e9}
 
 
