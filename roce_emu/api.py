@@ -5,15 +5,18 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
+
 from . import design
 from . import parallel
 from .config.cc_params import params_from_engine
 from .config import load_scenario
 from .config.load import validate_document
-from .config.schema import GptModel, Scenario
+from .config.schema import GptModel, MultiDim, Scenario
 from .errors import ScenarioError
 from .core.state import World
 from .fabric.topology import Fabric
+from .importers.scenario_file import write_scenario
 from .results.iteration import (
     TASK_COLUMNS,
     TIMELINE_COLUMNS,
@@ -257,6 +260,16 @@ class DesignChoice:
     chosen: Candidate
     why: str
 
+    def report(self, scale: float, unit: str) -> list[str]:
+        """The candidates' packet-level times (those run, with --verify) in ``unit`` (seconds
+        times ``scale``), then which one was written and why."""
+        lines = [
+            f"packet level, {c.label}: {c.measured_s * scale:.3f} {unit} (predicted {c.predicted_s * scale:.3f} {unit})"
+            for c in self.candidates
+            if c.measured_s is not None
+        ]
+        return lines + [f"written: {self.why}"]
+
 
 def packet_level_s(doc: dict, source: str) -> float:
     """Run a scenario document in memory (written nowhere): its first iteration's time, else
@@ -315,6 +328,23 @@ class ParallelDesign:
             f"written: {self.choice.why}",
         ]
 
+    def report(self, top: int) -> list[str]:
+        """What ``roce-emu design --parallel`` prints: how many splits fit, the ``top`` fastest
+        predicted as a Markdown table, and the choice."""
+        first = self.fitting[0]
+        lines = [
+            f"{len(self.fitting)} of {self.searched} splits fit in {self.device_memory_gb:g} GiB per NPU "
+            f"(global batch {first.batch_per_rank * first.dp}); the fastest predicted:",
+            "| rank | tp | pp | dp | micro-batches | batch per replica | memory GiB | predicted ms |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
+            f"{s.memory_bytes / parallel.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
+            for i, s in enumerate(self.fitting[:top], 1)
+        ]
+        return lines + self.choice.report(1e3, "ms")
+
 
 def split_label(rank: int, s: parallel.Strategy) -> str:
     return f"rank {rank} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches)"
@@ -364,8 +394,8 @@ class RatesDesign:
 
     scenario: Scenario
     best: design.Design
-    bits: object  #: a_d, the bits per NPU on each dimension (numpy array)
-    equal_gbps: object  #: the equal split's rates (numpy array)
+    bits: np.ndarray  #: a_d, the bits per NPU on each dimension
+    equal_gbps: np.ndarray  #: the equal split's rates
     choice: DesignChoice
     dest: Path  #: where the chosen scenario goes
     budget: str  #: the budget as the output names it, "800 Gb/s" or "cost budget 3000"
@@ -378,6 +408,34 @@ class RatesDesign:
             f"{designed.predicted_s * 1e6:.3f} us (equal split {equal.predicted_s * 1e6:.3f} us)",
             f"written: {self.choice.why}",
         ]
+
+    def report(self) -> list[str]:
+        """What ``roce-emu design`` prints: the rates per dimension as a Markdown table, the
+        model's times, and the choice."""
+        designed, equal = self.choice.candidates
+        lines = [
+            "| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        topo = self.scenario.topology
+        assert isinstance(topo, MultiDim)  # design.design refuses any other kind
+        rows = zip(topo.dims, self.best.rates_gbps, self.equal_gbps, self.bits)
+        lines += [
+            f"| {i} | {dim.kind} | {dim.size} | {design.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
+            f"{eq:.3f} | {bits:.4g} |"
+            for i, (dim, rate, eq, bits) in enumerate(rows)
+        ]
+        lines.append(
+            f"model time ({self.best.overlap}): designed {designed.predicted_s * 1e6:.3f} us, equal split "
+            f"{equal.predicted_s * 1e6:.3f} us"
+        )
+        return lines + self.choice.report(1e6, "us")
+
+
+def write_design(d: "RatesDesign | ParallelDesign", source: str, overwrite: bool = False) -> Path:
+    """Write a design's chosen scenario to its ``dest``, headed "Written by roce-emu from SOURCE"
+    and the design's ``about`` lines (importers/scenario_file.py)."""
+    return write_scenario(d.choice.chosen.doc, d.dest, [source], [], overwrite, d.about())
 
 
 def design_rates(

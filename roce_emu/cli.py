@@ -2,7 +2,6 @@
 
 Thin: parse, call the API, report."""
 
-import shutil
 import signal
 import sys
 from pathlib import Path
@@ -38,6 +37,11 @@ def out_option(help_text: str):
     """``--out``/``-o``: where a command writes; checked before anything is built
     (results/destination.py)."""
     return click.option("--out", "-o", type=click.Path(path_type=Path), default=None, help=help_text)
+
+
+def progress_option(help_text: str):
+    """``--progress/--no-progress``: a progress bar, by default only on a terminal."""
+    return click.option("--progress/--no-progress", default=None, help=help_text)
 
 
 overwrite_option = click.option(
@@ -82,6 +86,16 @@ def _echo_notes(notes, warnings=()) -> None:
         click.echo(f"warning: {warning}", err=True)
 
 
+def _echo_written(path: Path) -> None:
+    """Where a scenario was written, and how to run it."""
+    click.echo(f"{path}  (run it: roce-emu run {path})", err=True)
+
+
+def _echo_lines(lines) -> None:
+    for line in lines:
+        click.echo(line)
+
+
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="roce-emu")
 def main():
@@ -103,7 +117,7 @@ def main():
 @click.argument("scenario")
 @set_option
 @out_option("Run directory to write (default: output.dir, else runs/<scenario name>).")
-@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: only on a terminal).")
+@progress_option("Progress bar on stderr (default: only on a terminal).")
 @click.option(
     "--slice-events",
     type=click.IntRange(min=1),
@@ -138,6 +152,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     try:
         from . import api
         from .config import load_scenario
+        from .results.console import run_line
         from .results.destination import check_directory
 
         try:
@@ -164,21 +179,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
         sys.exit(1)
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
-    iterations = ""
-    if s.get("iteration_ns"):  # the mean, then each iteration in its unit (min .. max beyond eight)
-        times, mean = s["iteration_ns"], s["mean_iteration_ns"]
-        unit, scale = ("ms", 1e6) if mean >= 1e6 else ("us", 1e3)
-        each = [f"{t / scale:.3f}" for t in (times if len(times) <= 8 else (min(times), max(times)))]
-        iterations = f"iteration {mean / scale:.3f} {unit} ({(', ' if len(times) <= 8 else ' .. ').join(each)}), "
-    elif "iterations_finished" in s:
-        iterations = f"{s['iterations_finished']} iterations finished, "
-    click.echo(
-        f"{s['scenario']}: {iterations}{s['flows_finished']}/{s['flows']} flows finished, last at "
-        f"{_fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
-        f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "
-        f"-> {result.out}",
-        err=True,
-    )
+    click.echo(run_line(s, result.out), err=True)
 
 
 @main.command()
@@ -288,7 +289,7 @@ def validate(scenario, overrides, print_normalized):
     help="Run the points on this dask.distributed scheduler (tcp://host:port) instead.",
 )
 @out_option("Sweep directory: new, empty or an earlier sweep's (default: sweeps/<scenario name>).")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: only on a terminal).")
+@progress_option("Progress bar (default: only on a terminal).")
 def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, progress):
     """Run a scenario over a grid of overrides and seeds; resumable; results.csv for pandas.
 
@@ -305,17 +306,11 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
       roce-emu sweep scenarios/fat_tree_permutation.yaml --grid topology.k=4,8 --repeat 3 -j 2
       roce-emu sweep benchmarks/cc_ablation.yaml --scheduler tcp://10.0.0.5:8786 --out sweeps/ablation
     """
-    from .sweep import SweepSpec, load_sweep_file, parse_grid, run_sweep
+    from .sweep import run_sweep, sweep_spec
 
     try:
-        path = Path(sweep_or_scenario)
-        if grid or not _is_sweep_file(path):
-            spec = SweepSpec(path, parse_grid(grid), repeat or 1, tuple(overrides))
-        else:
-            spec = load_sweep_file(path)
-            spec.fixed = spec.fixed + tuple(overrides)
-            spec.repeat = repeat or spec.repeat
-        target = out or Path("sweeps") / path.stem
+        spec = sweep_spec(sweep_or_scenario, grid, overrides, repeat)
+        target = out or Path("sweeps") / Path(sweep_or_scenario).stem
         _stop_on_sigterm()
         ran, total, results = run_sweep(spec, target, jobs=jobs, scheduler=scheduler, progress=progress)
     except ScenarioError as err:
@@ -324,14 +319,6 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
         click.echo("interrupted: finished points are kept; run the same command to resume", err=True)
         sys.exit(143 if isinstance(err, Terminated) else 130)
     click.echo(f"sweep: {ran} points run, {total - ran} already done -> {results}", err=True)
-
-
-def _is_sweep_file(path: Path) -> bool:
-    """A sweep file has a top-level 'grid' or 'scenario' key; a scenario file has neither."""
-    from .config.load import read_document
-
-    doc = read_document(path)
-    return "grid" in doc or "scenario" in doc
 
 
 @main.command()
@@ -374,13 +361,7 @@ def plot(directory, out):
 @main.command()
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--differing", is_flag=True, help="Only the summary keys whose values are not the same in all runs.")
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Also draw the iteration time (else the last finish) per run to DIR/compare.pdf and .png.",
-)
+@out_option("Also draw the iteration time (else the last finish) per run to DIR/compare.pdf and .png.")
 def compare(runs, differing, out):
     """Compare run directories side by side (Markdown tables on stdout): every summary.json
     key, the iteration times and each collective's mean time (collectives.csv), where the runs
@@ -392,7 +373,7 @@ def compare(runs, differing, out):
       roce-emu compare runs/resnet_dcqcn runs/resnet_hpcc runs/resnet_none
       roce-emu compare runs/a runs/b --differing --out figures/
     """
-    from .results.compare import compare as compare_runs, load_runs
+    from .results.compare import compare as compare_runs
 
     try:
         text = compare_runs(runs, differing)
@@ -400,10 +381,9 @@ def compare(runs, differing, out):
         _fail_input(err)
     click.echo(text)
     if out is not None:
-        from .results.figures import compare_figure, save
+        from .results.figures import save_compare_figure
 
-        loaded = load_runs(runs)
-        paths = save(compare_figure([r.label for r in loaded], [r.summary for r in loaded]), out, "compare")
+        paths = save_compare_figure(runs, out)
         click.echo(f"figure -> {paths[0]}, {paths[1].name}", err=True)
 
 
@@ -445,19 +425,16 @@ def examples(name, dest, overwrite):
       roce-emu examples incast && roce-emu run incast.yaml
       roce-emu examples training_resnet50 --to my_study/
     """
-    from .examples import copy_example, describe, example_names
+    from .examples import copy_example, listing
 
     try:
         if name is None:
-            names = example_names()
-            width = max(map(len, names))
-            for n in names:
-                click.echo(f"{n:<{width}}  {describe(n)}")
+            _echo_lines(listing())
             return
         target = copy_example(name, dest, overwrite)
     except ScenarioError as err:
         _fail_input(err)
-    click.echo(f"{target}  (run it: roce-emu run {target})", err=True)
+    _echo_written(target)
 
 
 @main.command("design")
@@ -543,78 +520,24 @@ def design_command(
       roce-emu design scenarios/allreduce_multi_dim.yaml --cost 1,4 --cost-budget 3000 -o cheap.yaml
       roce-emu design scenarios/training_transformer.yaml --parallel --device-memory-gb 16 --verify
     """
+    from . import api
+    from .design import parse_costs
+
     try:
         _check_out_file(out, overwrite)
-    except ScenarioError as err:
-        _fail_input(err)
-    if parallel:
-        _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite)
-        return
-    from . import api
-    from .design import links_per_npu
-    from .importers.scenario_file import write_scenario
-
-    try:
-        cost_list = None
-        if costs is not None:
-            try:
-                cost_list = [float(c) for c in costs.split(",")]
-            except ValueError:
-                raise ScenarioError("--cost", costs, "expected numbers separated by commas, e.g. 1,4") from None
-        d = api.design_rates(scenario, overrides, budget_gbps, overlap, cost_list, cost_budget, verify, out, overwrite)
-        write_scenario(d.choice.chosen.doc, d.dest, [scenario], [], overwrite, d.about())
-    except ScenarioError as err:
-        _fail_input(err)
-    designed, equal = d.choice.candidates
-    click.echo("| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |")
-    click.echo("|---|---|---|---|---|---|---|")
-    for i, (dim, rate, eq, bits) in enumerate(zip(d.scenario.topology.dims, d.best.rates_gbps, d.equal_gbps, d.bits)):
-        click.echo(
-            f"| {i} | {dim.kind} | {dim.size} | {links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
-            f"{eq:.3f} | {bits:.4g} |"
-        )
-    click.echo(
-        f"model time ({overlap}): designed {designed.predicted_s * 1e6:.3f} us, equal split "
-        f"{equal.predicted_s * 1e6:.3f} us"
-    )
-    _echo_choice(d.choice, d.dest, 1e6, "us")
-
-
-def _design_parallel(scenario, overrides, device_memory_gb, top, verify, verify_top, out, overwrite):
-    from . import api
-    from .importers.scenario_file import write_scenario
-    from .parallel import GIB
-
-    try:
-        d = api.design_parallel(scenario, overrides, device_memory_gb, verify_top if verify else 0, out, overwrite)
-        write_scenario(d.choice.chosen.doc, d.dest, [scenario], [], overwrite, d.about())
-    except ScenarioError as err:
-        _fail_input(err)
-    first = d.fitting[0]
-    click.echo(
-        f"{len(d.fitting)} of {d.searched} splits fit in {device_memory_gb:g} GiB per NPU "
-        f"(global batch {first.batch_per_rank * first.dp}); the fastest predicted:"
-    )
-    click.echo("| rank | tp | pp | dp | micro-batches | batch per replica | memory GiB | predicted ms |")
-    click.echo("|---|---|---|---|---|---|---|---|")
-    for i, s in enumerate(d.fitting[:top], 1):
-        click.echo(
-            f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
-            f"{s.memory_bytes / GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
-        )
-    _echo_choice(d.choice, d.dest, 1e3, "ms")
-
-
-def _echo_choice(choice, dest: Path, scale: float, unit: str) -> None:
-    """The packet-level times of a design's candidates (with --verify), which one was written and why."""
-    for c in choice.candidates:
-        if c.measured_s is not None:
-            click.echo(
-                f"packet level, {c.label}: {c.measured_s * scale:.3f} {unit} "
-                f"(predicted {c.predicted_s * scale:.3f} {unit})"
+        if parallel:
+            d: api.ParallelDesign | api.RatesDesign = api.design_parallel(
+                scenario, overrides, device_memory_gb, verify_top if verify else 0, out, overwrite
             )
-    click.echo(f"written: {choice.why}")
-    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+        else:
+            d = api.design_rates(
+                scenario, overrides, budget_gbps, overlap, parse_costs(costs), cost_budget, verify, out, overwrite
+            )
+        api.write_design(d, scenario, overwrite)
+    except ScenarioError as err:
+        _fail_input(err)
+    _echo_lines(d.report(top) if isinstance(d, api.ParallelDesign) else d.report())
+    _echo_written(d.dest)
 
 
 @main.group("import")
@@ -658,18 +581,17 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
       roce-emu import astra-sim Ring_8.yml --bytes 1000000
     """
     from .importers import astra_sim
-    from .importers.scenario_file import write_scenario
+    from .importers.scenario_file import write_imported
 
     try:
         _check_out_file(out, overwrite)
         doc, notes = astra_sim.scenario(network, system, nbytes)
-        dest = out if out is not None else Path(f"{doc['name']}.yaml")
         sources = [str(network)] + ([str(system)] if system is not None else [])
-        write_scenario(doc, dest, sources, notes, overwrite)
+        dest = write_imported(doc, out, sources, notes, overwrite)
     except ScenarioError as err:
         _fail_input(err)
     _echo_notes(notes)
-    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+    _echo_written(dest)
 
 
 @import_group.command("ns3")
@@ -701,17 +623,16 @@ def import_ns3(config, topology, flows, out, overwrite):
       roce-emu import ns3 config.txt --topology fat.txt --flows flow.txt -o fat.yaml
     """
     from .importers import ns3
-    from .importers.scenario_file import write_scenario
+    from .importers.scenario_file import write_imported
 
     try:
         _check_out_file(out, overwrite)
         doc, notes, sources = ns3.scenario(config, topology, flows)
-        dest = out if out is not None else Path(f"{doc['name']}.yaml")
-        write_scenario(doc, dest, sources, notes, overwrite)
+        dest = write_imported(doc, out, sources, notes, overwrite)
     except ScenarioError as err:
         _fail_input(err)
     _echo_notes(notes)
-    click.echo(f"{dest}  (run it: roce-emu run {dest})", err=True)
+    _echo_written(dest)
 
 
 @main.group()
@@ -736,17 +657,9 @@ def cache_info():
 def cache_clear():
     """Delete every cached compilation of roce-emu (the numba-<hash> folders of all core
     versions); nothing else in the cache folder is touched."""
-    from .core import CACHE_DIR
+    from .core import CACHE_DIR, clear_cache
 
-    removed = sorted(CACHE_DIR.parent.glob("numba-*")) if CACHE_DIR.parent.is_dir() else []
-    for folder in removed:
-        shutil.rmtree(folder, ignore_errors=True)
+    removed = clear_cache()
     click.echo(
         f"removed {len(removed)} cached engine version{'s' if len(removed) != 1 else ''} from {CACHE_DIR.parent}"
     )
-
-
-def _fmt_ns(ns) -> str:
-    if ns is None:
-        return "never"
-    return f"{ns / 1e3:.3f} us" if ns < 1e6 else f"{ns / 1e6:.3f} ms"

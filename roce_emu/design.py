@@ -29,6 +29,16 @@ import numpy as np
 from .errors import ScenarioError
 
 
+def parse_costs(text: str | None) -> list[float] | None:
+    """``--cost C0,C1,...``: the cost per Gb/s of each dimension's links (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return [float(c) for c in text.split(",")]
+    except ValueError:
+        raise ScenarioError("--cost", text, "expected numbers separated by commas, e.g. 1,4") from None
+
+
 def links_per_npu(kind: str, size: int) -> int:
     """An NPU's links in a dimension: a ring has two (one if two NPUs), a full mesh p - 1, a
     switch one."""

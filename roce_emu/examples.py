@@ -40,6 +40,13 @@ def describe(name: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 3].rstrip() + "..."
 
 
+def listing() -> list[str]:
+    """One line per shipped example: its name, padded to the longest, and its description."""
+    names = example_names()
+    width = max(map(len, names))
+    return [f"{n:<{width}}  {describe(n)}" for n in names]
+
+
 def is_shipped_example(path: Path) -> bool:
     """Whether the file's bytes are those of a shipped example (copied out and not edited)."""
     try:

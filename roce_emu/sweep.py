@@ -24,6 +24,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,28 @@ def load_sweep_file(path: Path) -> SweepSpec:
     if not isinstance(repeat, int) or repeat < 1:
         raise ScenarioError(str(path), "repeat", f"{repeat!r} is not allowed: a positive integer")
     return SweepSpec(path.parent / doc["scenario"], grid, repeat, tuple(doc.get("set") or ()))
+
+
+def is_sweep_file(path: Path) -> bool:
+    """A sweep file has a top-level 'grid' or 'scenario' key; a scenario file has neither."""
+    doc = read_document(path)
+    return "grid" in doc or "scenario" in doc
+
+
+def sweep_spec(
+    path: Path | str, grid: Sequence[str] = (), overrides: Sequence[str] = (), repeat: int | None = None
+) -> SweepSpec:
+    """The sweep ``roce-emu sweep PATH`` runs: PATH is a scenario swept over the ``--grid``
+    options (``KEY=v1,v2``), or, without them, a sweep file (load_sweep_file) or a scenario
+    run as one point. The ``--set`` ``overrides`` apply to every point, after a sweep file's
+    own; ``repeat`` (default the sweep file's, else 1) is the seeds per point."""
+    path = Path(path)
+    if grid or not is_sweep_file(path):
+        return SweepSpec(path, parse_grid(grid), repeat or 1, tuple(overrides))
+    spec = load_sweep_file(path)
+    spec.fixed = spec.fixed + tuple(overrides)
+    spec.repeat = repeat or spec.repeat
+    return spec
 
 
 def points(spec: SweepSpec) -> list[Point]:

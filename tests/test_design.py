@@ -150,3 +150,26 @@ def test_bad_design_input():
         design_of(two_dim(), budget=0)
     with pytest.raises(ScenarioError, match="1 costs for 2 dimensions"):
         design_of(two_dim(), costs=[1.0], cost_budget=10.0)
+
+
+def test_costs_are_read_as_numbers_or_refused():
+    assert design.parse_costs(None) is None
+    assert design.parse_costs("1,4.5") == [1.0, 4.5]
+    with pytest.raises(ScenarioError, match="--cost: 1,x: expected numbers separated by commas"):
+        design.parse_costs("1,x")
+
+
+def test_the_design_reports_and_writes_without_the_cli(tmp_path):
+    """api.design_rates' result prints its table (one row per dimension) and writes the scenario
+    headed as written by roce-emu, not as imported."""
+    from roce_emu import api
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(two_dim().model_dump(mode="json")))
+    d = api.design_rates(path, [], 400.0, dest=tmp_path / "d.yaml")
+    lines = d.report()
+    assert lines[0].startswith("| dimension | kind |") and len([x for x in lines if x.startswith("| ")]) == 3
+    assert lines[-2].startswith("model time (max): designed ") and lines[-1].startswith("written: designed")
+    text = api.write_design(d, str(path)).read_text()
+    assert text.startswith(f"# Written by roce-emu from {path}.\n# rates designed for 400 Gb/s per NPU")
+    assert "Imported" not in text and "Not carried over" not in text

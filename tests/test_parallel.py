@@ -187,3 +187,13 @@ def test_without_verify_the_predicted_best_is_written_and_said_so(tmp_path):
     assert p.exit_code == 0, p.output
     assert "written: rank 1 (" in p.stdout and "the fastest predicted (not run at packet level)" in p.stdout
     assert "# written: rank 1 (" in out.read_text()
+
+
+def test_the_ranking_report_lists_the_top_splits(tmp_path):
+    from roce_emu import api
+
+    d = api.design_parallel(write(tmp_path, tiny()), [], 80.0, dest=tmp_path / "p.yaml")
+    lines = d.report(2)
+    assert lines[0].startswith(f"{len(d.fitting)} of {d.searched} splits fit in 80 GiB per NPU")
+    assert len(listed("\n".join(lines))) == 2
+    assert lines[-1] == f"written: {d.choice.why}"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from roce_emu.sweep import SweepSpec, parse_grid, points, run_sweep
+from roce_emu.sweep import SweepSpec, parse_grid, points, run_sweep, sweep_spec
 
 pytestmark = pytest.mark.extensive
 
@@ -366,3 +366,17 @@ def test_resuming_clears_the_probe_files_a_killed_point_left(small, tmp_path):
     (unfinished / "summary.json").unlink()
     assert run_sweep(SweepSpec(small, grid), out, progress=False)[:2] == (1, 2)
     assert not list((out / "points").glob(".*")), "leftovers of a killed point are still there"
+
+
+def test_sweep_spec_from_a_scenario_or_a_sweep_file(tmp_path):
+    """A scenario is swept over --grid (or run as one point); a sweep file brings its own grid,
+    repeat and set, which --set extends and --repeat replaces."""
+    (tmp_path / "s.yaml").write_text(SMALL)
+    spec = sweep_spec(tmp_path / "s.yaml", GRID, ["sim.seed=3"])
+    assert spec.grid == parse_grid(GRID) and spec.repeat == 1 and spec.fixed == ("sim.seed=3",)
+    assert sweep_spec(tmp_path / "s.yaml").grid == {}
+    (tmp_path / "w.yaml").write_text("scenario: s.yaml\ngrid: {network.cc.algorithm: [none]}\nrepeat: 2\nset: [a=1]\n")
+    spec = sweep_spec(tmp_path / "w.yaml", (), ["b=2"])
+    assert spec.scenario == tmp_path / "s.yaml" and spec.grid == {"network.cc.algorithm": ["none"]}
+    assert spec.repeat == 2 and spec.fixed == ("a=1", "b=2")
+    assert sweep_spec(tmp_path / "w.yaml", repeat=5).repeat == 5

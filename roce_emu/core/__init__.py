@@ -9,6 +9,7 @@ machine code.
 
 import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -37,3 +38,12 @@ if "numba" in sys.modules:  # numba read its config already: make it read it aga
     from numba.core import config as _numba_config
 
     _numba_config.reload_config()
+
+
+def clear_cache() -> list[Path]:
+    """Delete every cached compilation of roce-emu: the numba-<hash> folders of all core
+    versions beside CACHE_DIR (nothing else in that folder); the folders removed."""
+    removed = sorted(CACHE_DIR.parent.glob("numba-*")) if CACHE_DIR.parent.is_dir() else []
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    return removed

@@ -78,6 +78,11 @@ class Ns3Topology:
                     f"error rate {err:g} on link {a}-{b}: write the "
                     f"scenario with 'roce-emu import ns3', which turns it into lossy_port faults",
                 )
+        return self.custom()
+
+    def custom(self) -> dict:
+        """The links and switches as a ``custom`` topology section (error rates left out: the
+        importer writes them as faults)."""
         return {
             "kind": "custom",
             "switches": list(self.switches),
@@ -264,59 +269,96 @@ def read_config(path: Path | str) -> tuple[dict, Path]:
     return out, path.parent
 
 
-def _input_file(config_dir: Path, name: str) -> Path:
-    """A file the configuration names (``mix/topology.txt``, relative to where the simulator ran):
-    beside the configuration, or under it as written."""
-    direct = config_dir / name
-    return direct if direct.is_file() else config_dir / Path(name).name
+class _Config:
+    """A run configuration being mapped: its keys, and which of them were read, so that every
+    key left over is named in the notes."""
+
+    def __init__(self, path: Path):
+        self.source = str(path)
+        self.keys, self.folder = read_config(path)
+        self.used: set[str] = set()
+
+    def entry(self, key: str) -> tuple[int, list[str]] | None:
+        """(line number, values) of a key, marked as read; None when the configuration lacks it."""
+        if key not in self.keys:
+            return None
+        self.used.add(key)
+        return self.keys[key]
+
+    def value(self, key: str) -> str | None:
+        """A key's first value, marked as read; None when the configuration lacks it."""
+        entry = self.entry(key)
+        if entry is None:
+            return None
+        line, values = entry
+        if not values:
+            raise ScenarioError(self.source, key, f"line {line}: the key has no value")
+        return values[0]
+
+    def input_file(self, key: str, default: str) -> Path:
+        """A file the configuration names (``mix/topology.txt``, relative to where the simulator
+        ran): beside the configuration, or under it as written."""
+        name = self.value(key) or default
+        direct = self.folder / name
+        return direct if direct.is_file() else self.folder / Path(name).name
 
 
 def scenario(
     config_path: Path | str, topology: Path | None = None, flows: Path | None = None, name: str | None = None
 ) -> tuple[dict, list[str], list[str]]:
     """A scenario document from an HPCC ns-3 run configuration (with its topology and flow
-    files), the notes of what was not carried over, and the files read."""
+    files), the notes of what was not carried over, and the files read. Each section of the
+    document comes from a function of its own, called in the order the keys are checked."""
     config_path = Path(config_path)
-    source = str(config_path)
-    cfg, folder = read_config(config_path)
-    notes = []
-    used = set()
-
-    def value(key, default=None):
-        if key not in cfg:
-            return default
-        used.add(key)
-        line, values = cfg[key]
-        if not values:
-            raise ScenarioError(source, key, f"line {line}: the key has no value")
-        return values[0]
-
-    topo_path = topology or _input_file(folder, value("TOPOLOGY_FILE") or "topology.txt")
-    flow_path = flows or _input_file(folder, value("FLOW_FILE") or "flow.txt")
+    cfg = _Config(config_path)
+    topo_path = topology or cfg.input_file("TOPOLOGY_FILE", "topology.txt")
+    flow_path = flows or cfg.input_file("FLOW_FILE", "flow.txt")
     topo = read_topology(topo_path)
-    errors = [(a, b, e) for a, b, _, _, e, _ in topo.links if e > 0]
+    workload, notes = _workload(flow_path, topo, topo_path)
+    cc, cc_notes = _congestion_control(cfg)
+    network: dict = {"profile": "hpcc_ns3", "cc": cc}  # its frame sizes, ACKs queued with data, its headroom
+    payload = cfg.value("PACKET_PAYLOAD_SIZE")
+    if payload is not None:
+        network["mtu_bytes"] = _int(payload, cfg.source, "PACKET_PAYLOAD_SIZE", "bytes")
+    switch = _buffer(cfg)
+    ecn = _ecn(cfg, topo)
+    if ecn:
+        switch["ecn"] = ecn
+    if switch:
+        network["switch"] = switch
     doc: dict = {
         "name": name or config_path.stem,
-        "topology": {
-            "kind": "custom",
-            "switches": list(topo.switches),
-            "links": [[a, b, bps_to_gbps(rate), delay] for a, b, rate, delay, _, _ in topo.links],
-        },
+        "topology": topo.custom(),
+        "workload": workload,
+        "network": network,
+        "sim": _sim(cfg),
     }
-    flow_list, flow_notes = read_flows(flow_path, topo)
-    notes += flow_notes
+    faults = _faults(cfg, topo)
+    if faults:
+        doc["faults"] = faults
+    notes += cc_notes + _not_carried_over(cfg, cc["algorithm"])
+    return doc, notes, [cfg.source, str(topo_path), str(flow_path)]
+
+
+def _workload(flow_path: Path, topo: Ns3Topology, topo_path: Path) -> tuple[dict, list[str]]:
+    """``workload.flows`` from the flow file, and the notes on both input files (lines after
+    those their first line announces)."""
+    flow_list, notes = read_flows(flow_path, topo)
     if topo.ignored_lines:
         notes.append(
             f"{topo_path}: {topo.ignored_lines} lines after the {len(topo.links)} links line 1 announces: "
             f"ignored, as the simulator does"
         )
-    doc["workload"] = {"flows": flow_list}
-    network: dict = {"profile": "hpcc_ns3"}  # its frame sizes, ACKs queued with data, its headroom
-    mode = value("CC_MODE", "1")
-    code = _int(mode, source, "CC_MODE", "the congestion-control mode")
+    return {"flows": flow_list}, notes
+
+
+def _congestion_control(cfg: _Config) -> tuple[dict, list[str]]:
+    """``network.cc``: CC_MODE's algorithm and its parameters, and a note per parameter of
+    another algorithm the configuration sets."""
+    code = _int(cfg.value("CC_MODE") or "1", cfg.source, "CC_MODE", "the congestion-control mode")
     if code not in CC_MODES:
         raise ScenarioError(
-            source,
+            cfg.source,
             "CC_MODE",
             f"{code} is not a mode roce-emu runs (allowed: 1 DCQCN, 3 HPCC, "
             f"7 TIMELY, 8 DCTCP; 10 HPCC-PINT is not modelled)",
@@ -324,56 +366,66 @@ def scenario(
     algorithm = CC_MODES[code]
     params: dict[str, object] = {"variant": "cx"} if algorithm == "dcqcn" else {}
     for key, (param, kind) in CC_KEYS[algorithm].items():
-        text = value(key)
+        text = cfg.value(key)
         if text is None:
             continue
         if kind == "rate":
-            params[param] = rate_bps(text, source, key) / 1e6
+            params[param] = rate_bps(text, cfg.source, key) / 1e6
         elif kind == "int":
-            params[param] = _int(text, source, key, param)
+            params[param] = _int(text, cfg.source, key, param)
         elif kind == "bool":
-            params[param] = _int(text, source, key, "0 or 1") != 0
+            params[param] = _int(text, cfg.source, key, "0 or 1") != 0
         else:
-            params[param] = _float(text, source, key)
-    network["cc"] = {"algorithm": algorithm, "params": params}
-    for key in sorted({k for keys in CC_KEYS.values() for k in keys} - set(CC_KEYS[algorithm])):
-        if value(key) is not None:
-            notes.append(f"{key}: not used by {algorithm} (CC_MODE {code})")
-    payload = value("PACKET_PAYLOAD_SIZE")
-    if payload is not None:
-        network["mtu_bytes"] = _int(payload, source, "PACKET_PAYLOAD_SIZE", "bytes")
-    switch: dict = {}
-    if value("BUFFER_SIZE") is not None:
-        switch["buffer_bytes"] = _int(value("BUFFER_SIZE"), source, "BUFFER_SIZE", "MB") * 1024 * 1024
-    qcn = value("ENABLE_QCN")
+            params[param] = _float(text, cfg.source, key)
+    notes = [
+        f"{key}: not used by {algorithm} (CC_MODE {code})"
+        for key in sorted({k for keys in CC_KEYS.values() for k in keys} - set(CC_KEYS[algorithm]))
+        if cfg.value(key) is not None
+    ]
+    return {"algorithm": algorithm, "params": params}, notes
+
+
+def _buffer(cfg: _Config) -> dict:
+    """``network.switch.buffer_bytes`` from BUFFER_SIZE (MB of 2^20 bytes), if set."""
+    size = cfg.value("BUFFER_SIZE")
+    return {} if size is None else {"buffer_bytes": _int(size, cfg.source, "BUFFER_SIZE", "MB") * 1024 * 1024}
+
+
+def _ecn(cfg: _Config, topo: Ns3Topology) -> dict:
+    """``network.switch.ecn``: ENABLE_QCN and the ECN maps."""
     ecn: dict = {}
+    qcn = cfg.value("ENABLE_QCN")
     if qcn is not None:
-        ecn["enabled"] = _int(qcn, source, "ENABLE_QCN", "0 or 1") != 0
-    ecn.update(_ecn_maps(cfg, used, source, topo))
-    if ecn:
-        switch["ecn"] = ecn
-    if switch:
-        network["switch"] = switch
-    doc["network"] = network
-    stop = value("SIMULATOR_STOP_TIME", "3.01")  # the simulator's default; its flows start at 2 s
-    doc["sim"] = {"max_time_ns": _float(stop, source, "SIMULATOR_STOP_TIME") * 1e9}
-    faults = _faults(cfg, used, source, topo, errors, value("ERROR_RATE_PER_LINK"))
-    if faults:
-        doc["faults"] = faults
+        ecn["enabled"] = _int(qcn, cfg.source, "ENABLE_QCN", "0 or 1") != 0
+    ecn.update(_ecn_maps(cfg, topo))
+    return ecn
+
+
+def _sim(cfg: _Config) -> dict:
+    """``sim.max_time_ns`` from SIMULATOR_STOP_TIME (the simulator's default 3.01 s; its flows start at 2 s)."""
+    stop = cfg.value("SIMULATOR_STOP_TIME") or "3.01"
+    return {"max_time_ns": _float(stop, cfg.source, "SIMULATOR_STOP_TIME") * 1e9}
+
+
+def _not_carried_over(cfg: _Config, algorithm: str) -> list[str]:
+    """The notes on the keys roce-emu models with one value only (when set otherwise), those it
+    has no equivalent for, and those the simulator does not know; read last, after every
+    mapped key."""
+    notes = []
     windowed = algorithm in ("hpcc", "dctcp")
     shape = "windowed" if windowed else "rate-based, without a window"
     fixed = {**FIXED, "HAS_WIN": ("1" if windowed else "0", f"roce-emu's {algorithm} is {shape}")}
     for key, (want, why) in fixed.items():
-        got = value(key)
+        got = cfg.value(key)
         if got is not None and got != want:
             notes.append(f"{key} {got}: not modelled ({why}, as with {want})")
     for key, why in NOT_MODELLED.items():
-        if value(key) is not None:
+        if cfg.value(key) is not None:
             notes.append(f"{key}: {why}")
-    for key in cfg:
-        if key not in used:
+    for key in cfg.keys:
+        if key not in cfg.used:
             notes.append(f"{key}: not a key of the HPCC simulator's third.cc (it ignores it too)")
-    return doc, notes, [source, str(topo_path), str(flow_path)]
+    return notes
 
 
 def _float(text: str, source: str, key: str) -> float:
@@ -383,15 +435,16 @@ def _float(text: str, source: str, key: str) -> float:
         raise ScenarioError(source, key, f"'{text}' is not a number") from None
 
 
-def _ecn_maps(cfg, used, source, topo) -> dict:
+def _ecn_maps(cfg: _Config, topo: Ns3Topology) -> dict:
     """KMIN_MAP / KMAX_MAP / PMAX_MAP (per link rate, thresholds in KB of 1000 B) as roce-emu's
     one pair scaled with the rate: they must be proportional to rate over the rates in use."""
+    source = cfg.source
     maps = {}
     for key in ("KMIN_MAP", "KMAX_MAP", "PMAX_MAP"):
-        if key not in cfg:
+        entry = cfg.entry(key)
+        if entry is None:
             continue
-        used.add(key)
-        line, values = cfg[key]
+        line, values = entry
         n = _int(values[0], source, key, "the number of rates") if values else 0
         if len(values) != 1 + 2 * n:
             raise ScenarioError(source, key, f"line {line}: expected the count, then {n} pairs of rate (b/s) and value")
@@ -429,17 +482,20 @@ def _ecn_maps(cfg, used, source, topo) -> dict:
     return out
 
 
-def _faults(cfg, used, source, topo, errors, per_link) -> list[dict]:
-    """LINK_DOWN (at 2 s + t us, as the simulator schedules it) and link error rates as faults."""
+def _faults(cfg: _Config, topo: Ns3Topology) -> list[dict]:
+    """LINK_DOWN (at 2 s + t us, as the simulator schedules it), and the topology's link error
+    rates and ERROR_RATE_PER_LINK, as faults."""
+    source = cfg.source
+    per_link = cfg.value("ERROR_RATE_PER_LINK")
     faults = []
     host = topo.host_index()
 
     def name(v):
         return f"h{host[v]}" if v in host else f"sw{v}"
 
-    if "LINK_DOWN" in cfg:
-        used.add("LINK_DOWN")
-        line, values = cfg["LINK_DOWN"]
+    link_down = cfg.entry("LINK_DOWN")
+    if link_down is not None:
+        line, values = link_down
         if len(values) != 3:
             raise ScenarioError(source, "LINK_DOWN", f"line {line}: expected 'time_us node_a node_b'")
         t_us, a, b = (_int(v, source, "LINK_DOWN", "time_us node_a node_b") for v in values)
@@ -448,7 +504,7 @@ def _faults(cfg, used, source, topo, errors, per_link) -> list[dict]:
                 raise ScenarioError(source, "LINK_DOWN", f"nodes {a} and {b} share no link in {topo.path}")
             faults.append({"kind": "link_down", "link": [name(a), name(b)], "at_ns": 2e9 + t_us * 1e3})
     rate = _float(per_link, source, "ERROR_RATE_PER_LINK") if per_link is not None else 0.0
-    lossy = {(a, b): e for a, b, e in errors}
+    lossy = {(a, b): e for a, b, _, _, e, _ in topo.links if e > 0}
     if rate > 0:
         for a, b, _, _, _, _ in topo.links:
             lossy.setdefault((a, b), rate)

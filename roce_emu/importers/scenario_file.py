@@ -39,3 +39,9 @@ def write_scenario(
         Path(tmp).unlink(missing_ok=True)
         raise
     return dest
+
+
+def write_imported(doc: dict, dest: Path | None, sources: list[str], notes: list[str], overwrite: bool = False) -> Path:
+    """write_scenario for an importer's document: to ``dest``, by default ./NAME.yaml after the
+    document's name."""
+    return write_scenario(doc, Path(dest or f"{doc['name']}.yaml"), sources, notes, overwrite)

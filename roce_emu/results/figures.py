@@ -703,6 +703,14 @@ def figures_for(directory: Path) -> dict:
     return out
 
 
+def save_compare_figure(runs: list[Path], out_dir: Path) -> list[Path]:
+    """compare_figure of run directories, written to out_dir/compare.pdf and .png."""
+    from .compare import load_runs
+
+    loaded = load_runs(runs)
+    return save(compare_figure([r.label for r in loaded], [r.summary for r in loaded]), out_dir, "compare")
+
+
 def save(fig, out_dir: Path, name: str) -> list[Path]:
     """Write name.pdf and name.png into out_dir, signed as roce-emu's and without a creation
     date (images.image_metadata), so the bytes repeat."""
