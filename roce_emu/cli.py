@@ -388,7 +388,7 @@ def compare(runs, differing, out):
 
 
 @main.command("cc")
-@click.argument("algorithm", required=False, type=click.Choice(CC_NAMES))
+@click.argument("algorithm", required=False, type=click.Choice(CC_NAMES), metavar="[ALGORITHM]")
 def cc_command(algorithm):
     """List the congestion-control algorithms, or one algorithm's parameters with their units,
     defaults and sources (set them under network.cc.params in a scenario, or with --set).
