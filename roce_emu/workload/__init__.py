@@ -101,7 +101,7 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
     rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(1,)))
     for i, pattern in enumerate(scenario.workload.patterns):
         key = f"workload.patterns.{i}"
-        hosts = _hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", H)
+        hosts = checked_hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", H)
         if pattern.kind == "poisson":  # its own stream: adding one leaves the other patterns' draws alone
             own = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2, i)))
             for src, dst, nbytes, t in zip(
@@ -120,7 +120,9 @@ def host_rates(fabric: Fabric) -> np.ndarray:
     return fabric.port_rate_bps[[fabric.node_ports[h][0] for h in range(fabric.n_hosts)]]
 
 
-def _hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list[int]:
+def checked_hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list[int]:
+    """The host ids a section names (``"all"``: every host), each checked to exist, at least
+    ``minimum`` of them (ScenarioError naming ``key``)."""
     hosts = list(range(n_hosts)) if hosts == "all" else list(hosts)
     for j, h in enumerate(hosts):
         _check_host(source, f"{key}.hosts.{j}", h, n_hosts)
@@ -131,12 +133,14 @@ def _hosts(source: str, key: str, hosts, n_hosts: int, minimum: int = 2) -> list
     return hosts
 
 
-def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item]:
+def scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item]:
+    """The workload's collectives, compute tasks and training iterations as items, hosts checked,
+    in the order the scenario gives them (build_workload and size.workload_size both start here)."""
     items = []
     H = fabric.n_hosts
     for i, spec in enumerate(scenario.workload.collectives):
         key = f"workload.collectives.{i}"
-        hosts = _hosts(source, key, spec.hosts, H)
+        hosts = checked_hosts(source, key, spec.hosts, H)
         items.append(
             Item(
                 key,
@@ -161,19 +165,19 @@ def _scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Ite
                 task.name,
                 "compute",
                 list(task.after),
-                hosts=_hosts(source, key, task.hosts, H, 1),
+                hosts=checked_hosts(source, key, task.hosts, H, 1),
                 duration_ps=ns_to_ps(task.duration_ns),
             )
         )
     training = scenario.workload.training
     if training is not None:
-        hosts = _hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
+        hosts = checked_hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
         node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
         items.extend(training_items(training, hosts, H, source, node_size, scenario.seed))
     return items
 
 
-def _ordered(items: list[Item], source: str) -> list[Item]:
+def in_dependency_order(items: list[Item], source: str) -> list[Item]:
     """The items in an order where each comes after the items it names (names unique, no cycle)."""
     by_name: dict[str, Item] = {}
     for item in items:
@@ -212,14 +216,14 @@ def _ordered(items: list[Item], source: str) -> list[Item]:
 
 
 def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions):
-    items = _ordered(_scenario_items(scenario, fabric, source), source)
+    items = in_dependency_order(scenario_items(scenario, fabric, source), source)
     if not items:
         return [], []
     prio = scenario.network.nic.data_priority
     for item in items:
         if item.kind == "collective":
             for group in item.groups:
-                _check_collective(source, item, group, fabric)
+                check_collective(source, item, group, fabric)
     collectives, ends = [], []
     previous: dict[int, int] = {}
     timing = dim_timing(scenario, fabric)
@@ -315,7 +319,8 @@ def ring_step_s(hops: int, delay_s: float, rate_bps: float, frame_bits: float) -
     return hops * delay_s + (hops + 1) * frame_bits / rate_bps
 
 
-def _check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) -> None:
+def check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) -> None:
+    """Refuse a collective its algorithm cannot run on these hosts and this fabric (one line naming the key)."""
     p = len(hosts)
     if spec.algorithm not in ALGORITHMS[spec.collective]:
         raise ScenarioError(
@@ -382,7 +387,7 @@ def _expand(pattern, hosts, fabric, rng, source, key):
             if all(order[i] != i for i in range(len(hosts))):
                 return [(hosts[i], hosts[order[i]]) for i in range(len(hosts))]
     if pattern.kind == "neighbours":
-        return _neighbours(fabric, hosts, source, key)
+        return neighbour_pairs(fabric, hosts, source, key)
     if pattern.kind == "weight_streaming":
         return _weight_streaming(fabric, hosts, source, key)
     raise AssertionError(pattern.kind)
@@ -408,7 +413,7 @@ def _weight_streaming(fabric: Fabric, hosts, source, key):
     return sorted(pairs)
 
 
-def _neighbours(fabric: Fabric, hosts, source, key):
+def neighbour_pairs(fabric: Fabric, hosts, source, key):
     """Each host sends to the host on the next router along every dimension (torus/mesh)."""
     if not fabric.dims:
         raise ScenarioError(source, f"{key}.kind", "'neighbours' needs a torus or mesh topology")

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from ..config.schema import Scenario
 from ..fabric.reduction import Reductions
 from ..fabric.topology import Fabric
-from . import Workload, _check_collective, _hosts, _neighbours, _ordered, _scenario_items, host_rates
+from . import (
+    Workload,
+    check_collective,
+    checked_hosts,
+    neighbour_pairs,
+    in_dependency_order,
+    scenario_items,
+    host_rates,
+)
 from .background import expected_flows
 from .collectives import Collective, dag_size, one_at_a_time
 
@@ -37,7 +45,7 @@ def workload_size(scenario: Scenario, fabric: Fabric, source: str) -> WorkloadSi
         return None
     patterns = _pattern_flows(scenario, fabric, source)
     flows, tasks, edges = len(scenario.workload.flows) + patterns, 0, 0
-    items = _ordered(_scenario_items(scenario, fabric, source), source)
+    items = in_dependency_order(scenario_items(scenario, fabric, source), source)
     reductions = Reductions(fabric, scenario.network.switch.reduction_slots)  # a copy: counting names units
     singles = 0  # per iteration
     ranks: set[int] = set()  # every rank an iteration's join waits for
@@ -57,7 +65,7 @@ def workload_size(scenario: Scenario, fabric: Fabric, source: str) -> WorkloadSi
             taking_part += len(ends)
         else:
             for group in item.groups:
-                _check_collective(source, item, group, fabric)
+                check_collective(source, item, group, fabric)
                 c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, 0)
                 c.channels = item.channels
                 f, joins, e = dag_size(c, fabric.dims, reductions)
@@ -79,7 +87,7 @@ def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:
     total = 0
     for i, pattern in enumerate(scenario.workload.patterns):
         key = f"workload.patterns.{i}"
-        hosts = _hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", fabric.n_hosts)
+        hosts = checked_hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", fabric.n_hosts)
         h = len(hosts)
         if pattern.kind == "poisson":
             total += round(expected_flows(pattern, hosts, host_rates(fabric), source, key))
@@ -88,7 +96,7 @@ def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:
         elif pattern.kind == "incast":
             total += h - ((hosts[0] if pattern.dst is None else pattern.dst) in hosts)
         elif pattern.kind == "neighbours":
-            total += len(_neighbours(fabric, hosts, source, key))
+            total += len(neighbour_pairs(fabric, hosts, source, key))
         else:  # permutation, weight_streaming: one flow per host
             total += h
     return total
