@@ -3,6 +3,7 @@
     python benchmarks/components.py                          # every case (ResNet-50 on 128 NPUs: about 2 min)
     python benchmarks/components.py --case resnet --npus 32  # one case, fewer NPUs
     python benchmarks/components.py --case transformer --case spine
+    python benchmarks/components.py --case gpt --case moe    # the GPT and the MoE on the rail-optimised fabric
     python benchmarks/components.py --case ring --set network.nic.queue_pair=connection
 
 Each case runs once, exactly (``fast_forward: off``, in this process, every flow of every
@@ -391,6 +392,8 @@ def cases(npus: int) -> dict:
         "resnet_small": ("ResNet-50 DP, 32 NPUs", {"name": "resnet32", **case_resnet(32, 1.0)}),
         "transformer": ("training_transformer.yaml (TP 4 x DP 4)", shipped("training_transformer")),
         "spine": ("training_spine_congestion.yaml (TP 4 x DP 4)", shipped("training_spine_congestion")),
+        "gpt": ("training_gpt_rail.yaml (GPT, TP 8 x PP 2 x DP 2)", shipped("training_gpt_rail")),
+        "moe": ("training_moe_rail.yaml (MoE, EP 16, skewed experts)", shipped("training_moe_rail")),
         "ring": ("ring All-Reduce, 128 ranks, 8 MiB", {"name": "ring", **ring}),
     }
 
@@ -437,7 +440,9 @@ def markdown(label: str, flows: Flows, result: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", choices=["resnet", "resnet_small", "transformer", "spine", "ring"])
+    ap.add_argument(
+        "--case", action="append", choices=["resnet", "resnet_small", "transformer", "spine", "gpt", "moe", "ring"]
+    )
     ap.add_argument("--npus", type=int, default=128, help="NPUs of the resnet case")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key")
     args = ap.parse_args()
