@@ -45,14 +45,17 @@ def collective_flow_mask(workload: Workload) -> np.ndarray:
     return mask
 
 
-def build_workload(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
+def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None) -> Workload:
     """Expand the workload into the task DAG; check host ids, names and sizes against the fabric.
     In-network collectives name the switch reduction units they use by provisional ids, listed in
-    ``units`` (fabric.reduction.place_units adds them to the fabric)."""
+    ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
+    result if the caller has it (the size count made before building does), else made here."""
     b = DagBuilder()
     reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
     _add_flows_and_patterns(b, scenario, fabric, source)
-    collectives, iteration_ends = _add_iterations(b, scenario, fabric, source, reductions)
+    if items is None:
+        items = workload_items(scenario, fabric, source)
+    collectives, iteration_ends = _add_iterations(b, scenario, fabric, source, reductions, items)
     notes = []
     if scenario.workload.chakra is not None:
         from .chakra import add_chakra  # protobuf, only for traces
@@ -215,8 +218,13 @@ def in_dependency_order(items: list[Item], source: str) -> list[Item]:
     return ordered
 
 
-def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions):
-    items = in_dependency_order(scenario_items(scenario, fabric, source), source)
+def workload_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item]:
+    """The collectives, compute tasks and training steps of one iteration as items, each after
+    the items it waits for."""
+    return in_dependency_order(scenario_items(scenario, fabric, source), source)
+
+
+def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions, items: list[Item]):
     if not items:
         return [], []
     prio = scenario.network.nic.data_priority

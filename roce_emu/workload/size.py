@@ -11,17 +11,10 @@ from dataclasses import dataclass
 from ..config.schema import Scenario
 from ..fabric.reduction import Reductions
 from ..fabric.topology import Fabric
-from . import (
-    Workload,
-    check_collective,
-    checked_hosts,
-    neighbour_pairs,
-    in_dependency_order,
-    scenario_items,
-    host_rates,
-)
+from . import Workload, check_collective, checked_hosts, host_rates, neighbour_pairs, workload_items
 from .background import expected_flows
 from .collectives import Collective, dag_size, one_at_a_time
+from .items import Item
 
 
 @dataclass(frozen=True)
@@ -37,15 +30,19 @@ class WorkloadSize:
         return cls(len(workload.flows), len(workload.tasks), len(workload.tasks.succ))
 
 
-def workload_size(scenario: Scenario, fabric: Fabric, source: str) -> WorkloadSize | None:
+def workload_size(
+    scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None
+) -> WorkloadSize | None:
     """The flows, tasks and edges build_workload will make, counted without making them (None
     for a Chakra trace, which only its import can count). Raises the ScenarioError the builder
-    would for a host, name or collective it refuses."""
+    would for a host, name or collective it refuses. ``items``: workload_items' result if the
+    caller has it (to hand the same to build_workload), else made here."""
     if scenario.workload.chakra is not None:
         return None
     patterns = _pattern_flows(scenario, fabric, source)
-    flows, tasks, edges = len(scenario.workload.flows) + patterns, 0, 0
-    items = in_dependency_order(scenario_items(scenario, fabric, source), source)
+    flows, tasks, edges = 0, 0, 0  # of one iteration
+    if items is None:
+        items = workload_items(scenario, fabric, source)
     reductions = Reductions(fabric, scenario.network.switch.reduction_slots)  # a copy: counting names units
     singles = 0  # per iteration
     ranks: set[int] = set()  # every rank an iteration's join waits for
@@ -77,8 +74,7 @@ def workload_size(scenario: Scenario, fabric: Fabric, source: str) -> WorkloadSi
     tasks += len(ranks) + len(items)  # the iteration's join per rank, and per item one for ranks outside it
     edges += taking_part + len(items) * len(ranks)
     its = scenario.workload.iterations if items else 0
-    per_iteration = flows - len(scenario.workload.flows) - patterns
-    flows = len(scenario.workload.flows) + patterns + its * per_iteration
+    flows = len(scenario.workload.flows) + patterns + its * flows
     return WorkloadSize(flows, flows + its * tasks, its * edges, patterns + its * singles)
 
 
