@@ -159,7 +159,7 @@ class GradientBuckets:
     bucket_bytes: int
     concurrent: bool
     reduce: Callable[[list[LayerPasses], list[str]], list[str]]
-    grads: Callable[[LayerPasses], int] = field(default=lambda layer: layer.grad_bytes)
+    grads: Callable[[LayerPasses], int]
     bucket: list[LayerPasses] = field(default_factory=list)  #: the open bucket
     stream: list[str] = field(default_factory=list)  #: the previous reduction's end
 
@@ -264,7 +264,7 @@ class TrainingBuilder:
         prev = self.waits(s, k)
         reductions = []
         if self.schedule.is_last(s, k):
-            for scope, grads in (("dp", _dense_grads), ("edp", _expert_grads)):
+            for scope, grads in GRADIENTS.items():
                 if len(self.ranks.groups(s, scope)[0]) > 1:
                     reduce = self.gradient_reduction(s, scope)
                     bucket = self.spec.bucket_bytes
@@ -361,7 +361,7 @@ class TrainingBuilder:
         gradients; edp, a MoE model's experts'."""
         return lambda bucket, after: self.reduce_gradients(s, bucket, after, scope)
 
-    def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str], scope: str = "dp") -> list[str]:
+    def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str], scope: str) -> list[str]:
         """One bucket's gradients, reduced over stage s's data-parallel groups (``scope`` dp), or
         over its expert-data-parallel groups (edp, a MoE model's experts' gradients, named
         ``expert_``...): an all-reduce of the bucket's bytes, or with ZeRO-1 (a gpt model's
@@ -372,7 +372,7 @@ class TrainingBuilder:
         name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
         zero = [("grad_rs", "reduce_scatter"), ("param_ag", "all_gather")]
         steps = zero if self.zero else [("grad_ar", "all_reduce")]
-        grads = _dense_grads if scope == "dp" else _expert_grads
+        grads = GRADIENTS[scope]
         tag = "" if scope == "dp" else "expert_"
         for prefix, kind in steps:
             after = self.add(
@@ -405,12 +405,11 @@ def training_items(
     return TrainingBuilder(spec, hosts, n_hosts, source, node_size, seed).build()
 
 
-def _dense_grads(layer: LayerPasses) -> int:
-    return layer.grad_bytes
-
-
-def _expert_grads(layer: LayerPasses) -> int:
-    return layer.expert_grad_bytes
+#: the gradient bytes of a layer each scope reduces: dp the dense ones, edp a MoE layer's experts'
+GRADIENTS: dict[str, Callable[[LayerPasses], int]] = {
+    "dp": lambda layer: layer.grad_bytes,
+    "edp": lambda layer: layer.expert_grad_bytes,
+}
 
 
 def _check_tp_in_nodes(ranks: Placement, node_size: int, source: str) -> None:
