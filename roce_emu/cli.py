@@ -373,17 +373,21 @@ def compare(runs, differing, out):
       roce-emu compare runs/resnet_dcqcn runs/resnet_hpcc runs/resnet_none
       roce-emu compare runs/a runs/b --differing --out figures/
     """
-    from .results.compare import compare as compare_runs
+    from .results.compare import compare as compare_runs, load_runs
+    from .results.destination import check_directory, make_directory
 
     try:
-        text = compare_runs(runs, differing)
+        if out is not None:  # a figure folder like plot's: new, empty, or roce-emu's
+            check_directory(out, "--out", "plots")
+        loaded = load_runs(runs)
     except ScenarioError as err:
         _fail_input(err)
-    click.echo(text)
+    click.echo(compare_runs(loaded, differing))
     if out is not None:
         from .results.figures import save_compare_figure
 
-        paths = save_compare_figure(runs, out)
+        make_directory(out, "plots")
+        paths = save_compare_figure(loaded, out)
         click.echo(f"figure -> {paths[0]}, {paths[1].name}", err=True)
 
 

@@ -80,6 +80,25 @@ def test_compare_differing_leaves_out_equal_keys_and_draws_a_figure(runs, tmp_pa
     assert (tmp_path / "fig" / "compare.png").stat().st_size > 0 and (tmp_path / "fig" / "compare.pdf").is_file()
 
 
+def test_compare_never_draws_over_a_users_figure(runs, tmp_path):
+    """--out is a figure folder like plot's: a folder of the user's (here holding their own
+    compare.png) is refused in one line before anything is written, and stays as it was; a
+    second compare into the folder roce-emu made replaces its own figure."""
+    root, _, _ = runs
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "compare.png").write_bytes(b"the user's figure")
+    refused = CliRunner().invoke(main, ["compare", str(root / "dcqcn"), str(root / "none"), "--out", str(mine)])
+    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1 and "--out" in refused.stderr
+    assert refused.stdout == ""
+    assert sorted(p.name for p in mine.iterdir()) == ["compare.png"]
+    assert (mine / "compare.png").read_bytes() == b"the user's figure"
+    for _ in range(2):
+        again = CliRunner().invoke(main, ["compare", str(root / "dcqcn"), "--out", str(tmp_path / "fig")])
+        assert again.exit_code == 0, again.output
+    assert (tmp_path / "fig" / "compare.png").stat().st_size > 0
+
+
 def test_compare_of_a_directory_that_is_no_run_is_one_line(runs, tmp_path):
     root, _, _ = runs
     result = CliRunner().invoke(main, ["compare", str(root / "dcqcn"), str(tmp_path)])

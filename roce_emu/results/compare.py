@@ -138,9 +138,8 @@ def collective_table(runs: list[Run]) -> str | None:
     return _side_by_side("collective / group: mean time_ns", keys, values, runs)
 
 
-def compare(paths, differing: bool = False) -> str:
-    """The Markdown report comparing the run directories ``paths`` (the first is the reference)."""
-    runs = load_runs(paths)
+def compare(runs: list[Run], differing: bool = False) -> str:
+    """The Markdown report comparing the runs (load_runs; the first is the reference)."""
     parts = [f"Ratios are to the first run, {runs[0].label}.", "", summary_table(runs, differing)]
     for title, text in (("Iteration times", iteration_table(runs)), ("Collectives", collective_table(runs))):
         if text is not None:

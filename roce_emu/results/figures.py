@@ -703,12 +703,9 @@ def figures_for(directory: Path) -> dict:
     return out
 
 
-def save_compare_figure(runs: list[Path], out_dir: Path) -> list[Path]:
-    """compare_figure of run directories, written to out_dir/compare.pdf and .png."""
-    from .compare import load_runs
-
-    loaded = load_runs(runs)
-    return save(compare_figure([r.label for r in loaded], [r.summary for r in loaded]), out_dir, "compare")
+def save_compare_figure(runs: list, out_dir: Path) -> list[Path]:
+    """compare_figure of the runs (compare.load_runs), written to out_dir/compare.pdf and .png."""
+    return save(compare_figure([r.label for r in runs], [r.summary for r in runs]), out_dir, "compare")
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
