@@ -29,6 +29,7 @@ from .results.iteration import (
 )
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
+from .results.console import fmt_ns
 from .results.destination import check_directory, check_file
 from .results.output import frame, read_summary, table_files, write_run_dir
 from .results.provenance import provenance, scenario_yaml
@@ -279,10 +280,6 @@ def packet_level_s(doc: dict, source: str) -> float:
     return ns_to_s(times[0])
 
 
-def _fmt_s(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3f} us"
-
-
 def choose_design(candidates: list[Candidate], source: str, verify: bool) -> DesignChoice:
     """The design to write: with ``verify``, every candidate runs at packet level and the
     fastest there wins (the model's order breaks ties), since the model leaves contention out;
@@ -297,8 +294,8 @@ def choose_design(candidates: list[Candidate], source: str, verify: bool) -> Des
         why = f"{fastest.label}, the fastest predicted and the fastest of the {n} run at packet level"
     else:
         why = (
-            f"{fastest.label}, the fastest of the {n} run at packet level ({_fmt_s(fastest.measured_s or 0.0)} "
-            f"against {_fmt_s(measured[0].measured_s or 0.0)} for {measured[0].label}, the fastest predicted)"
+            f"{fastest.label}, the fastest of the {n} run at packet level ({fmt_ns((fastest.measured_s or 0.0) * 1e9)} "
+            f"against {fmt_ns((measured[0].measured_s or 0.0) * 1e9)} for {measured[0].label}, the fastest predicted)"
         )
     return DesignChoice(measured, fastest, why)
 

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,8 +33,8 @@ from tqdm import tqdm
 from .config.load import apply_override, parse_override, read_document, validate_document
 from .config.schema import Scenario
 from .errors import ScenarioError
-from .results.destination import PROBE_PREFIX, check_directory, make_directory, write_marker
-from .results.output import replace_dir, write_csv
+from .results.destination import PROBE_PREFIX, check_directory, make_directory
+from .results.output import write_csv, write_run_files
 
 POINT_FILE = "point.json"  # what a point is: its overrides, seed and hash
 
@@ -176,11 +175,8 @@ def run_point(scenario_path: str, overrides: tuple[str, ...], point_dir: str, po
 
 
 def _write_error(target: Path, summary: dict) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    write_marker(tmp, "run")
-    (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    replace_dir(tmp, target)
+    """A failed point's directory: its summary alone (unchecked: its destination may be what failed)."""
+    write_run_files(target, summary, {})
 
 
 def is_done(point_dir: Path) -> bool:

@@ -89,13 +89,13 @@ def write_run_dir(
     out = Path(out)
     check_directory(out, "--out", "run", overwrite=True)
     try:
-        _write_run_dir(out, summary, tables, fmt, texts)
+        write_run_files(out, summary, tables, fmt, texts)
     except OSError as err:
         reason = f"{out}: cannot write the results ({err.strerror or err})"
         kept = None
         try:
             kept = Path(tempfile.mkdtemp(prefix=f"roce-emu-{out.name}-"))
-            _write_run_dir(kept / "run", summary, tables, fmt, texts)
+            write_run_files(kept / "run", summary, tables, fmt, texts)
         except OSError as again:
             if kept is not None:
                 shutil.rmtree(kept, ignore_errors=True)
@@ -103,7 +103,11 @@ def write_run_dir(
         raise OutputError(f"{reason}; they are kept in {kept / 'run'}") from err
 
 
-def _write_run_dir(out: Path, summary: dict, tables: dict[str, tuple], fmt: str, texts: dict[str, str] | None) -> None:
+def write_run_files(
+    out: Path, summary: dict, tables: dict[str, tuple], fmt: str = "csv", texts: dict[str, str] | None = None
+) -> None:
+    """write_run_dir's writing without its destination check and fallback: the files and the
+    marker into a temporary sibling, then renamed into place (replacing an older ``out``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
