@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from roce_emu.api import prepare, run  # noqa: E402
+from roce_emu.run.inputs import accuracy_warnings  # noqa: E402
 
 COLUMNS = ["scenario", "status", "measure", "off_ns", "on_ns", "error_pct", "trains", "warned"]
 
@@ -49,6 +50,7 @@ def compare(path: Path) -> list[dict]:
     off = run(prepare(path), write=False, progress=False)
     prepared_on = prepare(path, ["sim.fast_forward=on"])
     on = run(prepared_on, write=False, progress=False)
+    warned = "yes" if accuracy_warnings(prepared_on.scenario, prepared_on.fabric, prepared_on.workload) else "no"
     rows = []
     for (name, t_off), (_, t_on) in zip(measures(off), measures(on)):
         rows.append(
@@ -60,7 +62,7 @@ def compare(path: Path) -> list[dict]:
                 "on_ns": round(t_on, 3) if t_on == t_on else "",
                 "error_pct": round(100 * (t_on - t_off) / t_off, 3) if t_off and t_on == t_on else "",
                 "trains": int(on.summary.get("trains_sent", 0)),
-                "warned": "yes" if prepared_on.warnings else "no",
+                "warned": warned,
             }
         )
     return rows
