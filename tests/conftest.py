@@ -34,6 +34,11 @@ def simulate(sc: Scenario, slice_events=None):
     return result
 
 
+def named(items, prefix: str) -> list:
+    """The workload items whose names start with ``prefix`` (a training step's kind, e.g. "tp_ar")."""
+    return [item for item in items if item.name.startswith(prefix)]
+
+
 @pytest.fixture
 def run_scenario():
     return simulate

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import scenario, simulate
+from conftest import named, scenario, simulate
 from roce_emu.config.load import validate_document
 from roce_emu.config.schema import GptModel, Training
 from roce_emu.errors import ScenarioError
@@ -32,10 +32,6 @@ def items(tp=2, pp=1, dp=2, node_size=None, **model):
     spec = Training.model_validate({"model": model, "tp": tp, "pp": pp, "dp": dp, **extra})
     n = tp * pp * dp
     return spec, training_items(spec, list(range(n)), n, "t.yaml", node_size)
-
-
-def named(all_items, prefix):
-    return [item for item in all_items if item.name.startswith(prefix)]
 
 
 def test_tensor_parallel_all_reduces_are_2bsh_twice_each_way_per_layer_and_micro_batch():

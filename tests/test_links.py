@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import scenario
+from conftest import scenario, simulate
 from roce_emu.api import prepare_scenario, run
 from roce_emu.core import kinds as K
 from roce_emu.results.links import LINK_COLUMNS, link_ids
@@ -128,8 +128,7 @@ def test_exact_fast_forward_jumps_give_the_same_link_bytes():
             workload={"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 16_000_000}]},
             sim={"fast_forward": mode},
         )
-        res = run(prepare_scenario(sc), write=False, progress=False)
-        worlds.append(res.outcome.world)
+        worlds.append(simulate(sc).outcome.world)
     off, exact = worlds
     assert exact.stats[K.C_FF_JUMPS] > 0
     assert np.array_equal(off.pq["tx_bytes"], exact.pq["tx_bytes"])

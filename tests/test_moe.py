@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import scenario, simulate
+from conftest import named, scenario, simulate
 from roce_emu.config.schema import MoeModel, Training
 from roce_emu.workload.gpt import mlp_params
 from roce_emu.workload.moe import active_parameter_count, dense_layer_params, parameter_count, popularity
@@ -41,10 +41,6 @@ def items(tp=1, dp=4, ep=4, seed=1, m=2, **model):
     spec = Training.model_validate({"model": doc, "tp": tp, "dp": dp, "bucket_bytes": 0})
     n = tp * dp
     return spec, training_items(spec, list(range(n)), n, "t.yaml", None, seed)
-
-
-def named(all_items, prefix):
-    return [item for item in all_items if item.name.startswith(prefix)]
 
 
 def off_diagonal_sent(matrix) -> list[int]:
