@@ -1137,9 +1137,13 @@ class Sim(Strict):
     """No flow progress for this long stops the run as a PFC deadlock or stall; must exceed network.nic.rto_ns."""
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
     """Events per engine call between progress updates and pool growth; results never depend on it."""
-    fast_forward: Literal["off", "exact", "on"] = "off"
+    fast_forward: Literal["off", "exact", "on", "memo"] = "off"
     """off: every packet simulated; exact: skip whole periods in which the network repeats itself, identical to off
-    to the picosecond; on: steady flows send packet trains, approximate (docs/fast_forward.md)."""
+    to the picosecond; on: steady flows send packet trains, approximate; memo: components of flows that repeat
+    replay the exact engine's own outcome, approximate (docs/fast_forward.md)."""
+    memo_sample_per_mille: int = Field(10, ge=0, le=1000)
+    """With fast_forward: memo, the share of replays (per mille, seeded) run exactly again and compared with the
+    stored outcome; summary.json reports the differences."""
     train_max_packets: int = Field(1024, ge=2, le=4096)
     """The longest train with fast_forward: on."""
 

@@ -112,6 +112,7 @@ ST_TRACE_FULL = _status("trace_full")  #: the trace buffer cannot take another s
 ST_INVARIANT = _status("invariant")  #: an engine invariant broke (meta[M_INVARIANT]): the run stops at that event
 ST_FF_GROW = _status("ff_grow")  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
 ST_QP_LOW = _status("qp_low")  #: a flow starts next but no queue-pair slot is free: grow and call again
+ST_FLOW_START = _status("flow_start")  #: a flow starts next and cfg[CFG_STOP_AT_START] asks to stop there (memo.py)
 STATUS_NAMES = tuple(_status.names)
 
 # ---- invariant violations (meta[M_INVARIANT]); meta[M_INVARIANT_OBJ] names the entity --------------
@@ -158,7 +159,8 @@ CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MA
 CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's data (HPCC ns-3); 0: in the control queue
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
 CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
-CFG_SIZE = 24
+CFG_STOP_AT_START = 24  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
+CFG_SIZE = 25
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

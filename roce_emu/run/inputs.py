@@ -78,12 +78,48 @@ def why_no_trains(scenario: Scenario) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class MemoSettings:
+    """sim.fast_forward: memo (core/memo.py): the share of replays checked, its seed, and whether
+    the scenario lets components be made at all (not with faults or connection queue pairs)."""
+
+    sample_per_mille: int = 10
+    seed: int = 1
+    enabled: bool = True
+
+
+def why_no_memo(scenario: Scenario) -> str:
+    """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
+    may: faults (a link action would act on flows that are not in the engine), connection queue
+    pairs (a flow waits for another one of its connection, outside its component), or sampled
+    traces (replayed flows have no samples)."""
+    if scenario.faults:
+        return "the scenario has faults, which act on flows the memo replays"
+    if scenario.network.nic.queue_pair == "connection":
+        return "network.nic.queue_pair is connection: a flow waits for the flow before it, outside its component"
+    if set(scenario.output.traces) & {"rate", "queue"}:
+        return "output.traces samples rates or queues, which replayed flows do not have"
+    return ""
+
+
+def memo_settings(scenario: Scenario) -> MemoSettings | None:
+    """The memo's settings for a scenario with sim.fast_forward: memo, else None."""
+    if scenario.sim.fast_forward != "memo":
+        return None
+    return MemoSettings(scenario.sim.memo_sample_per_mille, scenario.seed, not why_no_memo(scenario))
+
+
 def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """What the run should say about the accuracy of the approximation it uses (one line each).
     With packet trains, it warns wherever they are known to miss the exact engine by more than
     1 %: every training workload, and ring collectives of more than TRAINS_RING_RANKS ranks
     acknowledged more often than every TRAINS_ACK_EVERY packets. Elsewhere they stay within 1 %
     (docs/fast_forward.md, "Accuracy"; benchmarks/fast_forward_accuracy.py)."""
+    if scenario.sim.fast_forward == "memo":
+        why = why_no_memo(scenario)
+        if why:
+            return [f"sim.fast_forward: memo replays nothing here: {why}. The run is the exact engine."]
+        return []
     if scenario.sim.fast_forward != "on":
         return []
     why = why_no_trains(scenario)
