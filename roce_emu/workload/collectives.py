@@ -36,9 +36,11 @@ dispatch does with uneven expert loads) runs directly, in one chunk and channel.
 """
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 import numpy as np
 
+from ..config.schema import CollectiveAlgorithm
 from ..fabric.reduction import NVLS
 from .dag import DagBuilder
 from .stage_model import DimTiming
@@ -46,17 +48,7 @@ from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
-    "all_reduce": (
-        "ring",
-        "halving_doubling",
-        "direct",
-        "hierarchical",
-        "hierarchical_bidir",
-        "in_network",
-        "tree",
-        "nvls",
-        "nvls_tree",
-    ),
+    "all_reduce": get_args(CollectiveAlgorithm),  # every algorithm runs All-Reduce
     "reduce_scatter": ("ring", "direct", "in_network", "nvls"),
     "all_gather": ("ring", "direct", "in_network", "nvls"),
     "all_to_all": ("direct", "ring"),
