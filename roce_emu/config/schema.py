@@ -637,7 +637,15 @@ MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 #: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
 CollectiveAlgorithm = Literal[
-    "ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network", "tree"
+    "ring",
+    "halving_doubling",
+    "direct",
+    "hierarchical",
+    "hierarchical_bidir",
+    "in_network",
+    "tree",
+    "nvls",
+    "nvls_tree",
 ]
 
 
@@ -721,7 +729,8 @@ class CollectiveSpec(Strict):
     algorithm: CollectiveAlgorithm = "ring"
     """How it runs; halving_doubling needs 2^k ranks, hierarchical and hierarchical_bidir a multi_dim,
     rail_optimized, torus or mesh fabric, in_network a switched fabric; tree (NCCL's double binary tree) runs
-    All-Reduce."""
+    All-Reduce; nvls (NCCL's NVLink SHARP) reduces in the NVSwitch of one rail_optimized node, nvls_tree
+    (All-Reduce) adds the double binary tree per rail across nodes."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
     """Per-rank buffer: the All-Reduce and Reduce-Scatter input, the All-Gather output, the All-To-All send buffer."""
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
