@@ -54,13 +54,11 @@ from .kinds import (
     C_NOW_PS,
     C_SIZE,
     C_TASKS_DONE,
-    EV_FLOW_START,
     FL_DONE,
     I64,
     M_EV_COUNT,
     M_EV_SEQ,
     M_FREE,
-    M_KICKS,
     M_QP_FREE,
     M_ROUTE_EPOCH,
     NPRIO,
@@ -72,7 +70,6 @@ from .kinds import (
     ST_POOL_LOW,
     ST_QP_LOW,
     ST_T_LIMIT,
-    TK_FLOW,
     EV_TX_DONE,
     EV_ARRIVE,
     C_ECN_MARKS,
@@ -101,8 +98,6 @@ MM_ACTIVE = 2  #: flows the engine runs, listed in Memo.active
 MM_SWEPT_T = 3  #: when the list was last cleared of finished flows
 MM_COMPS = 4  #: components made
 MM_CF = 5  #: entries of Memo.comp_flows used
-MM_HEAP_COUNT = 6  #: Memo.heap
-MM_HEAP_SEQ = 7
 MM_OFF = 8  #: 1: no component is made (faults, connection queue pairs): every flow runs in the engine
 MM_SAMPLE = 9  #: hits re-run exactly, per mille
 MM_RNG = 10  #: the sampler's own generator
@@ -119,8 +114,7 @@ MM_SAMPLED = 19
 MM_ERR_MAX_PPM = 20  #: sampled hits: largest |finish difference| / duration, parts per million
 MM_ERR_SUM_PPM = 21  #: their sum over sampled flows
 MM_ERR_FLOWS = 22
-MM_DBG = 23
-MM_SIZE = 30
+MM_SIZE = 23
 
 # component states
 CS_VIRTUAL = 1
@@ -204,7 +198,8 @@ def new_memo(world: World, sample_per_mille: int, seed: int, off: bool) -> tuple
     index = Dict.empty(key_type=types.int64, value_type=types.int64)
     keys = List.empty_list(types.int64[::1])
     values = List.empty_list(types.int64[::1])
-    return memo, (index, keys, values)
+    volatile = Dict.empty(key_type=types.int64, value_type=types.int64)
+    return memo, (index, keys, values, volatile)
 
 
 @njit_alloc
@@ -299,14 +294,6 @@ def _conflicts(w, mm, L, t, materialise):
             for r in range(K_RES):
                 c = mm.res_comp[p, r]
                 if c >= 0 and mm.res_end[p, r] > reach:
-                    if materialise and mm.meta[MM_DBG] == 0:
-                        mm.meta[MM_DBG] = 1
-                        mm.meta[MM_DBG + 1] = p
-                        mm.meta[MM_DBG + 2] = reach
-                        mm.meta[MM_DBG + 3] = mm.res_end[p, r]
-                        mm.meta[MM_DBG + 4] = mm.comp_t0[c]
-                        mm.meta[MM_DBG + 5] = L
-                        mm.meta[MM_DBG + 6] = h * 100 + i
                     free = False
                     need += mm.comp_n[c]
                     found[n_found] = c
@@ -617,10 +604,11 @@ def _start_exact(w, mm, L, t):
     """Flow L starts in the engine at t."""
     kick(w, flow_start(w, L, t))
     drain_kicks(w, t)
-    mm.active[mm.meta[MM_ACTIVE]] = L
-    mm.meta[MM_ACTIVE] += 1
-    _count_users(w, mm, L, 1)
     mm.meta[MM_EXACT_FLOWS] += 1
+    if mm.meta[MM_OFF] == 0:
+        mm.active[mm.meta[MM_ACTIVE]] = L
+        mm.meta[MM_ACTIVE] += 1
+        _count_users(w, mm, L, 1)
 
 
 @njit_alloc
@@ -707,7 +695,7 @@ def _next_random(mm):
 
 
 @njit_alloc
-def _settle(w, mm, index, keys, values, t):
+def _settle(w, mm, index, keys, values, volatile, t):
     """The instant t is over: group its pending flows into components (flows sharing a port)
     and replay, record or run each. Returns a status asking for room, or ST_BUDGET."""
     n = mm.meta[MM_PENDING]
@@ -768,6 +756,11 @@ def _settle(w, mm, index, keys, values, t):
             if stored.shape[0] == klen and np.all(stored == key):
                 val = values[index[h]]
                 hit = True
+        if not hit and h in volatile:  # it was volatile before: the engine runs it
+            mm.meta[MM_VOLATILE] += 1
+            for j in range(m):
+                _start_exact(w, mm, mm.comp_flows[mm.comp_first[c] + j], t)
+            continue
         sample = hit and mm.meta[MM_SAMPLE] > 0 and _next_random(mm) % 1000 < mm.meta[MM_SAMPLE]
         if hit and w.meta[M_FREE] < 2 * POOL_MARGIN + val[V_PACKETS]:
             return ST_POOL_LOW  # cannot happen after the check above for small components
@@ -778,6 +771,7 @@ def _settle(w, mm, index, keys, values, t):
                 mm.meta[MM_CF] -= m
                 return -1 - fresh[0]
             if fresh.shape[0] == 0:
+                volatile[h] = 1
                 mm.meta[MM_VOLATILE] += 1
                 for j in range(m):
                     _start_exact(w, mm, mm.comp_flows[mm.comp_first[c] + j], t)
@@ -846,14 +840,14 @@ def _received(w, L, t):
 
 
 @njit_alloc
-def advance_memo(w, mm, index, keys, values, t_limit_ps, max_events):
+def advance_memo(w, mm, index, keys, values, volatile, t_limit_ps, max_events):
     """Process events (the engine's and the memo's) with t_ps <= t_limit_ps, about max_events of them."""
     done = 0
     while True:
         t_main = w.ev[0]["t_ps"] if w.meta[M_EV_COUNT] > 0 else FOREVER
         t_memo = mm.heap[0]["t_ps"] if mm.hmeta[M_EV_COUNT] > 0 else FOREVER
         if mm.meta[MM_PENDING] > 0 and min(t_main, t_memo) > mm.meta[MM_PENDING_T]:
-            status = _settle(w, mm, index, keys, values, mm.meta[MM_PENDING_T])
+            status = _settle(w, mm, index, keys, values, volatile, mm.meta[MM_PENDING_T])
             if status != ST_BUDGET:
                 return status
             continue
@@ -893,8 +887,7 @@ def _flow_start(w, mm, t_limit_ps):
     L = I64(w.ev[0]["obj"])
     if mm.meta[MM_PENDING] > 0 and t != mm.meta[MM_PENDING_T]:
         return ST_BUDGET  # cannot happen: the instant is settled first
-    virtual, need = _conflicts(w, mm, L, t, False)
-    virtual = virtual and mm.meta[MM_OFF] == 0
+    virtual, need = (False, 0) if mm.meta[MM_OFF] != 0 else _conflicts(w, mm, L, t, False)
     if not virtual:
         if w.meta[M_QP_FREE] <= need + mm.meta[MM_PENDING] + 1:
             return ST_QP_LOW
@@ -910,7 +903,8 @@ def _flow_start(w, mm, t_limit_ps):
         mm.meta[MM_PENDING] += 1
         mm.meta[MM_PENDING_T] = t
         return ST_BUDGET
-    _conflicts(w, mm, L, t, True)  # run the virtual components in its way into the engine
+    if need > 0:
+        _conflicts(w, mm, L, t, True)  # run the virtual components in its way into the engine
     if mm.meta[MM_PENDING] > 0 and _shares_pending(w, mm, L):
         n = mm.meta[MM_PENDING]  # flows of this instant in its way start in the engine too, before it
         mm.meta[MM_PENDING] = 0

@@ -48,7 +48,6 @@ def memo_report(mm) -> dict:
         "sampled_flows": sampled,
         "sample_max_error": float(m[mm_kernel.MM_ERR_MAX_PPM]) / 1e6,
         "sample_mean_error": float(m[mm_kernel.MM_ERR_SUM_PPM]) / 1e6 / sampled if sampled else 0.0,
-        "debug": [int(x) for x in m[mm_kernel.MM_DBG:]],
     }
 
 
@@ -105,7 +104,7 @@ def simulate(
     ``fast_forward``, skip the periods in which the network repeats itself (exactly)."""
     n_flows = int(world.cfg[K.CFG_N_FLOWS])
     fast = new_fast_forward(world) if fast_forward else None
-    mm, table = (None, None)
+    mm, table = None, ()
     if memo is not None:
         mm, table = mm_kernel.new_memo(world, memo.sample_per_mille, memo.seed, not memo.enabled)
         world.cfg[K.CFG_STOP_AT_START] = 1
@@ -169,18 +168,19 @@ def simulate(
     flush_trace(world, chunks)
     trace = np.concatenate(chunks) if chunks else np.zeros((0, K.TR_COLS), np.int64)
     wall_s = time.perf_counter() - began
-    report = memo_report(mm) if mm is not None else None
     done = int(world.stats[K.C_FLOWS_DONE])
     unfinished = f"with {n_flows - done} of {n_flows} flows unfinished"
     all_done = done == n_flows and world.stats[K.C_TASKS_DONE] == int(world.cfg[K.CFG_N_TASKS])
     if broken or status == K.ST_INVARIANT:  # the engine's own check leaves the reason to the caller
-        return RunOutcome(world, "invariant", broken, wall_s, load_s, trace, memo=report)
-    if all_done:  # a limit met after the work ended (waiting for a fault due later) cuts nothing short
-        return RunOutcome(world, "finished", "", wall_s, load_s, trace, memo=report)
-    if limit_reason:
-        return RunOutcome(world, "incomplete", f"{limit_reason} {unfinished}", wall_s, load_s, trace, memo=report)
-    if status == K.ST_STALLED:
-        return RunOutcome(world, "stalled", "", wall_s, load_s, trace, memo=report)
-    if status == K.ST_T_LIMIT:
-        return RunOutcome(world, "incomplete", f"sim.max_time_ns reached {unfinished}", wall_s, load_s, trace, memo=report)
-    return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace, memo=report)  # work left: cannot happen
+        state, reason = "invariant", broken
+    elif all_done:  # a limit met after the work ended (waiting for a fault due later) cuts nothing short
+        state, reason = "finished", ""
+    elif limit_reason:
+        state, reason = "incomplete", f"{limit_reason} {unfinished}"
+    elif status == K.ST_STALLED:
+        state, reason = "stalled", ""
+    elif status == K.ST_T_LIMIT:
+        state, reason = "incomplete", f"sim.max_time_ns reached {unfinished}"
+    else:  # work left and no events: cannot happen
+        state, reason = "stalled", "no events left"
+    return RunOutcome(world, state, reason, wall_s, load_s, trace, memo_report(mm) if mm is not None else None)
