@@ -92,8 +92,8 @@ def test_coalesced_acks_with_fast_forward():
     off, summary_off = _results(_prepared(sc, None, (), "off"))
     fast, summary = _results(_prepared(sc, None, (), "exact"))
     assert_identical(off, fast)
-    assert summary["fast_forward_exact"] is True
-    _, summary = _results(_prepared(sc, None, (), "on"))
+    assert summary["approximate"] is False
+    _, summary = _results(_prepared(sc, None, (), "trains"))
     assert summary["trains_sent"] > 0 and summary["acks_sent"] == summary_off["acks_sent"]
     assert abs(summary["last_finish_ns"] / summary_off["last_finish_ns"] - 1) < 0.005
 

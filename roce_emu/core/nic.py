@@ -4,7 +4,7 @@ Each host port keeps a ring of active queue pairs; when the port is free it send
 the next eligible one round-robin (rate pacing, window, and PFC pause of its
 priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queue.
 
-Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
+Trains (sim.fast_forward: trains, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
 pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
 whose path's egress ports are no slower than it and carry only flows of the same path key
 (same NIC, destination, and rate and delay at each hop) or are roomy (switch ports that never

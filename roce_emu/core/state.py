@@ -31,7 +31,7 @@ PKT_DTYPE = np.dtype(
         ("dst", np.int32),  # destination host
         ("in_port", np.int32),  # ingress port at the switch holding it
         ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
-        ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: on)
+        ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: trains)
         # a train on its way to its host: the token of the one arrival event there that counts
         # (nic.push_take); 0 otherwise
         ("take_tok", np.int32),
