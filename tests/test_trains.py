@@ -489,7 +489,7 @@ def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, c
 def test_no_interleaving_at_a_port_slower_than_its_flows_together():
     """Two flows over dimension 0 into NPU 0 (from NPUs 1 and 2) share the dimension switch's
     800 Gb/s port into its router: 1,600 Gb/s of NIC rate, and seven links of 800 Gb/s that could
-    feed it, so it is not roomy and queues form there. Their trains do not interleave: while both
+    feed it, so it may queue (nic.never_queues) and queues form there. Their trains do not interleave: while both
     run they send none, and the run is the exact engine's to the picosecond."""
     flows = [{**TP_INTO_0, "bytes": 2_000_000}, {"src": 2, "dst": 0, "bytes": 2_000_000}]
     (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "trains")

@@ -213,7 +213,7 @@ def in_flight_per_flow(world: World) -> np.ndarray:
     """Data packets of each flow still in the network (counted in the packet pool)."""
     live = world.pkt["kind"] == K.PK_DATA
     flows = world.qp["flow"][world.pkt["qp"][live]]  # the flow of each packet's queue pair
-    return np.bincount(flows, weights=world.pkt["n_sub"][live], minlength=len(world.flow)).astype(np.int64)
+    return np.bincount(flows, weights=world.pkt["train_len"][live], minlength=len(world.flow)).astype(np.int64)
 
 
 def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np.ndarray]) -> dict:
