@@ -178,7 +178,7 @@ def run(
         progress=progress,
         label=sc.name,
         check=check,
-        fast_forward=sc.sim.fast_forward == "exact",
+        exact_jumps=sc.sim.fast_forward == "exact",
     )
     if outcome.status == "invariant" and not outcome.reason:
         outcome.reason = broken_invariant_message(outcome.world, prepared.fabric)

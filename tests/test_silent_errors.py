@@ -94,7 +94,7 @@ def test_a_yaml_merge_is_not_a_duplicate(tmp_path):
 
 # ---- 9: YAML 1.1 booleans ----------------------------------------------------------------------
 @pytest.mark.quick
-@pytest.mark.parametrize("written, mode", [("on", "on"), ("off", "off"), ("exact", "exact")])
+@pytest.mark.parametrize("written, mode", [("trains", "trains"), ("off", "off"), ("exact", "exact"), ("on", "trains")])
 def test_fast_forward_mode_names_arrive_as_written(tmp_path, written, mode):
     path = tmp_path / "ff.yaml"
     path.write_text(INCAST.read_text() + f"sim:\n  fast_forward: {written}\n")
@@ -105,11 +105,11 @@ def test_fast_forward_mode_names_arrive_as_written(tmp_path, written, mode):
 @pytest.mark.quick
 @pytest.mark.parametrize("written", ["yes", "no", "true", "y"])
 def test_fast_forward_yes_is_not_silently_on(tmp_path, written):
-    """YAML 1.1 read yes as True, which became the approximate mode on."""
+    """YAML 1.1 read yes as True, which became the approximate mode (then named on)."""
     path = tmp_path / "ff.yaml"
     path.write_text(INCAST.read_text() + f"sim:\n  fast_forward: {written}\n")
     for line in (_error(path), _error(INCAST, [f"sim.fast_forward={written}"])):
-        assert "sim.fast_forward:" in line and "is not allowed" in line and "(allowed: off, exact, on)" in line
+        assert "sim.fast_forward:" in line and "is not allowed" in line and "(allowed: off, exact, trains)" in line
 
 
 @pytest.mark.quick

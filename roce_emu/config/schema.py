@@ -6,13 +6,15 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 ``roce_emu.scenario_checks``.
 """
 
-from typing import Annotated, ClassVar, Literal, Optional, Union
+import warnings
+from typing import Annotated, ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     StrictBool,
     Tag,
     ValidationInfo,
@@ -1133,6 +1135,30 @@ class Fault(Strict):
 
 
 # ---- run control and output -----------------------------------------------------------------
+#: sim.fast_forward's modes, the default first (docs/fast_forward.md)
+FastForwardMode = Literal["off", "exact", "trains"]
+FAST_FORWARD_MODES: tuple[str, ...] = get_args(FastForwardMode)
+#: values renamed since, by dotted key: each former name is still read, as the value it names, with a warning
+FORMER_NAMES: dict[str, dict[str, str]] = {"sim.fast_forward": {"on": "trains"}}
+
+
+def read_former_name(value, key: str, info: ValidationInfo):
+    """``value`` as its current name if it is a former name of the key's values (FORMER_NAMES).
+    The warning that it is deprecated goes to the loader if it collects them (validate_document
+    passes the ``source`` and a ``deprecated`` list in the context; the run prints and records
+    them with its warnings), else to the Python caller as a DeprecationWarning."""
+    former = FORMER_NAMES[key]
+    if not isinstance(value, str) or value not in former:
+        return value
+    message = f"{key}: '{value}' is deprecated, the former name of '{former[value]}': write '{former[value]}'"
+    context = info.context or {}
+    if "deprecated" in context:
+        context["deprecated"].append(f"{context['source']}: {message}")
+    else:
+        warnings.warn(message, DeprecationWarning, stacklevel=4)  # the caller of the pydantic model
+    return former[value]
+
+
 class Sim(Strict):
     """Run control: the bounds that end a run, deadlock detection and fast-forward."""
 
@@ -1146,11 +1172,17 @@ class Sim(Strict):
     """No flow progress for this long stops the run as a PFC deadlock or stall; must exceed network.nic.rto_ns."""
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
     """Events per engine call between progress updates and pool growth; results never depend on it."""
-    fast_forward: Literal["off", "exact", "on"] = "off"
+    fast_forward: FastForwardMode = "off"
     """off: every packet simulated; exact: skip whole periods in which the network repeats itself, identical to off
-    to the picosecond; on: steady flows send packet trains, approximate (docs/fast_forward.md)."""
+    to the picosecond; trains: steady flows send packet trains, approximate (docs/fast_forward.md). The former
+    name of trains, on, is read with a warning."""
     train_max_packets: int = Field(1024, ge=2, le=4096)
-    """The longest train with fast_forward: on."""
+    """The longest train with fast_forward: trains."""
+
+    @field_validator("fast_forward", mode="before")
+    @classmethod
+    def _former_mode_name(cls, mode, info: ValidationInfo):
+        return read_former_name(mode, "sim.fast_forward", info)
 
 
 TRACE_KINDS = ("rate", "queue", "pfc")
@@ -1196,6 +1228,18 @@ class Scenario(Strict):
     """What the run writes."""
     faults: list[Fault] = Field([], max_length=10_000)
     """Faults in the modelled network, each for a time window."""
+    _deprecated: tuple[str, ...] = PrivateAttr(())
+
+    @property
+    def deprecated_names(self) -> tuple[str, ...]:
+        """One line per deprecated name the document used ("FILE: sim.fast_forward: 'on' is
+        deprecated, ..."), when config.load.validate_document validated it."""
+        return self._deprecated
+
+    @model_validator(mode="after")
+    def _collect_deprecated_names(self, info: ValidationInfo):
+        self._deprecated = tuple((info.context or {}).get("deprecated", ()))
+        return self
 
     @field_validator("topology", mode="before")
     @classmethod
@@ -1207,7 +1251,7 @@ class Scenario(Strict):
         if self.output.logs_pfc and self.sim.fast_forward == "exact":
             raise ValueError(
                 f"{AT}sim.fast_forward 'exact' is not allowed with the PFC log: it jumps over repeated PFC frames, "
-                "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on"
+                "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or trains"
             )
         return self
 
