@@ -32,6 +32,9 @@ from ..errors import AT
 MIB = 1024 * 1024
 #: switch buffers, thresholds and reserves: 1 TiB, far beyond any switch, and safe in int64 sums
 MAX_BUFFER_BYTES = 1 << 40
+#: the slowest rate of a link, in Gb/s: 1 Mb/s. The engine counts bits per second as integers, so
+#: a rate under 0.5 b/s would round to 0 and divide by zero; nothing slower than this carries RoCE.
+MIN_RATE_GBPS = 1e-3
 
 
 def kmin_bytes_msg(kmin: int, kmax: int) -> str:
@@ -49,7 +52,7 @@ class Strict(BaseModel):
 class Link(Strict):
     """Rate and one-way propagation delay of a link (both directions)."""
 
-    rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    rate_gbps: float = Field(100.0, ge=MIN_RATE_GBPS, le=1e5)
     """Line rate of the link, each direction."""
     delay_ns: float = Field(1000.0, ge=0, le=1e9)
     """One-way propagation delay."""
@@ -58,7 +61,7 @@ class Link(Strict):
 class LinkOverride(Strict):
     """Per-tier override of ``topology.link``; an omitted field keeps the default."""
 
-    rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    rate_gbps: Optional[float] = Field(None, ge=MIN_RATE_GBPS, le=1e5)
     """Line rate of this tier's links; null keeps `topology.link.rate_gbps`."""
     delay_ns: Optional[float] = Field(None, ge=0, le=1e9)
     """One-way propagation delay of this tier's links; null keeps `topology.link.delay_ns`."""
@@ -185,13 +188,13 @@ class Fred(_TopologyBase):
     """NPUs (hosts); a multiple of `group_size`."""
     group_size: int = Field(4, ge=1, le=4096)
     """NPUs under each L1 switch."""
-    npu_rate_gbps: float = Field(24000.0, gt=0, le=1e5)
+    npu_rate_gbps: float = Field(24000.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of the NPU-L1 links (FRED's 3 TB/s NPU ports)."""
-    uplink_rate_gbps: float = Field(3000.0, gt=0, le=1e5)
+    uplink_rate_gbps: float = Field(3000.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of the L1-L2 links (Fred-A: 1/8 of an NPU's rate)."""
     io_controllers: int = Field(0, ge=0, le=4096)
     """I/O controllers io0, io1, ...; controller i hangs off L1 switch i mod groups."""
-    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
+    io_rate_gbps: float = Field(1024.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of an I/O controller's link (128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink", "io")
     RATES_BY_NAME: ClassVar[str] = "npu_rate_gbps, uplink_rate_gbps and io_rate_gbps"
@@ -226,7 +229,7 @@ class Mesh(_TopologyBase):
     """Hosts on each router."""
     io_controllers: int = Field(0, ge=0, le=4096)
     """I/O controllers io0, io1, ..., spread evenly over the edge routers clockwise from r0_0."""
-    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
+    io_rate_gbps: float = Field(1024.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of an I/O controller's link (FRED's 128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric", "io")
 
@@ -247,7 +250,7 @@ class Dimension(Strict):
     kind: Literal["ring", "fully_connected", "switch"] = "ring"
     """How the NPUs along this dimension are joined: a ring (a ring of 2 is one link), all to all, or through one
     switch per group."""
-    rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    rate_gbps: float = Field(100.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of this dimension's links."""
     delay_ns: float = Field(500.0, ge=0, le=1e9)
     """One-way propagation delay of this dimension's links."""
@@ -294,11 +297,11 @@ class RailOptimized(_TopologyBase):
     """Servers."""
     gpus_per_node: int = Field(8, ge=2, le=72)
     """GPUs per server, and the number of rails."""
-    nvlink_rate_gbps: float = Field(3600.0, gt=0, le=1e5)
+    nvlink_rate_gbps: float = Field(3600.0, ge=MIN_RATE_GBPS, le=1e5)
     """Each GPU's bandwidth into its server's NVSwitch, each direction (3600: 450 GB/s)."""
     nvlink_delay_ns: float = Field(200.0, ge=0, le=1e9)
     """One-way delay between a GPU and its NVSwitch."""
-    nic_rate_gbps: float = Field(400.0, gt=0, le=1e5)
+    nic_rate_gbps: float = Field(400.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of each GPU's own NIC, linked to a leaf of its rail."""
     nodes_per_leaf: Optional[int] = Field(None, ge=1, le=1024)
     """Servers whose GPUs of one rail share a leaf; it divides nodes, and a rail spans nodes / nodes_per_leaf
@@ -342,7 +345,7 @@ class RailOptimized(_TopologyBase):
 CustomLink = tuple[
     Annotated[int, Field(ge=0)],
     Annotated[int, Field(ge=0)],
-    Annotated[float, Field(gt=0, le=1e5)],
+    Annotated[float, Field(ge=MIN_RATE_GBPS, le=1e5)],
     Annotated[float, Field(ge=0, le=1e9)],
 ]
 
@@ -509,7 +512,7 @@ class Ecn(Strict):
     """Marking probability at kmax_bytes; null: the algorithm's default."""
     scale_with_rate: StrictBool = True
     """Scale the thresholds by port rate / reference_rate_gbps (the HPCC ns-3 ECN map)."""
-    reference_rate_gbps: float = Field(100.0, gt=0)
+    reference_rate_gbps: float = Field(100.0, ge=MIN_RATE_GBPS)
     """The port rate at which the thresholds apply as written."""
 
     def resolved(self, algorithm: str) -> tuple[int, int, float]:
@@ -1109,7 +1112,7 @@ class Fault(Strict):
     """When the fault starts."""
     until_ns: Optional[float] = Field(None, gt=0, le=1e15)
     """When it ends; null: at the end of the run."""
-    rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    rate_gbps: Optional[float] = Field(None, ge=MIN_RATE_GBPS, le=1e5)
     """slow_link: the rate both ways."""
     loss: Optional[float] = Field(None, gt=0, le=1)
     """lossy_port: probability of losing each packet the port sends (PFC frames are spared)."""
