@@ -178,7 +178,7 @@ def run(
         progress=progress,
         label=sc.name,
         check=check,
-        fast_forward=sc.sim.fast_forward == "exact",
+        exact_jumps=sc.sim.fast_forward == "exact",
         memo=memo_settings(sc),
     )
     if outcome.status == "invariant" and not outcome.reason:

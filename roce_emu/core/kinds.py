@@ -154,7 +154,7 @@ CFG_CC = 15  #: CC_* code of the run's algorithm
 CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
 CFG_TRACE_PS = 17  #: trace sampling interval
 CFG_N_TASKS = 18
-CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: on); 0 = every packet alone
+CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: trains); 0 = every packet alone
 CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MARGIN + the most successors of a task
 CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's data (HPCC ns-3); 0: in the control queue
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)

@@ -81,7 +81,7 @@ def _on_arrive(w, k, arg, t):
         return
     node = w.port[p_in]["node"]
     if w.node[node]["is_host"] != 0:
-        if pk["n_sub"] > 1:
+        if pk["train_len"] > 1:
             due = train_due_ps(w, k, I64(node))
             if t < due:  # delayed on its way (nic.delay_train)
                 push_take(w, k, p_in, due)

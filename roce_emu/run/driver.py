@@ -96,14 +96,16 @@ def simulate(
     progress: bool | None = None,
     label: str = "",
     check: bool = False,
-    fast_forward: bool = False,
+    exact_jumps: bool = False,
     memo: MemoSettings | None = None,
 ) -> RunOutcome:
     """Advance the world until every event is processed, a limit, a stall or a broken invariant;
     with ``check``, also run the expensive invariant checks after every slice; with
-    ``fast_forward``, skip the periods in which the network repeats itself (exactly)."""
+    ``exact_jumps`` (sim.fast_forward: exact), run the fast-forward kernel, which jumps over the
+    periods in which the network repeats itself, exactly. Packet trains need nothing here: the
+    world's configuration turns them on (world.train_limit)."""
     n_flows = int(world.cfg[K.CFG_N_FLOWS])
-    fast = new_fast_forward(world) if fast_forward else None
+    fast = new_fast_forward(world) if exact_jumps else None
     mm, table = None, ()
     if memo is not None:
         mm, table = mm_kernel.new_memo(world, memo.sample_per_mille, memo.seed, not memo.enabled)
@@ -116,7 +118,7 @@ def simulate(
             return advance(world, limits.max_time_ps, budget)
         return advance_ff(world, fast, limits.max_time_ps, budget)
 
-    notice = compile_notice(advance_ff if fast_forward else mm_kernel.advance_memo if memo else advance)
+    notice = compile_notice(advance_ff if exact_jumps else mm_kernel.advance_memo if memo else advance)
     if notice and progress is not False:
         print(f"roce-emu: {notice}", file=sys.stderr, flush=True)
     loading = time.perf_counter()

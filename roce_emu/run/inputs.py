@@ -65,7 +65,7 @@ TRAINS_ACK_EVERY = 4
 
 
 def why_no_trains(scenario: Scenario) -> str:
-    """Why packet trains (sim.fast_forward: on) do not apply to this scenario, or "" if they do:
+    """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
     packet apart ACK trains would stall, or faults (every fault is a link action), whose losses
     and detours trains do not model. world.train_limit turns trains off then, and
@@ -120,12 +120,12 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
         if why:
             return [f"sim.fast_forward: memo replays nothing here: {why}. The run is the exact engine."]
         return []
-    if scenario.sim.fast_forward != "on":
+    if scenario.sim.fast_forward != "trains":
         return []
     why = why_no_trains(scenario)
     if why:
         return [
-            f"sim.fast_forward: on sends no packet trains here: {why}. The run is the exact engine and "
+            f"sim.fast_forward: trains sends no packet trains here: {why}. The run is the exact engine and "
             f"takes as long as off (docs/fast_forward.md, The model)."
         ]
     reasons = []
@@ -137,15 +137,19 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
     if not reasons:
         return []
     return [
-        f"sim.fast_forward: on with {' and '.join(reasons)}: packet trains have been measured more than 1 % "
+        f"sim.fast_forward: trains with {' and '.join(reasons)}: packet trains have been measured more than 1 % "
         f'off the exact engine in such runs (docs/fast_forward.md, "Accuracy"). Check against off, or use exact.'
     ]
 
 
 def run_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """Every ``warning:`` line a run of this scenario prints and records in summary.json's
-    ``warnings``: the approximation's accuracy, then hosts left idle."""
-    return accuracy_warnings(scenario, fabric, workload) + idle_host_warnings(scenario, fabric, workload)
+    ``warnings``: deprecated names its file used, the approximation's accuracy, then hosts left idle."""
+    return (
+        list(scenario.deprecated_names)
+        + accuracy_warnings(scenario, fabric, workload)
+        + idle_host_warnings(scenario, fabric, workload)
+    )
 
 
 def idle_host_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
