@@ -8,6 +8,8 @@ reserved by another component, the component is *virtual*:
   ports its data and its ACKs cross (renamed in the order they appear), and each port's rate,
   delay, cut-through, ECN thresholds and PFC settings. The run's congestion control, MTU and
   ACK ratio are the same for every component of a run.
+- **Contended.** A component whose flows' data meet at a port faster than it sends is left to
+  the engine (a queue builds there: it would be volatile, below).
 - **Miss.** The exact engine runs the component alone from its start to its last packet, on a
   heap of its own (``_private``), and the world is put back as it was: the outcome (each flow's
   receive and finish offsets and counters, each port's bytes and the start of its last
@@ -160,6 +162,7 @@ class Memo(NamedTuple):
     hmeta: np.ndarray  # int64[M_EV_SEQ + 1]: the memo heap's count and sequence
     rename: np.ndarray  # int64[ports]: scratch, -1
     mark: np.ndarray  # int64[ports]: scratch, -1
+    load: np.ndarray  # int64[ports]: scratch, 0
     parent: np.ndarray  # int64[flows]: scratch (union-find)
     path: np.ndarray  # int32[2, MAX_HOPS]: scratch
     buf: np.ndarray  # int64[...]: scratch for keys and values
@@ -191,6 +194,7 @@ def new_memo(world: World, sample_per_mille: int, seed: int, off: bool) -> tuple
         hmeta=np.zeros(M_EV_SEQ + 1, np.int64),
         rename=np.full(n_ports, -1, np.int64),
         mark=np.full(n_ports, -1, np.int64),
+        load=np.zeros(n_ports, np.int64),
         parent=np.zeros(n_flows, np.int64),
         path=np.zeros((2, MAX_HOPS), np.int32),
         buf=np.zeros(1 << 20, np.int64),
@@ -444,6 +448,29 @@ def _key(w, mm, c, ports_out):
         buf[k + 6] = w.node[w.port[pt["peer_port"]]["node"]]["buffer_bytes"]
         k += 7
     return k, n_ports
+
+
+@njit_alloc
+def _contended(w, mm, c):
+    """Whether the data of component c's flows meet at a port faster than it sends: a queue
+    builds there, so the run would mark or pause (and be volatile) or its outcome depend on
+    the order of arrivals; the engine runs it without trying."""
+    first, n = mm.comp_first[c], mm.comp_n[c]
+    over = False
+    for step in range(2):  # add the flows' line rates at each port of their data paths, then clear them
+        for i in range(n):
+            L = mm.comp_flows[first + i]
+            a, _ = _paths(w, mm, L)
+            rate = w.port[mm.path[0, 0]]["rate_bps"] if a > 0 else 0
+            for j in range(a):
+                p = mm.path[0, j]
+                if step == 0:
+                    mm.load[p] += rate
+                    if mm.load[p] > w.port[p]["rate_bps"]:
+                        over = True
+                else:
+                    mm.load[p] = 0
+    return over
 
 
 @njit_alloc
@@ -756,7 +783,7 @@ def _settle(w, mm, index, keys, values, volatile, t):
             if stored.shape[0] == klen and np.all(stored == key):
                 val = values[index[h]]
                 hit = True
-        if not hit and h in volatile:  # it was volatile before: the engine runs it
+        if not hit and (h in volatile or _contended(w, mm, c)):  # volatile before, or bound to queue
             mm.meta[MM_VOLATILE] += 1
             for j in range(m):
                 _start_exact(w, mm, mm.comp_flows[mm.comp_first[c] + j], t)
