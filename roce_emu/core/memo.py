@@ -8,7 +8,7 @@ reserved by another component, the component is *virtual*:
   ports its data and its ACKs cross (renamed in the order they appear), and each port's rate,
   delay, cut-through, ECN thresholds and PFC settings. The run's congestion control, MTU and
   ACK ratio are the same for every component of a run.
-- **Contended.** A component whose flows' data meet at a port faster than it sends is left to
+- **Contended.** A component whose flows' data meet at a switch port faster than it sends is left to
   the engine (a queue builds there: it would be volatile, below).
 - **Miss.** The exact engine runs the component alone from its start to its last packet, on a
   heap of its own (``_private``), and the world is put back as it was: the outcome (each flow's
@@ -452,9 +452,10 @@ def _key(w, mm, c, ports_out):
 
 @njit_alloc
 def _contended(w, mm, c):
-    """Whether the data of component c's flows meet at a port faster than it sends: a queue
-    builds there, so the run would mark or pause (and be volatile) or its outcome depend on
-    the order of arrivals; the engine runs it without trying."""
+    """Whether the data of component c's flows meet at a switch port faster than it sends: a
+    queue builds there, so the run would mark or pause (and be volatile) or its outcome depend
+    on the order of arrivals; the engine runs it without trying. (A NIC shares its port among
+    its queue pairs by round robin: nothing queues in the network there.)"""
     first, n = mm.comp_first[c], mm.comp_n[c]
     over = False
     for step in range(2):  # add the flows' line rates at each port of their data paths, then clear them
@@ -462,7 +463,7 @@ def _contended(w, mm, c):
             L = mm.comp_flows[first + i]
             a, _ = _paths(w, mm, L)
             rate = w.port[mm.path[0, 0]]["rate_bps"] if a > 0 else 0
-            for j in range(a):
+            for j in range(1, a):
                 p = mm.path[0, j]
                 if step == 0:
                     mm.load[p] += rate
