@@ -7,14 +7,28 @@ replayed; the run does not depend on how it is sliced; and on the shipped traini
 iteration time stays within 0.1 % of off.
 """
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from conftest import scenario, simulate
-from roce_emu.api import prepare, run
+from roce_emu.api import prepare, prepare_scenario, run
 from roce_emu.results.iteration import task_rows
+from test_fast_forward import (
+    COLLECTIVE_BOUND,
+    ITERATION_BOUND,
+    NUDGES_NS,
+    SENSITIVITY_FACTOR,
+    SHIPPED,
+    _prepared,
+    _results,
+    nudged,
+    relative_errors,
+    workloads,
+)
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 LEAF_SPINE = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4, "link": {"delay_ns": 1000}}
@@ -128,3 +142,55 @@ def test_faults_leave_the_memo_out_and_say_so():
     assert memo.summary["memo"]["components"] == 0
     assert np.array_equal(memo.flow_table["finish_ps"], off.flow_table["finish_ps"])
     assert any("memo replays nothing here" in w for w in memo.prepared.warnings)
+
+
+def _memo_misses(sc=None, path=None, overrides=(), sample=10):
+    """The memo against the exact engine: {what: (error, bound)} of the iteration and
+    collectives beyond ITERATION_BOUND / COLLECTIVE_BOUND (and, for a scenario object, beyond
+    twice the exact engine's own sensitivity to 1-5 ns longer links)."""
+    exact, _ = _results(_prepared(sc, path, overrides, "off"))
+    if path is not None:
+        memo_run = prepare(path, [*overrides, "sim.fast_forward=memo", f"sim.memo_sample_per_mille={sample}"])
+    else:
+        sim = sc.sim.model_copy(update={"fast_forward": "memo", "memo_sample_per_mille": sample})
+        memo_run = prepare_scenario(sc.model_copy(update={"sim": sim}))
+    memo, summary = _results(memo_run)
+    assert summary["approximate"] and summary["memo"]["sample_max_error"] == 0.0, summary["memo"]
+    (_, _, _, res_a), (_, _, _, res_b) = exact, memo
+    for key in ("flows_finished", "data_packets_delivered", "status"):
+        assert res_a[key] == res_b[key], (key, res_a[key], res_b[key])
+    errors = relative_errors(exact, memo)
+    misses = {
+        what: (err, COLLECTIVE_BOUND if what.startswith("collective") else ITERATION_BOUND)
+        for what, err in errors.items()
+        if abs(err) > (COLLECTIVE_BOUND if what.startswith("collective") else ITERATION_BOUND)
+    }
+    if misses and sc is not None:
+        spread: dict = {}
+        for ns in NUDGES_NS:
+            for what, err in relative_errors(exact, _results(prepare_scenario(nudged(sc, ns)))[0]).items():
+                spread[what] = max(spread.get(what, 0.0), abs(err))
+        misses = {w: (e, SENSITIVITY_FACTOR * spread[w]) for w, (e, _) in misses.items() if abs(e) > 2 * spread[w]}
+    return misses
+
+
+@pytest.mark.parametrize("name,overrides", SHIPPED, ids=[s[0].removesuffix(".yaml") for s in SHIPPED])
+def test_shipped_scenarios_with_the_memo(name, overrides):
+    misses = _memo_misses(path=SCENARIOS / name, overrides=overrides)
+    assert not misses, f"the memo beyond the bounds (error, bound): {misses}"
+
+
+@pytest.mark.extensive
+@settings(
+    max_examples=int(os.environ.get("MEMO_EXAMPLES", 20)),
+    deadline=None,
+    print_blob=True,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(workloads())
+def test_random_workloads_with_the_memo(sc):
+    """Every hit is run again (1000 per mille): from the same start state the stored outcome is
+    the engine's, so the reported error is 0; the run as a whole stays within the bounds."""
+    misses = _memo_misses(sc, sample=1000)
+    assert not misses, f"the memo beyond the bounds (error, bound): {misses}"

@@ -408,14 +408,14 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
 
 @njit_alloc
 def _key(w, mm, c, ports_out):
-    """Component c's key into mm.buf; its ports, renamed in order, into ports_out. Return the
+    """Component c's key into mm.buf; its ports, named in order, into ports_out. Return the
     key's length and the number of ports."""
     first, n = mm.comp_first[c], mm.comp_n[c]
+    n_ports = _name_ports(w, mm, c, ports_out)
     buf = mm.buf
-    k = 0
-    buf[k] = n
-    k += 2  # buf[1]: ports, filled in below
-    n_ports = 0
+    buf[0] = n
+    buf[1] = n_ports
+    k = 2
     for i in range(n):
         L = mm.comp_flows[first + i]
         buf[k] = w.flow[L]["size_bytes"]
@@ -427,14 +427,8 @@ def _key(w, mm, c, ports_out):
             buf[k] = m
             k += 1
             for j in range(m):
-                p = mm.path[h, j]
-                if mm.rename[p] < 0:
-                    mm.rename[p] = n_ports
-                    ports_out[n_ports] = p
-                    n_ports += 1
-                buf[k] = mm.rename[p]
+                buf[k] = mm.rename[mm.path[h, j]]
                 k += 1
-    buf[1] = n_ports
     for j in range(n_ports):
         p = ports_out[j]
         mm.rename[p] = -1
@@ -608,20 +602,27 @@ def _unreserve(mm, c, ports, n_ports):
 
 
 @njit_alloc
-def _comp_ports(w, mm, c, out):
-    """Component c's ports in key order (as _key names them)."""
+def _name_ports(w, mm, c, out):
+    """Name component c's ports in the order its flows' data and ACK paths cross them
+    (mm.rename[p], the port itself in out); return how many. mm.rename is left set."""
     first, n = mm.comp_first[c], mm.comp_n[c]
     m = 0
     for i in range(n):
         a, b = _paths(w, mm, mm.comp_flows[first + i])
         for h in range(2):
-            k = a if h == 0 else b
-            for j in range(k):
+            for j in range(a if h == 0 else b):
                 p = mm.path[h, j]
                 if mm.rename[p] < 0:
                     mm.rename[p] = m
                     out[m] = p
                     m += 1
+    return m
+
+
+@njit_alloc
+def _comp_ports(w, mm, c, out):
+    """Component c's ports in key order (as _key names them) into out; return how many."""
+    m = _name_ports(w, mm, c, out)
     for j in range(m):
         mm.rename[out[j]] = -1
     return m
