@@ -41,8 +41,18 @@ ARRAYS = (
     "link_plan",
 )
 #: no World access of their own (constants, the registry, the JIT switch, the generator's kernels),
-#: the World's definition, the heap (handed its arrays) and the fast-forward (every array: its docstring)
-NOT_LISTED = {"__init__.py", "registry.py", "jit.py", "kinds.py", "rng.py", "state.py", "heap.py", "fastforward.py", "memo.py"}
+#: the World's definition, the heap (handed its arrays) and the fast-forward kernels (every array: their docstrings)
+NOT_LISTED = {
+    "__init__.py",
+    "registry.py",
+    "jit.py",
+    "kinds.py",
+    "rng.py",
+    "state.py",
+    "heap.py",
+    "fastforward.py",
+    "memo.py",
+}
 
 
 def world_arrays(src: str) -> str:
