@@ -135,6 +135,8 @@ def nudged(sc, ns):
     }
     if topo.kind == "multi_dim":
         update["dims"] = [d.model_copy(update={"delay_ns": d.delay_ns + ns}) for d in topo.dims]
+    if topo.kind == "rail_optimized":
+        update["nvlink_delay_ns"] = topo.nvlink_delay_ns + ns
     return sc.model_copy(update={"topology": topo.model_copy(update=update)})
 
 

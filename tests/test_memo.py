@@ -146,8 +146,8 @@ def test_faults_leave_the_memo_out_and_say_so():
 
 def _memo_misses(sc=None, path=None, overrides=(), sample=10):
     """The memo against the exact engine: {what: (error, bound)} of the iteration and
-    collectives beyond ITERATION_BOUND / COLLECTIVE_BOUND (and, for a scenario object, beyond
-    twice the exact engine's own sensitivity to 1-5 ns longer links)."""
+    collectives beyond ITERATION_BOUND / COLLECTIVE_BOUND and beyond twice the exact engine's own
+    sensitivity to 1-5 ns longer links (rail_allreduce: the memo +2.5 %, a 1 ns longer NVLink +1.9 %)."""
     exact, _ = _results(_prepared(sc, path, overrides, "off"))
     if path is not None:
         memo_run = prepare(path, [*overrides, "sim.fast_forward=memo", f"sim.memo_sample_per_mille={sample}"])
@@ -165,7 +165,9 @@ def _memo_misses(sc=None, path=None, overrides=(), sample=10):
         for what, err in errors.items()
         if abs(err) > (COLLECTIVE_BOUND if what.startswith("collective") else ITERATION_BOUND)
     }
-    if misses and sc is not None:
+    if misses:
+        if sc is None:
+            sc = prepare(path, list(overrides)).scenario
         spread: dict = {}
         for ns in NUDGES_NS:
             for what, err in relative_errors(exact, _results(prepare_scenario(nudged(sc, ns)))[0]).items():
