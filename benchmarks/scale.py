@@ -107,13 +107,14 @@ CASES = {
 }
 
 
-def measure(doc: dict, timeout: float | None = None) -> dict:
-    """Run one scenario document in a fresh process; its figures, or {"error": the last line}.
+def measure(doc: dict, timeout: float | None = None, child: str = CHILD) -> dict:
+    """Run one scenario document in a fresh process (the script ``child``, which prints its figures
+    as JSON on its last line); its figures, or {"error": the last line of its errors}.
     The child imports roce_emu as ``python -P`` does (PYTHONPATH, then the installed package),
     not from the current directory, so that a tree named on PYTHONPATH is the one measured."""
     try:
         p = subprocess.run(
-            [sys.executable, "-P", "-c", CHILD, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-P", "-c", child, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return {"error": f"stopped after {timeout:.0f} s"}
