@@ -61,7 +61,13 @@ MOE_IMBALANCE = 1.5
 
 CCS = ("none", "dcqcn", "hpcc")
 MODES = ("off", "exact", "on")
-KEY = ("case", "gpus", "cc", "oversub", "pxn", "mode", "quick")
+KEY = ("case", "gpus", "cc", "oversub", "pxn", "mode", "quick", "set")
+
+
+def key(p: dict, **change) -> str:
+    """A point's identity: a re-run of the same key replaces it in the file."""
+    return json.dumps([{**p, **change}.get(k, []) for k in KEY])
+
 
 # the child: scale.py's run of one scenario, with the figures this benchmark reports
 CHILD = r"""
@@ -143,8 +149,11 @@ CASES = {"gpt": gpt, "moe": moe}
 
 
 def scenario(point: dict) -> dict:
+    """The point's scenario document, its --set overrides applied."""
+    from roce_emu.config.load import apply_override, parse_override
+
     gpus, quick = point["gpus"], point["quick"]
-    return {
+    doc = {
         "name": f"llm_{point['case']}_{gpus}",
         "seed": 1,
         "topology": topology(gpus, point["oversub"], point["pxn"] == "on", quick),
@@ -152,6 +161,9 @@ def scenario(point: dict) -> dict:
         "workload": {"training": CASES[point["case"]](gpus, quick)},
         "sim": {"fast_forward": point["mode"]},
     }
+    for item in point.get("set", []):
+        apply_override(doc, *parse_override(item))
+    return doc
 
 
 def default_matrix() -> list[dict]:
@@ -188,7 +200,7 @@ def command(p: dict) -> str:
     quick = " --quick" if p["quick"] else ""
     return (
         f"python benchmarks/llm.py --case {p['case']} --gpus {p['gpus']} --cc {p['cc']} --oversub {p['oversub']:g} "
-        f"--pxn {p['pxn']} --mode {p['mode']}{quick}"
+        f"--pxn {p['pxn']} --mode {p['mode']}{quick}" + "".join(f" --set {item}" for item in p.get("set", []))
     )
 
 
@@ -204,10 +216,10 @@ def table(points: list[dict]) -> str:
     """The markdown tables: one row per point, then the fast modes against off."""
     head = (
         "| case | GPUs | cc | oversub | PXN | mode | iteration ms | vs none | exposed comm ms | ECN marks | "
-        "marked at | PFC pauses | paused | events | wall s | peak RSS MB |\n" + "|---|" * 16 + "\n"
+        "marked at | PFC pauses | paused | events | wall s | peak RSS MB |\n" + "|" + "---|" * 16 + "\n"
     )
     rows = []
-    by_key = {tuple(p[k] for k in KEY): p for p in points}
+    by_key = {key(p): p for p in points}
     for p in points:
         if p.get("status") != "finished":
             rows.append(
@@ -215,12 +227,12 @@ def table(points: list[dict]) -> str:
                 f"{p.get('error') or p.get('status')} |" + " |" * 9
             )
             continue
-        base = by_key.get(tuple({**p, "cc": "none"}[k] for k in KEY))
+        base = by_key.get(key(p, cc="none"))
         vs = ""
         if base and base is not p and base.get("status") == "finished":
             vs = f"{100 * (p['mean_iteration_ns'] / base['mean_iteration_ns'] - 1):+.1f} %"
         if p["mode"] != "off":
-            off = by_key.get(tuple({**p, "mode": "off"}[k] for k in KEY))
+            off = by_key.get(key(p, mode="off"))
             if off and off.get("status") == "finished":
                 vs = f"{100 * (p['mean_iteration_ns'] / off['mean_iteration_ns'] - 1):+.3f} % vs off"
         skipped = f" ({p['events_skipped'] / 1e6:.0f} M skipped)" if p.get("events_skipped") else ""
@@ -249,6 +261,7 @@ def main() -> None:
     ap.add_argument("--size", action="store_true", help="print each point's flows and packets instead of running")
     ap.add_argument("--table", action="store_true", help="print the recorded points' table and stop")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per point")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key")
     ap.add_argument("--out", type=Path, default=ROOT / "llm.json")
     args = ap.parse_args()
     recorded = json.loads(args.out.read_text()) if args.out.is_file() else []
@@ -258,7 +271,7 @@ def main() -> None:
     chosen = (args.case, args.gpus, args.cc, args.oversub, args.pxn, args.mode)
     if any(chosen):
         points = [
-            dict(zip(KEY[:-1], values))
+            dict(zip(KEY[:6], values))
             for values in itertools.product(
                 args.case or list(CASES),
                 args.gpus or [32 if args.quick else 128],
@@ -272,13 +285,21 @@ def main() -> None:
         points = [p for p in default_matrix() if p["gpus"] == 128 or not args.quick]
         if args.quick:
             points = [{**p, "gpus": 32} for p in points]
-    points = [{**p, "quick": args.quick} for p in points]
+    points = [{**p, "quick": args.quick, **({"set": args.set} if args.set else {})} for p in points]
+    from roce_emu.config.load import validate_document
+    from roce_emu.errors import ScenarioError
+
     for p in points:
         if p["gpus"] % (32 if args.quick else 64) or p["gpus"] <= 0:
             print(
                 f"error: --gpus {p['gpus']} is not allowed: a positive multiple of {32 if args.quick else 64}",
                 file=sys.stderr,
             )
+            sys.exit(2)
+        try:  # as roce-emu run --set reads them; a bad one stops here, in one line, exit code 2
+            validate_document(scenario(p), "llm.py --set")
+        except (ScenarioError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
             sys.exit(2)
     if args.size:
         for p in points:
@@ -291,11 +312,11 @@ def main() -> None:
         result = {**p, **measure(scenario(p), args.timeout, CHILD)}
         result.setdefault("status", "error")
         recorded = json.loads(args.out.read_text()) if args.out.is_file() else []  # another run may have added
-        recorded = [r for r in recorded if tuple(r[k] for k in KEY) != tuple(p[k] for k in KEY)] + [result]
+        recorded = [r for r in recorded if key(r) != key(p)] + [result]
         recorded.sort(key=order)
         args.out.write_text(json.dumps(recorded, indent=1) + "\n")
         print(json.dumps({k: v for k, v in result.items() if k != "hottest_links"}), flush=True)
-    print(table([r for r in recorded if tuple(r[k] for k in KEY) in {tuple(p[k] for k in KEY) for p in points}]))
+    print(table([r for r in recorded if key(r) in {key(p) for p in points}]))
 
 
 if __name__ == "__main__":
