@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from scale import measure, warm_cache  # noqa: E402
+from scale import RUN, measure, warm_cache  # noqa: E402
 
 GPUS_PER_NODE = 8
 NODES_PER_LEAF = 8
@@ -70,18 +70,12 @@ def key(p: dict, **change) -> str:
 
 
 # the child: scale.py's run of one scenario, with the figures this benchmark reports
-CHILD = r"""
-import json, re, resource, sys, time
+CHILD = (
+    RUN
+    + r"""
+import re
 from collections import Counter
-t0 = time.perf_counter()
 import numpy as np
-from roce_emu.api import prepare_scenario, run
-from roce_emu.config.schema import Scenario
-sc = Scenario.model_validate(json.loads(sys.argv[1]))
-prepared = prepare_scenario(sc)
-t1 = time.perf_counter()
-res = run(prepared, write=False, progress=False)
-s = res.summary
 fabric, port = prepared.fabric, prepared.world.port
 kind = [re.sub(r"\d+", "", name).split(".")[-1] for name in fabric.names]  # rail3.leaf0 -> leaf
 node, peer = fabric.port_node, fabric.port_node[fabric.port_peer]
@@ -98,6 +92,7 @@ print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engin
                   "pauses_at": dict(pauses.most_common()),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
 
 def topology(gpus: int, oversub: float, pxn: bool, quick: bool) -> dict:

@@ -23,7 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-CHILD = r"""
+# a child's run of the scenario document in argv[1]: prepared, its summary s, the times t0 and t1
+RUN = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 from roce_emu.api import prepare_scenario, run
@@ -33,6 +34,10 @@ prepared = prepare_scenario(sc)
 t1 = time.perf_counter()
 res = run(prepared, write=False, progress=False)
 s = res.summary
+"""
+CHILD = (
+    RUN
+    + r"""
 print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engine_s": s["wall_s"],
                   "events": s["events"], "events_skipped": s.get("events_skipped", 0), "status": s["status"],
                   "time_ns": s.get("mean_iteration_ns") or s["last_finish_ns"], "flows": s["flows"],
@@ -40,6 +45,7 @@ print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engin
                   "bytes": int(prepared.world.flow["size_bytes"].sum()),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
 
 def leaf_spine(npus: int) -> dict:
