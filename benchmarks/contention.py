@@ -1,4 +1,4 @@
-"""How far packet trains (`sim.fast_forward: on`) put single flows under contention, against `off`.
+"""How far packet trains (`sim.fast_forward: trains`) put single flows under contention, against `off`.
 
     python benchmarks/contention.py                 # 24 random workloads, one table row each
     python benchmarks/contention.py --workloads 60 --first 100
@@ -9,15 +9,15 @@ Each workload draws, from its own seed (1000 + its index): either a random `mult
 (2 or 3 dimensions of 2-4 NPUs, ring, fully connected or switch, 100-800 Gb/s, 100-1000 ns) or
 a two-leaf leaf-spine (8 hosts per leaf, 2 spines, 200 Gb/s, 1 us); 2-23 flows between random
 hosts of 50 KB to 8 MB, starting within 40 us; none, DCQCN or TIMELY; one ACK per packet or per
-4. It runs `off` and `on` in this process and reports, per workload, the largest error of a
+4. It runs `off` and `trains` in this process and reports, per workload, the largest error of a
 single flow's completion, the error of the last completion, and how many times fewer events
-`on` took. The scale issue bounds iterations and collectives, not single flows: this measures
+`trains` took. The scale issue bounds iterations and collectives, not single flows: this measures
 what trains cost where flows of different paths meet (docs/fast_forward.md).
 
 With congestion control, one seed's single flows are a poor yardstick: the seed (ECMP hashes,
 DCQCN's marks) moves single completions of the exact engine itself by tens of percent. With
 ``--seeds N`` each workload runs under seeds 1..N, and a second table gives the last completion's
-mean and standard deviation over them, `off` and `on`, and the error of `on`'s mean.
+mean and standard deviation over them, `off` and `trains`, and the error of `trains`'s mean.
 """
 
 import argparse
@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 
-MODES = ("off", "on")
+MODES = ("off", "trains")
 
 
 def workload(i: int) -> dict:
@@ -91,14 +91,14 @@ def finishes(doc: dict, mode: str) -> tuple[np.ndarray, int]:
 
 def measure(i: int, seeds: int = 1) -> dict:
     """Workload i's row: its first seed's errors, and with seeds > 1 the last completion over
-    seeds 1..seeds (mean and standard deviation in us, off and on)."""
+    seeds 1..seeds (mean and standard deviation in us, off and trains)."""
     doc = workload(i)
     last = {mode: [] for mode in MODES}
     for seed in range(1, seeds + 1):
         exact, events_off = finishes({**doc, "seed": seed}, "off")
-        approx, events_on = finishes({**doc, "seed": seed}, "on")
+        approx, events_on = finishes({**doc, "seed": seed}, "trains")
         last["off"].append(exact.max() / 1e6)
-        last["on"].append(approx.max() / 1e6)
+        last["trains"].append(approx.max() / 1e6)
         if seed == 1:
             row = {
                 "workload": i,
@@ -108,7 +108,7 @@ def measure(i: int, seeds: int = 1) -> dict:
                 "flows": len(exact),
                 "worst_flow_error": float(np.abs(approx / exact - 1).max()),
                 "last_finish_error": float(abs(approx.max() / exact.max() - 1)),
-                "events_off_over_on": events_off / events_on,
+                "events_off_over_trains": events_off / events_on,
             }
     if seeds > 1:
         for mode, values in last.items():
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the rows to this JSON file")
     ap.add_argument("--seeds", type=int, default=1, help="run each workload under seeds 1..N (1)")
     args = ap.parse_args(argv)
-    print("| workload | fabric | cc | ACK per | flows | worst flow error | last finish error | events off / on |")
+    print("| workload | fabric | cc | ACK per | flows | worst flow error | last finish error | events off / trains |")
     print("|---|---|---|---|---|---|---|---|")
     rows = []
     for i in range(args.first, args.first + args.workloads):
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
         print(
             f"| {r['workload']} | {r['fabric']} | {r['cc']} | {r['acks_every']} | {r['flows']} | "
             f"{100 * r['worst_flow_error']:.2f} % | {100 * r['last_finish_error']:.2f} % | "
-            f"{r['events_off_over_on']:.1f}x |",
+            f"{r['events_off_over_trains']:.1f}x |",
             flush=True,
         )
     worst = max(rows, key=lambda r: r["worst_flow_error"])
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     )
     if args.seeds > 1:
         print(f"\nThe last completion over seeds 1..{args.seeds} (mean ± standard deviation):\n")
-        print("| workload | cc | off: last finish us | on: last finish us | error of the mean |")
+        print("| workload | cc | off: last finish us | trains: last finish us | error of the mean |")
         print("|---|---|---|---|---|")
         for r in rows:
             off, on = (f"{r[m + '_last_finish_us_mean']:.1f} ± {r[m + '_last_finish_us_sd']:.1f}" for m in MODES)

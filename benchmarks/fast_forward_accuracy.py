@@ -1,14 +1,14 @@
-"""How far packet trains (sim.fast_forward: on) land from the exact engine, on every shipped scenario.
+"""How far packet trains (sim.fast_forward: trains) land from the exact engine, on every shipped scenario.
 
     python benchmarks/fast_forward_accuracy.py                    # every scenarios/*.yaml
     python benchmarks/fast_forward_accuracy.py scenarios/incast.yaml --csv ff.csv --markdown ff.md
 
 Each scenario runs twice, as shipped (the exact engine, sim.fast_forward: off) and with
-``--set sim.fast_forward=on``, nothing written. A scenario with iterations (training or
+``--set sim.fast_forward=trains``, nothing written. A scenario with iterations (training or
 collectives) is compared per iteration (summary.json ``iteration_ns``); any other by the last
-flow's finish and the median flow completion time. An error is (on - off) / off in percent:
-positive means trains run late. ``trains`` is how many packet trains the `on` run sent (0: it
-ran as the exact engine); ``warned`` whether roce-emu warns about the accuracy of `on` for it
+flow's finish and the median flow completion time. An error is (trains - off) / off in percent:
+positive means trains run late. ``trains`` is how many packet trains the `trains` run sent (0: it
+ran as the exact engine); ``warned`` whether roce-emu warns about the accuracy of `trains` for it
 (run.inputs.accuracy_warnings). A run with no finished flow (a deadlock) leaves its cells
 empty. The table goes to stdout as markdown, and to --csv (tidy, one row per scenario and
 measure) and --markdown if given.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from roce_emu.api import prepare, run  # noqa: E402
 from roce_emu.run.inputs import accuracy_warnings  # noqa: E402
 
-COLUMNS = ["scenario", "status", "measure", "off_ns", "on_ns", "error_pct", "trains", "warned"]
+COLUMNS = ["scenario", "status", "measure", "off_ns", "trains_ns", "error_pct", "trains", "warned"]
 
 
 def measures(result) -> list[tuple[str, float]]:
@@ -46,9 +46,9 @@ def measures(result) -> list[tuple[str, float]]:
 
 
 def compare(path: Path) -> list[dict]:
-    """One row per measure of one scenario, off against on."""
+    """One row per measure of one scenario, off against trains."""
     off = run(prepare(path), write=False, progress=False)
-    prepared_on = prepare(path, ["sim.fast_forward=on"])
+    prepared_on = prepare(path, ["sim.fast_forward=trains"])
     on = run(prepared_on, write=False, progress=False)
     warned = "yes" if accuracy_warnings(prepared_on.scenario, prepared_on.fabric, prepared_on.workload) else "no"
     rows = []
@@ -59,7 +59,7 @@ def compare(path: Path) -> list[dict]:
                 "status": on.summary["status"],
                 "measure": name,
                 "off_ns": round(t_off, 3) if t_off == t_off else "",
-                "on_ns": round(t_on, 3) if t_on == t_on else "",
+                "trains_ns": round(t_on, 3) if t_on == t_on else "",
                 "error_pct": round(100 * (t_on - t_off) / t_off, 3) if t_off and t_on == t_on else "",
                 "trains": int(on.summary.get("trains_sent", 0)),
                 "warned": warned,
@@ -78,13 +78,13 @@ def _pct(error) -> str:
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| scenario | status | measure | off | on | on vs off | trains | warned |",
+        "| scenario | status | measure | off | trains mode | trains vs off | trains sent | warned |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['scenario']} | {r['status']} | {r['measure']} | "
-            f"{_us(r['off_ns'])} | {_us(r['on_ns'])} | {_pct(r['error_pct'])} | {r['trains']:,} | {r['warned']} |"
+            f"{_us(r['off_ns'])} | {_us(r['trains_ns'])} | {_pct(r['error_pct'])} | {r['trains']:,} | {r['warned']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -5,14 +5,14 @@
     python benchmarks/ring_replay.py --set network.nic.ack_every_packets=4
 
 A ring step waits for the data it forwards, so each flow starts when the flow before it on its
-diagonal ends: a ring is a feedback loop, and a small per-flow difference between `on` (packet
+diagonal ends: a ring is a feedback loop, and a small per-flow difference between `trains` (packet
 trains) and `off` (the exact engine) can grow along it. This benchmark separates the two:
 
 1. **Closed loop**: the ring All-Reduce (steps of ``--step-bytes``) on a leaf-spine of
    ``--leaves`` x ``--hosts`` hosts (4 spines, 200 Gb/s, 1 us links, no congestion control unless
-   ``--set`` says otherwise), `off` and `on`: the error of `on`'s last completion.
+   ``--set`` says otherwise), `off` and `trains`: the error of `trains`'s last completion.
 2. **Open loop**: every flow of the exact run, replayed as an explicit flow that starts when it
-   started there, `off` and `on`: the error of each flow's completion (at its receiver) when
+   started there, `off` and `trains`: the error of each flow's completion (at its receiver) when
    both engines see the same start times. Replayed `off` reproduces the ring's own flows (the
    table gives their mean difference at the sender), so the open-loop error is the trains' error
    per flow.
@@ -62,7 +62,7 @@ def measure(leaves: int, hosts: int, step_bytes: int, overrides: list) -> dict:
     ranks = leaves * hosts
     collective = {"kind": "all_reduce", "algorithm": "ring", "bytes": step_bytes * ranks}
     ring = {**base, "workload": {"collectives": [collective]}, "output": {"collective_flows": True}}
-    closed = {mode: _run(ring, mode) for mode in ("off", "on")}
+    closed = {mode: _run(ring, mode) for mode in ("off", "trains")}
     table = closed["off"].flow_table
     start_ps = np.asarray(table["start_ps"], np.int64)
     flows = [
@@ -71,12 +71,12 @@ def measure(leaves: int, hosts: int, step_bytes: int, overrides: list) -> dict:
     ]
     replay = {**base, "workload": {"flows": flows}}
     received = {}
-    for mode in ("off", "on"):
+    for mode in ("off", "trains"):
         res = _run(replay, mode)
         received[mode] = (res.outcome.world.task["finish_ps"][: len(flows)].astype(np.float64) - start_ps) / 1e6
         if mode == "off":  # the replay is faithful if its flows end as the ring's did (at the sender)
             faithful = np.abs(np.asarray(res.flow_table["fct_ps"], np.float64) - table["fct_ps"]).mean() / 1e6
-    error = received["on"] - received["off"]
+    error = received["trains"] - received["off"]
     steps = len(flows) // ranks
     step_mean = start_ps[: steps * ranks].reshape(steps, ranks).mean(axis=1)
     lag = (start_ps[: steps * ranks] - np.repeat(step_mean, ranks)) / 1e6
@@ -89,8 +89,8 @@ def measure(leaves: int, hosts: int, step_bytes: int, overrides: list) -> dict:
     return {
         "ranks": ranks,
         "off_us": last["off"],
-        "on_us": last["on"],
-        "closed_loop_error": last["on"] / last["off"] - 1,
+        "trains_us": last["trains"],
+        "closed_loop_error": last["trains"] / last["off"] - 1,
         "flows": len(flows),
         "replay_vs_ring_us": float(faithful),
         "mean_flow_us": float(received["off"].mean()),
@@ -121,12 +121,12 @@ def main(argv=None) -> int:
         return 2
     r = measure(args.leaves, args.hosts, args.step_bytes, overrides)
     print(
-        "| ranks | off: last us | on: last us | closed loop | flows | replayed off vs ring | flow us "
+        "| ranks | off: last us | trains: last us | closed loop | flows | replayed off vs ring | flow us "
         "| open loop: mean | sd | p5 .. p95 | exact drift slope | error's slope |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print(
-        f"| {r['ranks']} | {r['off_us']:.1f} | {r['on_us']:.1f} | {100 * r['closed_loop_error']:+.2f} % | "
+        f"| {r['ranks']} | {r['off_us']:.1f} | {r['trains_us']:.1f} | {100 * r['closed_loop_error']:+.2f} % | "
         f"{r['flows']} | {1e3 * r['replay_vs_ring_us']:.1f} ns | "
         f"{r['mean_flow_us']:.3f} | {1e3 * r['open_loop_mean_us']:+.1f} ns | {1e3 * r['open_loop_sd_us']:.1f} ns | "
         f"{1e3 * r['open_loop_p5_us']:+.1f} .. {1e3 * r['open_loop_p95_us']:+.1f} ns | "

@@ -1,9 +1,10 @@
-"""Scale: wall time and peak memory with fast-forward on and off, side by side in one run.
+"""Scale: wall time and peak memory with a fast-forward mode and with off, side by side in one run.
 
     python benchmarks/scale.py                       # every case at the issue's size (hours with "off")
     python benchmarks/scale.py --case ring --npus 16 # one case, fewer NPUs
     python benchmarks/scale.py --bytes-scale 0.25    # the ring all-reduce a quarter as large
     python benchmarks/scale.py --fast exact          # the exact fast-forward instead of trains
+    python benchmarks/scale.py --fast memo           # the memo of exact outcomes
     python benchmarks/scale.py --case resnet --npus 64 --cc dcqcn --seeds 1 2 3 4   # one row per seed, and their mean
     python benchmarks/scale.py --case ring --npus 128 --set workload.collectives.0.bytes=26214400
 
@@ -12,8 +13,9 @@ leaf-spine at 200 Gb/s, under none, DCQCN and HPCC), "ring" (a 1 GiB ring all-re
 "transformer" (TP 8 x DP 16 on multi_dim). Each (case, cc, mode) runs in a fresh process,
 after one that warms the Numba cache. It reports its wall time (everything: loading the
 kernels, building, the engine, the results), the engine's share, its peak RSS and the
-iteration or collective time. The error column is the fast mode's ("on", packet trains, or
-"exact") time minus off's, over off's, signed: 0 when the skipping was exact. With several
+iteration or collective time. The error column is the fast mode's ("trains", packet trains,
+"memo", replayed exact outcomes, or "exact") time minus off's, over off's, signed: 0 when the
+skipping was exact. With several
 ``--seeds``, a last row gives the mean speed-up and the mean and largest error.
 """
 
@@ -131,7 +133,7 @@ def measure(doc: dict, timeout: float | None = None, child: str = CHILD) -> dict
 
 def warm_cache() -> None:
     """Compile (or load) both kernels once, so that no measured run pays for compiling."""
-    for mode in ("off", "exact", "on"):
+    for mode in ("off", "exact", "trains", "memo"):
         measure(
             {
                 "name": "warm",
@@ -150,7 +152,7 @@ def main() -> None:
     ap.add_argument("--npus", type=int, default=128)
     ap.add_argument("--bytes-scale", type=float, default=1.0, help="scale the ring case's size")
     ap.add_argument("--cc", action="append", help="only these algorithms (repeatable)")
-    ap.add_argument("--fast", choices=["on", "exact"], default="on", help="the mode compared with off")
+    ap.add_argument("--fast", choices=["trains", "exact", "memo"], default="trains", help="the mode compared with off")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1], help="one row per seed (ECMP hashes, CC draws)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key")
     args = ap.parse_args()

@@ -1,8 +1,8 @@
 """Scaling: wall time per ResNet-50 iteration and per simulated byte as the NPU count grows.
 
     python benchmarks/scaling.py                       # 16 .. 256 NPUs, exact engine, then the figure
-    python benchmarks/scaling.py --npus 16 32 --mode on --timeout 900
-    python benchmarks/scaling.py --npus 1024 --mode on --fabric fat_tree \
+    python benchmarks/scaling.py --npus 16 32 --mode trains --timeout 900
+    python benchmarks/scaling.py --npus 1024 --mode trains --fabric fat_tree \
         --set network.nic.ack_every_packets=4 --out /tmp/ft.json   # the issue's 1024-NPU case, coalesced ACKs
 
 ResNet-50 data parallel (ring all-reduce, 25 MiB gradient buckets), one iteration, DCQCN, on
@@ -34,11 +34,11 @@ def figure(points: list[dict], path: Path, fabric: str = "leaf-spine") -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    colors = {"off": "#0072B2", "exact": "#E69F00", "on": "#009E73"}
-    names = {"off": "every packet (off)", "exact": "exact jumps", "on": "packet trains (on)"}
+    colors = {"off": "#0072B2", "exact": "#E69F00", "trains": "#009E73"}
+    names = {"off": "every packet (off)", "exact": "exact jumps", "trains": "packet trains"}
     with plt.rc_context(STYLE):
         fig, (left, right) = plt.subplots(1, 2, figsize=(7.8, 3.4))
-        for mode, marker in (("off", "o"), ("exact", "^"), ("on", "s")):
+        for mode, marker in (("off", "o"), ("exact", "^"), ("trains", "s")):
             mine = sorted(
                 (p for p in points if p["mode"] == mode and p.get("status") == "finished"), key=lambda p: p["npus"]
             )
@@ -83,7 +83,9 @@ def figure(points: list[dict], path: Path, fabric: str = "leaf-spine") -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--npus", type=int, nargs="+", default=[16, 32, 64, 128, 256])
-    ap.add_argument("--mode", choices=["off", "exact", "on"], action="append", help="sim.fast_forward (default: off)")
+    ap.add_argument(
+        "--mode", choices=["off", "exact", "trains"], action="append", help="sim.fast_forward (default: off)"
+    )
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per point")
     ap.add_argument(
         "--probe-s",

@@ -44,7 +44,7 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import check_inputs, load_inputs, run_warnings
+from .run.inputs import check_inputs, load_inputs, memo_settings, run_warnings
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
@@ -178,7 +178,8 @@ def run(
         progress=progress,
         label=sc.name,
         check=check,
-        fast_forward=sc.sim.fast_forward == "exact",
+        exact_jumps=sc.sim.fast_forward == "exact",
+        memo=memo_settings(sc),
     )
     if outcome.status == "invariant" and not outcome.reason:
         outcome.reason = broken_invariant_message(outcome.world, prepared.fabric)
@@ -191,6 +192,8 @@ def run(
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
     info["hottest_links"] = hottest_links(outcome.world, prepared.fabric)
+    if outcome.memo is not None:
+        info["memo"] = outcome.memo
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
     if prepared.warnings:

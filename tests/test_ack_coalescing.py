@@ -70,7 +70,7 @@ def test_a_trains_acks_are_the_packets_exact_acks():
         W.cfg[CFG_ACK_EVERY] = every
         for seq in range(0, 20):
             for n in range(2, 30):
-                W.pkt[0]["seq"], W.pkt[0]["n_sub"] = seq, n
+                W.pkt[0]["seq"], W.pkt[0]["train_len"] = seq, n
                 answered = [i for i in range(n) if due(W, seq + i, seq + i + 1, 10**6, 0) > 0]
                 m, first, last = train_acks(W, 0)
                 if answered:
@@ -92,8 +92,8 @@ def test_coalesced_acks_with_fast_forward():
     off, summary_off = _results(_prepared(sc, None, (), "off"))
     fast, summary = _results(_prepared(sc, None, (), "exact"))
     assert_identical(off, fast)
-    assert summary["fast_forward_exact"] is True
-    _, summary = _results(_prepared(sc, None, (), "on"))
+    assert summary["approximate"] is False
+    _, summary = _results(_prepared(sc, None, (), "trains"))
     assert summary["trains_sent"] > 0 and summary["acks_sent"] == summary_off["acks_sent"]
     assert abs(summary["last_finish_ns"] / summary_off["last_finish_ns"] - 1) < 0.005
 

@@ -260,7 +260,7 @@ BAD = [
         {"collectives": [{"kind": "all_gather", "algorithm": "halving_doubling", "bytes": 8000}]},
         {"kind": "single_switch", "hosts": 4},
         "workload.collectives.0.algorithm: 'halving_doubling' is not allowed "
-        "for all_gather (allowed: ring, direct, in_network)",
+        "for all_gather (allowed: ring, direct, in_network, nvls)",
     ),
     (
         {"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 8000}]},
@@ -282,7 +282,7 @@ BAD = [
         {"collectives": [{"kind": "reduce_scatter", "algorithm": "tree", "bytes": 8000}]},
         {"kind": "single_switch", "hosts": 4},
         "workload.collectives.0.algorithm: 'tree' is not allowed for reduce_scatter (allowed: ring, direct, "
-        "in_network)",
+        "in_network, nvls)",
     ),
     (
         {"collectives": [{"kind": "all_reduce", "bytes": 8000, "after": ["nope"]}]},
@@ -398,8 +398,9 @@ W_DATA = DATA * 8e12 / RATE / MTU
 W_ACK = ACK * 8e12 / RATE / MTU
 
 
-def tree_one_chunk_ps(n, nbytes):
-    """The double binary tree's all-reduce of one chunk on a single switch: each tree carries
+def tree_one_chunk_ps(n, nbytes, alpha_ps=None, rate=RATE):
+    """The double binary tree's all-reduce of one chunk on a single switch (links at ``rate``, a
+    packet's trip ``alpha_ps``, by default switch_alpha_ps's): each tree carries
     h = nbytes / 2, reduced up in rounds (a rank sends once both children's flows are in) and
     broadcast down. For n = 2^m >= 4 the trees (NCCL's binary tree and its mirror image) run
     round by round on disjoint ranks: up, round 0 every rank sends (the leaves of either tree)
@@ -409,14 +410,16 @@ def tree_one_chunk_ps(n, nbytes):
     sending and receiving h. n = 3 (trees 1 -> 2 -> 0 and 2 -> 0 -> 1): four rounds in each
     of which one rank sends h and receives h."""
     h = nbytes / 2
+    alpha = switch_alpha_ps() if alpha_ps is None else alpha_ps
+    w_data, w_ack = W_DATA * RATE / rate, W_ACK * RATE / rate
     if n == 2:
-        return 2 * (switch_alpha_ps() + h * (W_DATA + W_ACK))
+        return 2 * (alpha + h * (w_data + w_ack))
     if n == 3:
-        return 4 * (switch_alpha_ps() + h * (W_DATA + W_ACK))
+        return 4 * (alpha + h * (w_data + w_ack))
     m = n.bit_length() - 1
     assert n == 1 << m
-    rounds = (2 * W_DATA + W_ACK) + (m - 2) * 2 * W_DATA + W_DATA  # one way; the other mirrors it
-    return 2 * m * switch_alpha_ps() + 2 * h * rounds
+    rounds = (2 * w_data + w_ack) + (m - 2) * 2 * w_data + w_data  # one way; the other mirrors it
+    return 2 * m * alpha + 2 * h * rounds
 
 
 def _busiest_link_ps(world):

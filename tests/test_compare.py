@@ -2,6 +2,7 @@
 and the console line of a run with iterations."""
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -97,6 +98,25 @@ def test_compare_never_draws_over_a_users_figure(runs, tmp_path):
         again = CliRunner().invoke(main, ["compare", str(root / "dcqcn"), "--out", str(tmp_path / "fig")])
         assert again.exit_code == 0, again.output
     assert (tmp_path / "fig" / "compare.png").stat().st_size > 0
+
+
+def test_compare_reads_a_summary_an_older_version_wrote(runs, tmp_path):
+    """Older versions wrote fast_forward_exact (true unless a packet train was sent) where this
+    one writes approximate, its opposite, and named the trains mode on: compare reads them as
+    today's names, one row each beside a current run."""
+    root, a, _ = runs
+    old = tmp_path / "old"
+    shutil.copytree(root / "dcqcn", old)
+    written = {
+        ("fast_forward_exact" if k == "approximate" else k): (True if k == "approximate" else v) for k, v in a.items()
+    }
+    (old / "summary.json").write_text(json.dumps({**written, "fast_forward": "on"}))
+    assert "approximate" not in written and written["fast_forward_exact"] is True
+    result = CliRunner().invoke(main, ["compare", str(root / "dcqcn"), str(old)])
+    assert result.exit_code == 0, result.output
+    rows = {r[0]: r[1:] for r in _table(result.stdout, "summary key")}
+    assert rows["approximate"] == ["False", "False"] and "fast_forward_exact" not in rows
+    assert rows["fast_forward"] == ["off", "trains"]
 
 
 def test_compare_of_a_directory_that_is_no_run_is_one_line(runs, tmp_path):

@@ -1,14 +1,14 @@
-"""Fast-forward against the exact engine: every case runs with sim.fast_forward off, exact and on.
+"""Fast-forward against the exact engine: every case runs with sim.fast_forward off, exact and trains.
 
 - **exact**: every comparison is to the picosecond. Each flow's row, each task's start and
   finish, each collective, the iteration breakdown and every counter of summary.json must be
   identical. Only the events processed, the wall time and the fast-forward's own counters
   may differ.
-- **on** (packet trains): the accuracy the approximation promises where it does not warn
+- **trains** (packet trains): the accuracy the approximation promises where it does not warn
   (docs/fast_forward.md, "Accuracy"). The iteration time within 1 % (or, without
   iterations, the last completion), every collective within 2 % of its own duration, the same
-  flows finished and the same bytes delivered. A run that sent no train says it was exact
-  (``fast_forward_exact``) and must then be identical. Random workloads find cases beyond those
+  flows finished and the same bytes delivered. A run that sent no train says it is not
+  ``approximate`` and must then be identical. Random workloads find cases beyond those
   bounds: they are held to 3 % (RANDOM_TOLERANCE), or where the exact engine's own
   result is more sensitive than that, to twice its sensitivity: the largest change that
   making every link delay 1, 2, 3 or 5 ns longer makes to the exact result. The random draws
@@ -76,11 +76,11 @@ def both(sc=None, path=None, overrides=()):
 
 
 def all_modes(sc=None, path=None, overrides=(), sensitivity=False):
-    """Run a case off, exact and on; assert exact identical and on within ITERATION_BOUND and COLLECTIVE_BOUND,
+    """Run a case off, exact and trains; assert exact identical and trains within ITERATION_BOUND and COLLECTIVE_BOUND,
     or (with sensitivity, for a scenario object) within RANDOM_TOLERANCE, or twice the exact
     engine's own sensitivity where that is larger."""
     exact, fast, summary = both(sc, path, overrides)
-    trains, trains_summary = _results(_prepared(sc, path, overrides, "on"))
+    trains, trains_summary = _results(_prepared(sc, path, overrides, "trains"))
     assert_identical(exact, fast)
     if exact[3]["data_packets_dropped"] == 0:  # trains keep a fabric lossless where it is exactly
         assert trains_summary["data_packets_dropped"] == 0
@@ -111,7 +111,7 @@ def assert_identical(exact, fast):
             raise AssertionError(f"fast-forward changed the {name}: {diff}")
 
 
-#: packet trains' bound on the iteration time: the 1 % within which ``on`` runs without a warning (run/inputs.py)
+#: packet trains' bound on the iteration time: the 1 % within which ``trains`` runs without a warning (run/inputs.py)
 ITERATION_BOUND = 0.01
 COLLECTIVE_BOUND = 0.02  #: and on each collective's duration
 NUDGES_NS = (1, 2, 3, 5)  #: the exact engine's sensitivity: every link delay this much longer
@@ -154,7 +154,7 @@ def train_errors(exact, trains, summary, tolerance=0.0):
     """Packet trains against the exact engine: {what: (error, bound)} of those beyond
     ITERATION_BOUND and COLLECTIVE_BOUND (or the tolerance, if larger). A run that sent no train must be identical."""
     (_, _, _, res_a), (_, _, _, res_b) = exact, trains
-    if summary["fast_forward_exact"]:
+    if not summary["approximate"]:
         assert_identical(exact, trains)
         return {}
     assert summary["trains_sent"] > 0
@@ -252,7 +252,7 @@ def test_a_long_ring_all_reduce_skips_most_of_its_events():
     bulk of the events (so the identity tests above are not vacuous) and still be exact."""
     exact, fast, summary = both(_collective("all_reduce", "ring", LEAF_SPINE, "none", 32_000_000))
     assert_identical(exact, fast)
-    assert summary["fast_forward"] == "exact" and summary["fast_forward_exact"] is True
+    assert summary["fast_forward"] == "exact" and summary["approximate"] is False
     assert summary["fast_forward_jumps"] >= 14  # at least one per ring step
     assert summary["events_skipped"] > 3 * summary["events"]
     assert 0 < summary["skipped_ns"] < summary["sim_time_ns"]
@@ -408,12 +408,12 @@ def test_random_workloads_with_fast_forward(sc):
 
 def test_on_and_off_are_read_as_yaml_writes_them(tmp_path):
     path = tmp_path / "s.yaml"
-    for text, want in (("on", "on"), ("off", "off"), ("exact", "exact"), ("'on'", "on")):
+    for text, want in (("on", "trains"), ("off", "off"), ("exact", "exact"), ("'on'", "trains"), ("trains", "trains")):
         path.write_text(f"sim: {{fast_forward: {text}}}\nworkload: {{flows: [{{src: 0, dst: 1, bytes: 1000}}]}}\n")
         assert load_scenario(path).sim.fast_forward == want
-    for text in ("fast", "true", "yes"):  # only the three names: a boolean is not a mode
+    for text in ("fast", "true", "yes"):  # only the modes' names: a boolean is not a mode
         path.write_text(f"sim: {{fast_forward: {text}}}\nworkload: {{flows: [{{src: 0, dst: 1, bytes: 1000}}]}}\n")
         with pytest.raises(ScenarioError) as err:
             load_scenario(path)
-        assert "sim.fast_forward" in str(err.value) and "allowed: off, exact, on" in str(err.value), text
+        assert "sim.fast_forward" in str(err.value) and "allowed: off, exact, trains" in str(err.value), text
         assert "\n" not in str(err.value)

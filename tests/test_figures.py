@@ -236,6 +236,35 @@ def test_policy_time_shows_every_policy_with_its_label_inside_the_axes(tmp_path)
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1, text
 
 
+def test_few_policy_labels_are_level_on_the_far_side_of_the_line_and_the_tick_gives_pfc_only_time(tmp_path):
+    """One fabric, four policies (the MoE page's figure): each value label is level, 8 pt, on
+    the side of its dot away from the line at 1 (so 0.99 is not struck through), and the tick
+    under the fabric gives PFC only's own time, which the ratios are of."""
+    from roce_emu.results.figures import draw_policy_time, policy_time_table
+
+    sweep = _fake_sweep(
+        tmp_path / "sw", {"none": 12.894e6, "dcqcn": 14.72e6, "hpcc": 13.41e6, "timely": 12.66e6, "dctcp": 12.78e6}
+    )
+    table = policy_time_table(sweep)
+    assert table.baselines == {((), "single_switch"): 12.894e6}
+    fig = draw_policy_time(table)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["single_switch\nPFC only: 12.894 ms"]
+    line_y = ax.transData.transform((0, 1.0))[1]
+    texts = {t.get_text(): t for t in ax.texts if t.get_text()}
+    assert sorted(texts) == ["0.98", "0.99", "1.04", "1.14"]
+    for text in texts.values():
+        box = text.get_window_extent()
+        assert text.get_rotation() == 0 and text.get_fontsize() >= 8
+        dot_y = ax.transData.transform(text.xy)[1]
+        if float(text.get_text()) < 1:
+            assert box.y1 < dot_y < line_y
+        else:
+            assert line_y < dot_y < box.y0
+    _check(fig)
+
+
 def test_pauses_and_marks_count_from_zero_when_every_count_is_zero(tmp_path):
     from roce_emu.results.figures import pauses_marks_figure
 
@@ -315,7 +344,7 @@ def test_a_swept_topology_key_labels_each_fabric_by_its_value_and_names_the_key_
     fig.canvas.draw()
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks == ["rate_gbps=100", "rate_gbps=200", "rate_gbps=1000"]  # the grid's order
+    assert [t.split("\n")[0] for t in ticks] == ["rate_gbps=100", "rate_gbps=200", "rate_gbps=1000"]  # the grid's order
     assert ax.get_xlabel().count(key) == 1
     _labels_apart(ax.get_xticklabels())
     _check(fig)

@@ -224,6 +224,7 @@ def _capped(doc):
 @example(base=2, mutations=[("network.nic.rto_ns", True)])  # flows done, queue pairs still open at the limit
 @example(base=0, mutations=[("topology.kind", [])])  # an unhashable kind once broke the file-topology check
 @example(base=0, mutations=[("network.profile", "hpcc_ns3"), ("network.cc.algorithm", [])])  # and the profile
+@example(base=0, mutations=[("topology.link.rate_gbps", 1e-12)])  # 0 b/s once: ZeroDivisionError in busy_ps
 def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations):
     doc = copy.deepcopy(BASES[base])
     for key, value in mutations:

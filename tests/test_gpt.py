@@ -185,13 +185,38 @@ def test_bad_input_is_one_line_naming_the_key(doc, expected):
     assert expected in message and "\n" not in message
 
 
-def test_unknown_preset_lists_the_known_ones_and_exits_2(tmp_path):
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize(
+    "doc, expected",
+    [
+        (gpt_doc({"preset": "x"}), "bad.yaml: workload.training.model.preset: 'x' is not allowed (allowed: gpt3-175b"),
+        (
+            gpt_doc(tp=8, dp=1, topology=RAIL),
+            "bad.yaml: workload.training.tp: 8 is not allowed: larger than a server of topology.gpus_per_node = 4 "
+            "GPUs; lower it or set workload.training.tp_across_nodes: true",
+        ),
+        (  # activations: s b h (10 + 24/t + 5 a s / (h t)) = 128 x 2 x 256 x 32 B a layer, 4 layers
+            gpt_doc({"device_memory_gb": 0.001}),
+            "bad.yaml: workload.training.model.device_memory_gb: 0.001 is too small: a GPU of the first stage needs "
+            "0.036 GB (weights, gradients and Adam state 0.0276 GB, activations 0.00839 GB)",
+        ),
+    ],
+    ids=["unknown_preset", "tp_beyond_a_server", "does_not_fit_device_memory"],
+)
+def test_the_commands_refuse_bad_model_input_in_one_line_with_exit_2(tmp_path, command, doc, expected):
+    """From the command line: exit code 2 and one line naming the file and the key, no traceback
+    (the memory figures in significant digits, so a small model's need does not read 0.0 GB)."""
+    import yaml
+
     path = tmp_path / "bad.yaml"
-    path.write_text("name: t\ntopology: {kind: single_switch, hosts: 4}\nworkload: {training: {model: {preset: x}}}\n")
-    done = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
-    assert done.returncode == 2
-    assert done.stderr.strip().count("\n") == 0
-    assert "workload.training.model.preset" in done.stderr and "gpt3-175b, llama3-70b" in done.stderr
+    path.write_text(yaml.safe_dump({"name": "t", **doc}))
+    out = ["--out", str(tmp_path / "run")] if command == "run" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "roce_emu", command, str(path), *out], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and expected in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_tp_may_cross_servers_when_allowed():

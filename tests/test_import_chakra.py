@@ -98,30 +98,35 @@ def test_the_fields_sample_traces_load():
     assert min(s for _, s in colls) == 424 and round(max(s for _, s in colls) / 1e6, 1) == 31.5
 
 
+RAIL_4X8 = "{kind: rail_optimized, nodes: 4, gpus_per_node: 8, nodes_per_leaf: 2, spines: 2}"
+
+
 @needs_shared
-def test_mlp_trace_runs_on_its_dgx_fabric(tmp_path):
-    """32 ranks of the MLP trace on DGX_H100-32.yml (8 x 4 NPUs behind switches): every
-    collective of the trace runs over the 32 ranks. The forward pass chains compute and
-    all-gathers; in the backward pass each all-reduce runs beside the weight-gradient compute
-    of its layer (microseconds against milliseconds), so the iteration is all the compute plus
-    the all-gathers."""
+@pytest.mark.parametrize("topology", ["dgx", "rail"])
+def test_mlp_trace_runs_on_its_dgx_fabric_and_on_a_rail_fabric(tmp_path, topology):
+    """32 ranks of the MLP trace on DGX_H100-32.yml (8 x 4 NPUs behind switches), and on a
+    rail-optimised fabric of 4 servers x 8 GPUs (rank r on GPU r % 8 of server r // 8): every
+    collective of the trace runs over the 32 ranks, each flow between two of the 32 GPUs. The
+    forward pass chains compute and all-gathers; in the backward pass each all-reduce runs
+    beside the weight-gradient compute of its layer (microseconds against milliseconds), so
+    the iteration is all the compute plus the all-gathers."""
     sc = tmp_path / "mlp.yaml"
     mlp = SHARED / "chakra" / "mlp_model_parallel" / "MLP_ModelParallel"
-    sc.write_text(
-        f"topology: {{kind: astra_sim, file: {SHARED / 'astra-sim' / 'DGX_H100-32.yml'}}}\n"
-        f"workload: {{chakra: {{prefix: {mlp}}}}}\n"
-    )
+    fabric = {"dgx": f"{{kind: astra_sim, file: {SHARED / 'astra-sim' / 'DGX_H100-32.yml'}}}", "rail": RAIL_4X8}
+    sc.write_text(f"topology: {fabric[topology]}\nworkload: {{chakra: {{prefix: {mlp}}}}}\n")
     res = simulate(load_scenario(sc))
     rows = collective_rows(res.outcome.world, res.prepared.workload)
     assert len(rows) == 11 and {r["ranks"] for r in rows} == {32}
+    assert res.prepared.fabric.n_hosts == 32 and res.summary["flows_finished"] == res.summary["flows"] > 0
     _, nodes = read_trace(SHARED / "chakra" / "mlp_model_parallel" / "MLP_ModelParallel.0.et")
     compute_ns = sum(n.duration_us for n in nodes if n.type == "COMP_NODE") * 1000
     gathers_ns = sum(float(r["time_ns"]) for r in rows if r["kind"] == "all_gather")
     shortest_wg_ns = min(n.duration_us for n in nodes if n.name.endswith("BWD_WG")) * 1000
     assert max(float(r["time_ns"]) for r in rows if r["kind"] == "all_reduce") < shortest_wg_ns
-    # within 1 us: a collective's row spans its first rank's start to its last rank's end, where
-    # the critical path goes through one rank (tens of ns of skew per collective)
-    assert res.summary["iteration_ns"][0] == pytest.approx(compute_ns + gathers_ns, abs=1000)
+    # at most the sum, and within 250 ns per all-gather (6) of it: a collective's row spans its
+    # first rank's start to its last rank's end, where the critical path goes through one rank
+    # (tens of ns of skew per collective behind switches, up to about 200 ns across the rails)
+    assert compute_ns + gathers_ns - 6 * 250 <= res.summary["iteration_ns"][0] <= compute_ns + gathers_ns
     assert "workload_notes" not in res.summary  # every node has an equivalent
 
 

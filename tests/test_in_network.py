@@ -193,15 +193,15 @@ def test_fabrics_without_a_tree_of_switches_refuse_in_network(topology):
 
 def test_fast_forward_exact_is_identical_and_trains_stay_close():
     """Units are endpoints like hosts: exact jumps give the same flows to the picosecond, packet
-    trains stay within 1 % on the iteration, the accuracy ``on`` promises where it does not warn."""
+    trains stay within 1 % on the iteration, the accuracy ``trains`` promises where it does not warn."""
     topo = fred(375.0)
-    off, exact, on = (
+    off, exact, trains = (
         simulate(all_reduce(topo, chunks=4, nbytes=2_000_000, sim={"fast_forward": ff}))
-        for ff in ("off", "exact", "on")
+        for ff in ("off", "exact", "trains")
     )
     assert np.array_equal(off.flow_table["fct_ps"], exact.flow_table["fct_ps"])
     assert exact.summary["events"] < off.summary["events"]
-    assert iteration_ps(on) == pytest.approx(iteration_ps(off), rel=0.01)
+    assert iteration_ps(trains) == pytest.approx(iteration_ps(off), rel=0.01)
 
 
 def test_training_gradients_reduce_in_the_network():

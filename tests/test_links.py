@@ -9,6 +9,7 @@ import pytest
 
 from conftest import scenario, simulate
 from roce_emu.api import prepare_scenario, run
+from roce_emu.config.schema import FAST_FORWARD_MODES
 from roce_emu.core import kinds as K
 from roce_emu.results.links import LINK_COLUMNS, link_ids
 
@@ -69,7 +70,7 @@ def test_a_long_flows_link_is_near_fully_used_and_leads_the_hottest_links(tmp_pa
     assert [h["utilization"] for h in hot] == sorted((h["utilization"] for h in hot), reverse=True)
 
 
-@pytest.mark.parametrize("fast_forward", ["off", "exact", "on"])
+@pytest.mark.parametrize("fast_forward", FAST_FORWARD_MODES)
 def test_priorities_add_up_to_each_ports_total_with_pfc_frames_counted(tmp_path, fast_forward):
     """An incast with PFC: the PAUSE frames are wire bytes of the control priority, and every
     port's bytes over the priorities are its total (trains cut short, fast-forward jumps)."""

@@ -172,6 +172,11 @@ def _validate(tmp_path, model: dict, **training) -> subprocess.CompletedProcess:
         ({}, {"tp": 2}, "workload.training.model.sequence_parallel: false is not allowed with tp 2"),
         ({"imbalance": -1}, {}, "workload.training.model.imbalance"),
         (
+            {"device_memory_gb": 80},
+            {},
+            "workload.training.model.device_memory_gb: 80 is not allowed for a moe model (its memory is not modelled)",
+        ),
+        (
             {"preset": "mixtral"},
             {},
             "model.preset: 'mixtral' is not allowed (allowed: gpt3-175b, llama3-70b, mixtral-8x7b)",

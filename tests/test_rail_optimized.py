@@ -214,13 +214,33 @@ def test_hosts_are_numbered_node_by_node():
     assert under == [2, 3] and nx.is_connected(nx.Graph(fabric.graph))
 
 
+@pytest.mark.parametrize("name", list(PATHS))
+def test_a_chakra_send_goes_from_gpu_rank_to_gpu_peer_at_the_paths_closed_form(tmp_path, name):
+    """Rank r of a 16-rank trace is host r = node x 4 + gpu: a COMM_SEND from rank src to rank dst
+    is one flow from host src to host dst, and takes the closed form of that kind of path (the
+    same pairs as test_lone_flow_fct_equals_closed_form), the other ranks' traces empty."""
+    pxn, src, dst, data_hops, ack_hops = PATHS[name]
+    packets = 200
+    ranks: list[list] = [[] for _ in range(16)]
+    ranks[src] = [node(1, "COMM_SEND_NODE", comm_dst=dst, comm_size=packets * 1000, comm_tag=3)]
+    ranks[dst] = [node(1, "COMM_RECV_NODE", comm_src=src, comm_size=packets * 1000, comm_tag=3)]
+    prefix = write_traces(tmp_path, ranks)
+    res = simulate(scenario(topology={**SMALL, "pxn": pxn}, workload={"chakra": {"prefix": prefix}}))
+    (row,) = res.rows
+    assert (int(row["src"]), int(row["dst"])) == (src, dst)
+    assert int(round(float(row["fct_ns"]) * 1000)) == lone_flow_fct_ps(packets, data_hops, ack_hops)
+    assert "mean_compute_ns" not in res.summary  # no compute or collective: no rank timeline to break down
+
+
 def test_chakra_ranks_run_on_the_gpus(tmp_path):
-    """A trace of 8 ranks on 2 nodes x 4 GPUs: an all-reduce over dimension 0 only runs in one
-    group per node (over the NVSwitch), over both in one group of all 8."""
+    """A trace of 8 ranks on 2 nodes x 4 GPUs, whose coordinates are (gpu, node): an all-reduce
+    over dimension 0 only runs in one group per node (over the NVSwitch), over dimension 1 only
+    in one group per rail (the GPUs g of both nodes), over both in one group of all 8."""
     ranks = [
         [
             node(1, "COMM_COLL_NODE", comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[True, False]),
             node(2, "COMM_COLL_NODE", [1], comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[True, True]),
+            node(3, "COMM_COLL_NODE", [2], comm_type="ALL_REDUCE", comm_size=100_000, involved_dim=[False, True]),
         ]
         for _ in range(8)
     ]
@@ -228,7 +248,11 @@ def test_chakra_ranks_run_on_the_gpus(tmp_path):
     topo = {**SMALL, "nodes": 2, "nodes_per_leaf": 1}
     res = simulate(scenario(topology=topo, workload={"chakra": {"prefix": prefix}}))
     rows = collective_rows(res.outcome.world, res.prepared.workload)
-    assert sorted((r["ranks"], r["group"]) for r in rows) == [(4, 0), (4, 4), (8, 0)]
+    assert sorted((r["ranks"], r["group"]) for r in rows) == [(2, 0), (2, 1), (2, 2), (2, 3), (4, 0), (4, 4), (8, 0)]
+    table = res.flow_table
+    per_rail = [c for c in res.prepared.workload.collectives if c.name.startswith("n3#")]  # node 3's, per group
+    pairs = {(int(table["src"][k]), int(table["dst"][k])) for c in per_rail for k in c.flows}
+    assert pairs == {(g, g + 4) for g in range(4)} | {(g + 4, g) for g in range(4)}  # GPU g of node 0 and of node 1
     (tmp_path / "program").mkdir()
     program = write_traces(tmp_path / "program", [per_rank_program(r) for r in range(8)])
     res = simulate(scenario(topology=topo, workload={"chakra": {"prefix": program, "ranks": [7, 6, 5, 4, 3, 2, 1, 0]}}))

@@ -12,7 +12,7 @@ from conftest import scenario, simulate
 from roce_emu.cli import main
 from roce_emu.config import load_scenario, parse_override
 from roce_emu.config.load import validate_document
-from roce_emu.config.schema import Scenario
+from roce_emu.config.schema import MIN_RATE_GBPS, Scenario
 from roce_emu.errors import ScenarioError
 from roce_emu.importers import ns3
 from roce_emu.run.inputs import check_inputs, run_warnings
@@ -94,7 +94,7 @@ def test_a_yaml_merge_is_not_a_duplicate(tmp_path):
 
 # ---- 9: YAML 1.1 booleans ----------------------------------------------------------------------
 @pytest.mark.quick
-@pytest.mark.parametrize("written, mode", [("on", "on"), ("off", "off"), ("exact", "exact")])
+@pytest.mark.parametrize("written, mode", [("trains", "trains"), ("off", "off"), ("exact", "exact"), ("on", "trains")])
 def test_fast_forward_mode_names_arrive_as_written(tmp_path, written, mode):
     path = tmp_path / "ff.yaml"
     path.write_text(INCAST.read_text() + f"sim:\n  fast_forward: {written}\n")
@@ -105,11 +105,11 @@ def test_fast_forward_mode_names_arrive_as_written(tmp_path, written, mode):
 @pytest.mark.quick
 @pytest.mark.parametrize("written", ["yes", "no", "true", "y"])
 def test_fast_forward_yes_is_not_silently_on(tmp_path, written):
-    """YAML 1.1 read yes as True, which became the approximate mode on."""
+    """YAML 1.1 read yes as True, which became the approximate mode (then named on)."""
     path = tmp_path / "ff.yaml"
     path.write_text(INCAST.read_text() + f"sim:\n  fast_forward: {written}\n")
     for line in (_error(path), _error(INCAST, [f"sim.fast_forward={written}"])):
-        assert "sim.fast_forward:" in line and "is not allowed" in line and "(allowed: off, exact, on)" in line
+        assert "sim.fast_forward:" in line and "is not allowed" in line and "(allowed: off, exact, trains, memo)" in line
 
 
 @pytest.mark.quick
@@ -381,3 +381,49 @@ def test_the_ns3_output_file_notes_say_what_roce_emu_writes(tmp_path):
     for key, written in (("FCT_OUTPUT_FILE", "fct.txt"), ("PFC_OUTPUT_FILE", "pfc.txt")):
         (note,) = [n for n in notes if n.startswith(key)]
         assert "port tables" not in note and written in note and "output.formats: [ns3]" in note
+
+
+def _rate_bounds(annotation=Scenario, seen: set | None = None) -> dict[str, float | None]:
+    """Every rate key of the schema (a field named *_gbps) as Model.field: its lower bound."""
+    seen = set() if seen is None else seen
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation in seen:
+            return {}
+        seen.add(annotation)
+        out: dict[str, float | None] = {}
+        for name, f in annotation.model_fields.items():
+            if name.endswith("_gbps"):
+                bounds = [getattr(m, "ge", None) or getattr(m, "gt", None) for m in f.metadata]
+                out[f"{annotation.__name__}.{name}"] = max((b for b in bounds if b is not None), default=None)
+            out.update(_rate_bounds(f.annotation, seen))
+        return out
+    return {k: v for arg in typing.get_args(annotation) for k, v in _rate_bounds(arg, seen).items()}
+
+
+@pytest.mark.quick
+def test_every_rate_is_at_least_a_megabit_per_second():
+    """A rate under 0.5 b/s was 0 in the engine's integer bits per second: a ZeroDivisionError
+    with a traceback (the fuzz test's mutation topology.link.rate_gbps = 1e-12)."""
+    bounds = _rate_bounds()
+    assert {"Link.rate_gbps", "RailOptimized.nic_rate_gbps", "Fault.rate_gbps"} <= set(bounds), bounds
+    assert all(b is not None and b >= MIN_RATE_GBPS for b in bounds.values()), bounds
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["topology.link.rate_gbps=1e-12"], "topology.link.rate_gbps"),
+        (["network.switch.ecn.reference_rate_gbps=1e-300"], "network.switch.ecn.reference_rate_gbps"),
+        (["faults=[{kind: slow_link, link: [sw0, h1], rate_gbps: 0.0000001}]"], "faults.0.rate_gbps"),
+        (
+            ["topology={kind: custom, switches: [0], links: [[0, 1, 1.0e-12, 1000], [0, 2, 100, 1000]]}"],
+            "topology.links.0.2",
+        ),
+    ],
+)
+def test_a_rate_below_a_megabit_per_second_is_one_line_exit_2(overrides, key):
+    result = CliRunner().invoke(main, ["run", str(INCAST), "--out", "unused", *(f"--set={o}" for o in overrides)])
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and f"{INCAST}: {key}: " in line and "greater than or equal to 0.001" in line, line

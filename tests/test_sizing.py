@@ -64,6 +64,21 @@ SHAPES = {
             "collectives": [{"kind": "all_reduce", "algorithm": "in_network", "bytes": 1e6, "chunks": 2, "channels": 2}]
         },
     },
+    "nvls_tree_channels": {
+        "topology": {"kind": "rail_optimized", "nodes": 4, "gpus_per_node": 4},
+        "workload": {
+            "collectives": [{"kind": "all_reduce", "algorithm": "nvls_tree", "bytes": 1e6, "chunks": 3, "channels": 2}]
+        },
+    },
+    "nvls_node": {
+        "topology": {"kind": "rail_optimized", "nodes": 2, "gpus_per_node": 8},
+        "workload": {
+            "collectives": [
+                {"kind": "all_reduce", "algorithm": "nvls", "bytes": 1e6, "chunks": 2, "hosts": [0, 1, 2, 3]},
+                {"kind": "reduce_scatter", "algorithm": "nvls", "bytes": 1e6, "chunks": 2, "hosts": [8, 9, 10]},
+            ]
+        },
+    },
     "a2a_pairwise": {
         "topology": {"kind": "fat_tree", "k": 4},
         "workload": {

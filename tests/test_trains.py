@@ -1,4 +1,4 @@
-"""Packet trains (sim.fast_forward: on) against the exact engine.
+"""Packet trains (sim.fast_forward: trains) against the exact engine.
 
 Trains are an approximation: these tests hold them to what can be derived (a lone flow's
 timing is the exact engine's to the picosecond), to the bounds docs/fast_forward.md states
@@ -6,6 +6,7 @@ for the shipped scenarios, and to the promise that they never form where they ar
 modelled (windowed congestion control, faults), in which case the run is exact.
 """
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ import yaml
 
 from conftest import advance_to, assert_conservation, qp_of, scenario, simulate
 from roce_emu.api import prepare, run
+from roce_emu.config.schema import Scenario
+from roce_emu.importers.scenario_file import write_scenario
 from roce_emu.core import kinds as K
 from roce_emu.core.cc.registry import BY_NAME
 from roce_emu.results.iteration import collective_rows
@@ -33,7 +36,7 @@ def _run(name, overrides, mode, slice_events=None):
 
 
 def _pair(name, overrides=()):
-    (off, _), (on, prepared) = _run(name, overrides, "off"), _run(name, overrides, "on")
+    (off, _), (on, prepared) = _run(name, overrides, "off"), _run(name, overrides, "trains")
     return off, on, prepared
 
 
@@ -44,7 +47,7 @@ def test_a_lone_flow_keeps_its_exact_timing(cc):
     overrides = (f"network.cc.algorithm={cc}", "workload.flows.0.bytes=524288")
     off, on, _ = _pair("single_flow.yaml", overrides)
     w_off, w_on = off.outcome.world, on.outcome.world
-    assert on.summary["trains_sent"] > 0 and on.summary["fast_forward_exact"] is False
+    assert on.summary["trains_sent"] > 0 and on.summary["approximate"] is True
     assert w_on.task["finish_ps"][0] == w_off.task["finish_ps"][0]
     assert w_on.flow["finish_ps"][0] == w_off.flow["finish_ps"][0]
     assert on.summary["events"] * 5 < off.summary["events"]
@@ -78,7 +81,7 @@ def test_an_ack_train_carries_the_rtt_of_its_last_ack(every):
     by which time it has sent trains). With coalesced ACKs the last ACK answers a packet
     before the train's last, and the echo is that packet's send time."""
     rtt = {}
-    for mode in ("off", "on"):
+    for mode in ("off", "trains"):
         prepared = prepare(
             SCENARIOS / "single_flow.yaml",
             [
@@ -91,7 +94,7 @@ def test_an_ack_train_carries_the_rtt_of_its_last_ack(every):
         world = advance_to(prepared.world, 30_000_000)
         assert mode == "off" or world.stats[K.C_TRAINS] > 0
         rtt[mode] = int(world.ccs[qp_of(world, 0)]["last_rtt_ps"])
-    assert rtt["on"] == rtt["off"] > 0
+    assert rtt["trains"] == rtt["off"] > 0
 
 
 @pytest.mark.parametrize(
@@ -104,7 +107,7 @@ def test_an_ack_train_carries_the_rtt_of_its_last_ack(every):
 )
 def test_no_trains_where_they_are_not_modelled_and_the_run_is_exact(name, overrides):
     off, on, _ = _pair(name, overrides)
-    assert on.summary["trains_sent"] == 0 and on.summary["fast_forward_exact"] is True
+    assert on.summary["trains_sent"] == 0 and on.summary["approximate"] is False
     assert on.rows == off.rows
     assert on.summary["events"] == off.summary["events"]
 
@@ -128,7 +131,7 @@ def test_flows_coupled_by_acks_stay_within_one_percent(tmp_path):
     travel as trains. Every flow's completion stays within 1 % of the exact engine's."""
     ring = [(i, (i + 1) % 32, 262_144, 0) for i in range(32)]
     exact, _ = _finishes(tmp_path, ring, "off")
-    approx, summary = _finishes(tmp_path, ring, "on")
+    approx, summary = _finishes(tmp_path, ring, "trains")
     assert summary["trains_sent"] > 0
     err = np.abs(approx / exact - 1)
     assert err.max() < 0.01, err.max()
@@ -160,7 +163,7 @@ def test_queue_pairs_sharing_a_nic_keep_their_share(tmp_path, flows, bound):
     joining queue pair cuts short is settled by credits: without them the first queue pair of
     the three kept the lead of its last train (1.06 % of its FCT)."""
     exact, _ = _finishes(tmp_path, flows, "off")
-    approx, summary = _finishes(tmp_path, flows, "on")
+    approx, summary = _finishes(tmp_path, flows, "trains")
     assert summary["trains_sent"] > 0
     err = np.abs(approx / exact - 1)
     assert err.max() <= bound, err
@@ -186,7 +189,7 @@ def test_a_long_flow_sends_trains_past_its_first_link_and_keeps_its_exact_timing
     its path it completes at the exact engine's picosecond with over 40 times fewer events
     (measured 43x, and 75x with an ACK per 4 packets)."""
     exact, off = _finishes(tmp_path, flows, "off", overrides)
-    approx, on = _finishes(tmp_path, flows, "on", overrides)
+    approx, on = _finishes(tmp_path, flows, "trains", overrides)
     assert on["packets_in_trains"] > 30 * on["trains_sent"]  # trains of 24 packets could not
     assert (approx == exact).all(), approx - exact
     assert on["events"] * 40 < off["events"]
@@ -205,7 +208,7 @@ def test_a_queue_pair_joining_cuts_a_long_train_wherever_it_is(tmp_path, dst, ev
     for join in np.linspace(3000, 60000, 24).astype(int):
         flows = [(0, dst, LONG, 0), (0, dst, LONG, join)]
         exact, _ = _finishes(tmp_path, flows, "off", overrides)
-        approx, on = _finishes(tmp_path, flows, "on", overrides)
+        approx, on = _finishes(tmp_path, flows, "trains", overrides)
         worst = max(worst, np.abs(approx - exact).max())
     assert on["packets_in_trains"] > 30 * on["trains_sent"]
     assert worst <= 50_000, worst
@@ -219,7 +222,7 @@ def test_a_ring_of_long_steps_with_long_trains(tmp_path, every, bound):
     flows = [(i, (i + 1) % 32, LONG, 0) for i in range(32)]
     overrides = (f"network.nic.ack_every_packets={every}",)
     exact, off = _finishes(tmp_path, flows, "off", overrides)
-    approx, on = _finishes(tmp_path, flows, "on", overrides)
+    approx, on = _finishes(tmp_path, flows, "trains", overrides)
     assert np.abs(approx / exact - 1).max() < bound
     assert on["events"] * 45 < off["events"]
 
@@ -236,13 +239,13 @@ def test_coalesced_acks_let_long_flows_send_longer_trains(tmp_path, every, fewer
     and 0.06 % before)."""
     overrides = (f"network.nic.ack_every_packets={every}",)
     exact, off = _finishes(tmp_path, [(0, 20, HUGE, 0)], "off", overrides)
-    approx, on = _finishes(tmp_path, [(0, 20, HUGE, 0)], "on", overrides)
+    approx, on = _finishes(tmp_path, [(0, 20, HUGE, 0)], "trains", overrides)
     assert (approx == exact).all(), approx - exact
     assert on["events"] * fewer < off["events"]
     assert on["packets_in_trains"] > on["trains_sent"] * longest * 4 // 10  # the mean train: over 40 % of `longest`
     ring = [(i, (i + 1) % 32, HUGE, 0) for i in range(32)]
     exact, off = _finishes(tmp_path, ring, "off", overrides)
-    approx, on = _finishes(tmp_path, ring, "on", overrides)
+    approx, on = _finishes(tmp_path, ring, "trains", overrides)
     assert np.abs(approx / exact - 1).max() < 0.005
     assert on["events"] * fewer < off["events"]
 
@@ -259,13 +262,13 @@ def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
     overrides = ("network.nic.ack_every_packets=4", f"network.cc.algorithm={cc}")
     flows = [(0, 20, HUGE, 0), (1, 20, 50_000, 30_000)]
     exact, _ = _finishes(tmp_path, flows, "off", overrides)
-    approx, on = _finishes(tmp_path, flows, "on", overrides)
+    approx, on = _finishes(tmp_path, flows, "trains", overrides)
     assert on["packets_in_trains"] > 300 * on["trains_sent"]  # trains of hundreds of packets
     assert approx[0] == exact[0]
     assert abs(approx[1] / exact[1] - 1) < 0.05, approx / exact - 1
     flows = [(0, 20, HUGE, 0), (1, 20, HUGE, 50_000)]
     exact, _ = _finishes(tmp_path, flows, "off", overrides)
-    approx, _ = _finishes(tmp_path, flows, "on", overrides)
+    approx, _ = _finishes(tmp_path, flows, "trains", overrides)
     assert np.abs(approx - exact).max() <= 1000, approx - exact
 
 
@@ -285,14 +288,14 @@ def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken(tmp_pa
     inside each other's trains, both complete within 100 ns of exactly."""
     flows = [(2, 0, HUGE, 0), (0, 2, HUGE, 5_000), (1, 3, HUGE, 5_000)]
     exact, off = _finishes(tmp_path, flows, "off", SMALL_LEAF_SPINE)
-    approx, on = _finishes(tmp_path, flows, "on", SMALL_LEAF_SPINE)
+    approx, on = _finishes(tmp_path, flows, "trains", SMALL_LEAF_SPINE)
     assert on["packets_in_trains"] > 300 * on["trains_sent"] > 0  # trains of hundreds of packets
     assert off["pfc_pauses_sent"] > 0
     assert on["data_packets_dropped"] == off["data_packets_dropped"] == 0
     assert on["retransmits"] == 0
     assert np.abs(approx / exact - 1).max() < 5e-4, approx / exact - 1
     exact, _ = _finishes(tmp_path, [(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "off", SMALL_LEAF_SPINE)
-    approx, _ = _finishes(tmp_path, [(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "on", SMALL_LEAF_SPINE)
+    approx, _ = _finishes(tmp_path, [(0, 2, HUGE, 0), (2, 0, HUGE, 0)], "trains", SMALL_LEAF_SPINE)
     assert np.abs(approx - exact).max() <= 100_000, approx - exact
 
 
@@ -368,7 +371,9 @@ def test_trains_keep_a_multi_dim_fabric_lossless(every):
         {"size": 2, "kind": "ring", "rate_gbps": 800, "delay_ns": 100},
     ]
     network = {"nic": {"ack_every_packets": every}}
-    (exact, _, off), (approx, _, on) = (_multi_dim_flows(flows, m, network=network, dims=dims) for m in ("off", "on"))
+    (exact, _, off), (approx, _, on) = (
+        _multi_dim_flows(flows, m, network=network, dims=dims) for m in ("off", "trains")
+    )
     assert off["pfc_pauses_sent"] > 0 and on["trains_sent"] > 0
     assert on["data_packets_dropped"] == off["data_packets_dropped"] == 0
     assert on["retransmits"] == 0
@@ -390,7 +395,7 @@ def test_a_paced_flow_sends_trains_no_longer_in_time_than_at_line_rate(every):
     ]
     network = {"nic": {"ack_every_packets": every}}
     (exact, _, off), (approx, _, on) = (
-        _multi_dim_flows(flows, m, cc="dcqcn", network=network, dims=dims) for m in ("off", "on")
+        _multi_dim_flows(flows, m, cc="dcqcn", network=network, dims=dims) for m in ("off", "trains")
     )
     assert off["cnps_sent"] > 0 and on["trains_sent"] > 0
     assert abs(approx[0] / exact[0] - 1) < 1e-3, approx[0] / exact[0] - 1
@@ -409,7 +414,10 @@ def test_multi_dim_nic_links_send_trains_that_keep_the_exact_timing(cc):
         {"src": 0, "dst": 8, "bytes": 4_000_000},
         {"src": 0, "dst": 1, "bytes": 1_000_000, "start_ns": 3000},
     ]
-    (rx_off, tx_off, off), (rx_on, tx_on, on) = _multi_dim_flows(flows, "off", cc), _multi_dim_flows(flows, "on", cc)
+    (rx_off, tx_off, off), (rx_on, tx_on, on) = (
+        _multi_dim_flows(flows, "off", cc),
+        _multi_dim_flows(flows, "trains", cc),
+    )
     assert on["trains_sent"] > 0
     assert np.array_equal(rx_on, rx_off) and np.array_equal(tx_on, tx_off)
     assert on["events"] * 5 < off["events"]
@@ -430,7 +438,7 @@ def test_a_queue_pair_joining_cuts_a_long_train_on_a_multi_dim_nic_link(every):
                 {"src": 0, "dst": dst, "bytes": 1_000_000, "start_ns": join_ns},
             ]
             overrides = {"network": {"nic": {"ack_every_packets": every}}}
-            (off, _, off_s), (on, _, on_s) = (_multi_dim_flows(flows, m, **overrides) for m in ("off", "on"))
+            (off, _, off_s), (on, _, on_s) = (_multi_dim_flows(flows, m, **overrides) for m in ("off", "trains"))
             worst = max(worst, int(np.abs(on - off).max()))
             assert on_s["events"] * 30 < off_s["events"]
             assert on_s["packets_in_trains"] > 30 * on_s["trains_sent"]
@@ -445,7 +453,7 @@ def test_two_npus_sending_each_other_long_trains_over_nic_links(peer):
     one flow 70.5 ns late. Both flows within 50 ns of the exact engine (measured +4.3 ns over
     dimension 0, -27.5 ns over dimension 1, 0.07 %), in a 25th of the events (measured 33x)."""
     flows = [{"src": 0, "dst": peer, "bytes": 1_000_000}, {"src": peer, "dst": 0, "bytes": 1_000_000}]
-    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "on")
+    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "trains")
     assert np.abs(on - off).max() <= 50_000
     assert on_s["events"] * 25 < off_s["events"]
 
@@ -472,7 +480,7 @@ def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, c
     host link at their sum, 1,000 Gb/s: the router's port into it carries two path keys, but no
     queue needs to form there, so their trains pass it interleaved (port._interleave): both
     flows send trains while both run, every flow within ``bound`` of its exact finish."""
-    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off", cc), _multi_dim_flows(flows, "on", cc)
+    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off", cc), _multi_dim_flows(flows, "trains", cc)
     assert np.abs(on - off).max() <= bound * off.max()
     assert on_s["packets_in_trains"] > 0.95 * off_s["data_packets_sent"]
     assert on_s["events"] * 30 < off_s["events"]
@@ -481,10 +489,10 @@ def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, c
 def test_no_interleaving_at_a_port_slower_than_its_flows_together():
     """Two flows over dimension 0 into NPU 0 (from NPUs 1 and 2) share the dimension switch's
     800 Gb/s port into its router: 1,600 Gb/s of NIC rate, and seven links of 800 Gb/s that could
-    feed it, so it is not roomy and queues form there. Their trains do not interleave: while both
+    feed it, so it may queue (nic.never_queues) and queues form there. Their trains do not interleave: while both
     run they send none, and the run is the exact engine's to the picosecond."""
     flows = [{**TP_INTO_0, "bytes": 2_000_000}, {"src": 2, "dst": 0, "bytes": 2_000_000}]
-    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "on")
+    (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "trains")
     assert np.array_equal(on, off)
     assert on_s["packets_in_trains"] == 0 and on_s["events"] == off_s["events"]
 
@@ -512,7 +520,7 @@ def test_a_tensor_and_data_parallel_iteration_on_multi_dim_with_trains():
         {"size": 4, "kind": "switch", "rate_gbps": 800, "delay_ns": 100},
         {"size": 2, "kind": "switch", "rate_gbps": 200, "delay_ns": 1000},
     ]
-    off, on = (_tp4_dp2_layer(dims, 256, mode) for mode in ("off", "on"))
+    off, on = (_tp4_dp2_layer(dims, 256, mode) for mode in ("off", "trains"))
     assert on["trains_sent"] > 0 and on["flows_finished"] == off["flows_finished"]
     assert on["mean_iteration_ns"] == pytest.approx(off["mean_iteration_ns"], rel=1e-3)
     assert on["events"] * 8 < off["events"]
@@ -536,7 +544,7 @@ def test_long_trains_on_ring_and_full_mesh_dimensions(dims):
     """A Transformer layer with TP 4 x DP 2 on ring, full-mesh and switch dimensions under DCQCN,
     long trains on its NIC links: the iteration within 0.01 % of the exact engine's (measured
     +0.0000 % and +0.0008 %) in a tenth of the events (measured 21.8x and 23.6x)."""
-    off, on = (_tp4_dp2_layer(dims, 512, mode) for mode in ("off", "on"))
+    off, on = (_tp4_dp2_layer(dims, 512, mode) for mode in ("off", "trains"))
     assert on["flows_finished"] == off["flows_finished"]
     assert on["mean_iteration_ns"] == pytest.approx(off["mean_iteration_ns"], rel=1e-4)
     assert on["events"] * 10 < off["events"]
@@ -545,8 +553,8 @@ def test_long_trains_on_ring_and_full_mesh_dimensions(dims):
 def test_trains_are_deterministic_however_the_run_is_sliced():
     overrides = ("workload.iterations=1", "topology.k=2")
     (whole, _), (sliced, _) = (
-        _run("training_dlrm.yaml", overrides, "on"),
-        _run("training_dlrm.yaml", overrides, "on", slice_events=997),
+        _run("training_dlrm.yaml", overrides, "trains"),
+        _run("training_dlrm.yaml", overrides, "trains", slice_events=997),
     )
     assert whole.summary["trains_sent"] > 0
     assert whole.rows == sliced.rows
@@ -559,7 +567,7 @@ def _ring_errors(leaves, hosts_per_leaf, every, seeds):
     errors, ratios = [], []
     for seed in seeds:
         times, events = {}, {}
-        for mode in ("off", "on"):
+        for mode in ("off", "trains"):
             sc = scenario(
                 seed=seed,
                 sim={"fast_forward": mode},
@@ -579,8 +587,8 @@ def _ring_errors(leaves, hosts_per_leaf, every, seeds):
             )
             summary = simulate(sc).summary
             times[mode], events[mode] = summary["last_finish_ns"], summary["events"]
-        errors.append(times["on"] / times["off"] - 1)
-        ratios.append(events["off"] / events["on"])
+        errors.append(times["trains"] / times["off"] - 1)
+        ratios.append(events["off"] / events["trains"])
     return np.array(errors), np.array(ratios)
 
 
@@ -618,7 +626,7 @@ def test_long_rings_with_an_ack_per_packet_are_the_known_miss():
 
 def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     """Rings of more than 16 ranks run early with trains (the miss above): a run with
-    fast_forward on says so in summary.json and on stderr, also for a hierarchical all-reduce
+    fast_forward: trains says so in summary.json and on stderr, also for a hierarchical all-reduce
     whose largest dimension is such a ring; off, a shorter ring, an ACK per 4 packets, or
     all-to-all's pairwise exchange (no chain of steps around a ring) says nothing."""
 
@@ -629,28 +637,29 @@ def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
             "workload": {"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 24_000}]},
         }
 
-    warned = simulate(scenario(**ring(24, "on"))).summary
+    warned = simulate(scenario(**ring(24, "trains"))).summary
     assert len(warned["warnings"]) == 1 and "ring of 24 ranks" in warned["warnings"][0]
     assert "warnings" not in simulate(scenario(**ring(24, "off"))).summary
-    assert "warnings" not in simulate(scenario(**ring(16, "on"))).summary
-    coalesced = {**ring(24, "on"), "network": {"nic": {"ack_every_packets": 4}}}  # the trains agree there
+    assert "warnings" not in simulate(scenario(**ring(16, "trains"))).summary
+    coalesced = {**ring(24, "trains"), "network": {"nic": {"ack_every_packets": 4}}}  # the trains agree there
     assert "warnings" not in simulate(scenario(**coalesced)).summary
     hierarchical = {
-        "sim": {"fast_forward": "on"},
+        "sim": {"fast_forward": "trains"},
         "topology": {"kind": "torus", "dims": [24, 2]},
         "workload": {"collectives": [{"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 48_000}]},
     }
     assert "ring of 24 ranks" in simulate(scenario(**hierarchical)).summary["warnings"][0]
     pairwise = {
-        "sim": {"fast_forward": "on"},
+        "sim": {"fast_forward": "trains"},
         "topology": {"kind": "single_switch", "hosts": 24},
         "workload": {"collectives": [{"kind": "all_to_all", "algorithm": "ring", "bytes": 24_000}]},
     }
     assert "warnings" not in simulate(scenario(**pairwise)).summary
     path = tmp_path / "ring.yaml"
-    path.write_text(yaml.safe_dump({"name": "ring", **ring(24, "on")}))
+    path.write_text(yaml.safe_dump({"name": "ring", **ring(24, "trains")}))
     p = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stderr.startswith("warning: sim.fast_forward: on with a ring of 24 ranks"), p.stderr
+    warned = "warning: sim.fast_forward: trains with a ring of 24 ranks"
+    assert p.returncode == 0 and p.stderr.startswith(warned), p.stderr
 
 
 SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
@@ -670,30 +679,32 @@ SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
         ("incast", False),
     ],
 )
-def test_on_warns_for_the_shipped_scenarios_it_misses_by_more_than_1_percent(name, warned):
-    """`run` and `validate` share accuracy_warnings: with fast_forward on it warns for a training
+def test_trains_warn_for_the_shipped_scenarios_they_miss_by_more_than_1_percent(name, warned):
+    """`run` and `validate` share accuracy_warnings: with fast_forward: trains it warns for a training
     workload, and not where benchmarks/fast_forward_accuracy.py measured trains within 1 %."""
     p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "validate", str(SHIPPED / f"{name}.yaml"), "--set", "sim.fast_forward=on"],
+        [sys.executable, "-m", "roce_emu", "validate", SHIPPED / f"{name}.yaml", "--set", "sim.fast_forward=trains"],
         capture_output=True,
         text=True,
     )
     assert p.returncode == 0, p.stderr
-    expected = "warning: sim.fast_forward: on with a training workload: packet trains have been measured more than 1 %"
+    expected = (
+        "warning: sim.fast_forward: trains with a training workload: packet trains have been measured more than 1"
+    )
     assert (expected in p.stderr) == warned, p.stderr
     assert warned or "warning" not in p.stderr
     assert "docs/fast_forward.md" in p.stderr or not warned
 
 
 @pytest.mark.parametrize("algorithm", sorted(BY_NAME))
-def test_on_says_when_it_sends_no_trains(algorithm):
+def test_trains_say_when_they_send_none(algorithm):
     """A windowed algorithm (HPCC, DCTCP: the registry's ``windowed``) sends no trains, and a
-    scenario with faults neither: with fast_forward on the run says it is the exact engine. The
+    scenario with faults neither: with fast_forward: trains the run says it is the exact engine. The
     registry's flag is what the engine does: a lone 2,000-packet flow sends trains exactly when
     its algorithm is not windowed, and gives the exact engine's events only when windowed."""
     flows = {"flows": [{"src": 0, "dst": 1, "bytes": LONG}]}
     base = {"topology": {"kind": "single_switch", "hosts": 2}, "network": {"cc": {"algorithm": algorithm}}}
-    on = simulate(scenario(**base, workload=flows, sim={"fast_forward": "on"})).summary
+    on = simulate(scenario(**base, workload=flows, sim={"fast_forward": "trains"})).summary
     windowed = BY_NAME[algorithm].windowed
     assert (on["trains_sent"] == 0) == windowed, on["trains_sent"]
     warned = [w for w in on.get("warnings", []) if "sends no packet trains" in w]
@@ -702,6 +713,30 @@ def test_on_says_when_it_sends_no_trains(algorithm):
         off = simulate(scenario(**base, workload=flows, sim={"fast_forward": "off"})).summary
         assert on["events"] == off["events"]
     faults = [{"kind": "slow_link", "link": ["h0", "sw0"], "at_ns": 1000, "rate_gbps": 50}]
-    faulty = simulate(scenario(**base, workload=flows, sim={"fast_forward": "on"}, faults=faults)).summary
+    faulty = simulate(scenario(**base, workload=flows, sim={"fast_forward": "trains"}, faults=faults)).summary
     assert faulty["trains_sent"] == 0 and "sends no packet trains" in faulty["warnings"][0]
     assert windowed or "faults" in faulty["warnings"][0]
+
+
+def test_on_is_a_deprecated_name_of_trains(tmp_path):
+    """sim.fast_forward: on, the former name of trains, runs as trains. validate and run warn in
+    one line naming the file, the key and the name to write, also for --set; the run records the
+    line with its warnings and writes the scenario back with the new name, as design's
+    write_scenario does. Validated without a file (the Python API), it is a DeprecationWarning."""
+    path = tmp_path / "old.yaml"
+    doc = {"name": "old", "workload": {"flows": [{"src": 0, "dst": 1, "bytes": LONG}]}, "sim": {"fast_forward": "on"}}
+    path.write_text(yaml.safe_dump(doc))
+    line = "sim.fast_forward: 'on' is deprecated, the former name of 'trains': write 'trains'"
+    for given, args in ((path, []), (SHIPPED / "incast.yaml", ["--set", "sim.fast_forward=on"])):
+        p = subprocess.run(
+            [sys.executable, "-m", "roce_emu", "validate", str(given), *args], capture_output=True, text=True
+        )
+        assert p.returncode == 0 and p.stderr.splitlines()[0] == f"warning: {given}: {line}", p.stderr
+    res = run(prepare(path), out=tmp_path / "run", progress=False)
+    assert res.summary["fast_forward"] == "trains" and res.summary["trains_sent"] > 0
+    assert res.summary["warnings"] == [f"{path}: {line}"]
+    assert yaml.safe_load((tmp_path / "run" / "scenario.yaml").read_text())["sim"]["fast_forward"] == "trains"
+    with pytest.warns(DeprecationWarning, match=re.escape(line)):
+        assert Scenario.model_validate(doc).sim.fast_forward == "trains"
+    written = write_scenario(doc, tmp_path / "designed.yaml", [str(path)], [], about=["a design"])
+    assert yaml.safe_load(written.read_text())["sim"]["fast_forward"] == "trains" and doc["sim"]["fast_forward"] == "on"

@@ -1,5 +1,6 @@
 """Read a scenario file, apply ``--set`` overrides, validate; every failure is one ScenarioError line."""
 
+import copy
 import difflib
 import re
 import typing
@@ -11,7 +12,7 @@ import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
 from ..errors import AT, ScenarioError
-from .schema import FILE_TOPOLOGY_KINDS, MODEL_TAGS, TOPOLOGY_KINDS, Scenario
+from .schema import FILE_TOPOLOGY_KINDS, FORMER_NAMES, MODEL_TAGS, TOPOLOGY_KINDS, Scenario
 
 
 class _Loader(yaml.SafeLoader):
@@ -19,7 +20,8 @@ class _Loader(yaml.SafeLoader):
 
     - booleans as YAML 1.2 reads them: only true and false (also True, TRUE, False, FALSE).
       YAML 1.1, which PyYAML follows, also reads yes, no, on, off, y and n as booleans, so
-      ``fast_forward: on`` would arrive as True; here it arrives as the string 'on'.
+      ``pfc: {enabled: on}`` would arrive as True; here it arrives as the string 'on', which a
+      boolean key refuses.
     - a key given twice in one mapping is refused (``DuplicateKey``), where PyYAML keeps the
       last and drops the first without a word."""
 
@@ -202,12 +204,26 @@ def load_scenario(path: Path | str, overrides: Sequence[str] = ()) -> Scenario:
     return validate_document(doc, str(path))
 
 
+def with_current_names(doc: dict) -> dict:
+    """A copy of a scenario mapping with each former name of a value (schema.FORMER_NAMES)
+    replaced by its current name: what roce-emu writes when it writes a user's scenario back."""
+    doc = copy.deepcopy(doc)
+    for key, former in FORMER_NAMES.items():
+        *parents, last = key.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(last), str) and node[last] in former:
+            node[last] = former[node[last]]
+    return doc
+
+
 def validate_document(doc: dict, source: str) -> Scenario:
     """Validate a scenario mapping; any problem becomes one ScenarioError line naming source.
     Files the scenario names are found relative to source's folder."""
     base = Path(source).parent if Path(source).is_file() else None
     try:
-        return Scenario.model_validate(doc, context={"base_dir": base})
+        return Scenario.model_validate(doc, context={"base_dir": base, "source": source, "deprecated": []})
     except ValidationError as err:
         raise _as_scenario_error(source, err) from None
 

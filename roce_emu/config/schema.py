@@ -6,13 +6,15 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 ``roce_emu.scenario_checks``.
 """
 
-from typing import Annotated, ClassVar, Literal, Optional, Union
+import warnings
+from typing import Annotated, ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     StrictBool,
     Tag,
     ValidationInfo,
@@ -30,6 +32,9 @@ from ..errors import AT
 MIB = 1024 * 1024
 #: switch buffers, thresholds and reserves: 1 TiB, far beyond any switch, and safe in int64 sums
 MAX_BUFFER_BYTES = 1 << 40
+#: the slowest rate of a link, in Gb/s: 1 Mb/s. The engine counts bits per second as integers, so
+#: a rate under 0.5 b/s would round to 0 and divide by zero; nothing slower than this carries RoCE.
+MIN_RATE_GBPS = 1e-3
 
 
 def kmin_bytes_msg(kmin: int, kmax: int) -> str:
@@ -47,7 +52,7 @@ class Strict(BaseModel):
 class Link(Strict):
     """Rate and one-way propagation delay of a link (both directions)."""
 
-    rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    rate_gbps: float = Field(100.0, ge=MIN_RATE_GBPS, le=1e5)
     """Line rate of the link, each direction."""
     delay_ns: float = Field(1000.0, ge=0, le=1e9)
     """One-way propagation delay."""
@@ -56,7 +61,7 @@ class Link(Strict):
 class LinkOverride(Strict):
     """Per-tier override of ``topology.link``; an omitted field keeps the default."""
 
-    rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    rate_gbps: Optional[float] = Field(None, ge=MIN_RATE_GBPS, le=1e5)
     """Line rate of this tier's links; null keeps `topology.link.rate_gbps`."""
     delay_ns: Optional[float] = Field(None, ge=0, le=1e9)
     """One-way propagation delay of this tier's links; null keeps `topology.link.delay_ns`."""
@@ -183,13 +188,13 @@ class Fred(_TopologyBase):
     """NPUs (hosts); a multiple of `group_size`."""
     group_size: int = Field(4, ge=1, le=4096)
     """NPUs under each L1 switch."""
-    npu_rate_gbps: float = Field(24000.0, gt=0, le=1e5)
+    npu_rate_gbps: float = Field(24000.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of the NPU-L1 links (FRED's 3 TB/s NPU ports)."""
-    uplink_rate_gbps: float = Field(3000.0, gt=0, le=1e5)
+    uplink_rate_gbps: float = Field(3000.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of the L1-L2 links (Fred-A: 1/8 of an NPU's rate)."""
     io_controllers: int = Field(0, ge=0, le=4096)
     """I/O controllers io0, io1, ...; controller i hangs off L1 switch i mod groups."""
-    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
+    io_rate_gbps: float = Field(1024.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of an I/O controller's link (128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "uplink", "io")
     RATES_BY_NAME: ClassVar[str] = "npu_rate_gbps, uplink_rate_gbps and io_rate_gbps"
@@ -224,7 +229,7 @@ class Mesh(_TopologyBase):
     """Hosts on each router."""
     io_controllers: int = Field(0, ge=0, le=4096)
     """I/O controllers io0, io1, ..., spread evenly over the edge routers clockwise from r0_0."""
-    io_rate_gbps: float = Field(1024.0, gt=0, le=1e5)
+    io_rate_gbps: float = Field(1024.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of an I/O controller's link (FRED's 128 GB/s)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host", "fabric", "io")
 
@@ -245,7 +250,7 @@ class Dimension(Strict):
     kind: Literal["ring", "fully_connected", "switch"] = "ring"
     """How the NPUs along this dimension are joined: a ring (a ring of 2 is one link), all to all, or through one
     switch per group."""
-    rate_gbps: float = Field(100.0, gt=0, le=1e5)
+    rate_gbps: float = Field(100.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of this dimension's links."""
     delay_ns: float = Field(500.0, ge=0, le=1e9)
     """One-way propagation delay of this dimension's links."""
@@ -292,11 +297,11 @@ class RailOptimized(_TopologyBase):
     """Servers."""
     gpus_per_node: int = Field(8, ge=2, le=72)
     """GPUs per server, and the number of rails."""
-    nvlink_rate_gbps: float = Field(3600.0, gt=0, le=1e5)
+    nvlink_rate_gbps: float = Field(3600.0, ge=MIN_RATE_GBPS, le=1e5)
     """Each GPU's bandwidth into its server's NVSwitch, each direction (3600: 450 GB/s)."""
     nvlink_delay_ns: float = Field(200.0, ge=0, le=1e9)
     """One-way delay between a GPU and its NVSwitch."""
-    nic_rate_gbps: float = Field(400.0, gt=0, le=1e5)
+    nic_rate_gbps: float = Field(400.0, ge=MIN_RATE_GBPS, le=1e5)
     """Rate of each GPU's own NIC, linked to a leaf of its rail."""
     nodes_per_leaf: Optional[int] = Field(None, ge=1, le=1024)
     """Servers whose GPUs of one rail share a leaf; it divides nodes, and a rail spans nodes / nodes_per_leaf
@@ -340,7 +345,7 @@ class RailOptimized(_TopologyBase):
 CustomLink = tuple[
     Annotated[int, Field(ge=0)],
     Annotated[int, Field(ge=0)],
-    Annotated[float, Field(gt=0, le=1e5)],
+    Annotated[float, Field(ge=MIN_RATE_GBPS, le=1e5)],
     Annotated[float, Field(ge=0, le=1e9)],
 ]
 
@@ -507,7 +512,7 @@ class Ecn(Strict):
     """Marking probability at kmax_bytes; null: the algorithm's default."""
     scale_with_rate: StrictBool = True
     """Scale the thresholds by port rate / reference_rate_gbps (the HPCC ns-3 ECN map)."""
-    reference_rate_gbps: float = Field(100.0, gt=0)
+    reference_rate_gbps: float = Field(100.0, ge=MIN_RATE_GBPS)
     """The port rate at which the thresholds apply as written."""
 
     def resolved(self, algorithm: str) -> tuple[int, int, float]:
@@ -637,7 +642,15 @@ MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
 #: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
 CollectiveAlgorithm = Literal[
-    "ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network", "tree"
+    "ring",
+    "halving_doubling",
+    "direct",
+    "hierarchical",
+    "hierarchical_bidir",
+    "in_network",
+    "tree",
+    "nvls",
+    "nvls_tree",
 ]
 
 
@@ -721,7 +734,8 @@ class CollectiveSpec(Strict):
     algorithm: CollectiveAlgorithm = "ring"
     """How it runs; halving_doubling needs 2^k ranks, hierarchical and hierarchical_bidir a multi_dim,
     rail_optimized, torus or mesh fabric, in_network a switched fabric; tree (NCCL's double binary tree) runs
-    All-Reduce."""
+    All-Reduce; nvls (NCCL's NVLink SHARP) reduces in the NVSwitch of one rail_optimized node, nvls_tree
+    (All-Reduce) adds the double binary tree per rail across nodes."""
     bytes: int = Field(ge=1, le=MAX_FLOW_BYTES)
     """Per-rank buffer: the All-Reduce and Reduce-Scatter input, the All-Gather output, the All-To-All send buffer."""
     hosts: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
@@ -1098,7 +1112,7 @@ class Fault(Strict):
     """When the fault starts."""
     until_ns: Optional[float] = Field(None, gt=0, le=1e15)
     """When it ends; null: at the end of the run."""
-    rate_gbps: Optional[float] = Field(None, gt=0, le=1e5)
+    rate_gbps: Optional[float] = Field(None, ge=MIN_RATE_GBPS, le=1e5)
     """slow_link: the rate both ways."""
     loss: Optional[float] = Field(None, gt=0, le=1)
     """lossy_port: probability of losing each packet the port sends (PFC frames are spared)."""
@@ -1124,6 +1138,30 @@ class Fault(Strict):
 
 
 # ---- run control and output -----------------------------------------------------------------
+#: sim.fast_forward's modes, the default first (docs/fast_forward.md)
+FastForwardMode = Literal["off", "exact", "trains", "memo"]
+FAST_FORWARD_MODES: tuple[str, ...] = get_args(FastForwardMode)
+#: values renamed since, by dotted key: each former name is still read, as the value it names, with a warning
+FORMER_NAMES: dict[str, dict[str, str]] = {"sim.fast_forward": {"on": "trains"}}
+
+
+def read_former_name(value, key: str, info: ValidationInfo):
+    """``value`` as its current name if it is a former name of the key's values (FORMER_NAMES).
+    The warning that it is deprecated goes to the loader if it collects them (validate_document
+    passes the ``source`` and a ``deprecated`` list in the context; the run prints and records
+    them with its warnings), else to the Python caller as a DeprecationWarning."""
+    former = FORMER_NAMES[key]
+    if not isinstance(value, str) or value not in former:
+        return value
+    message = f"{key}: '{value}' is deprecated, the former name of '{former[value]}': write '{former[value]}'"
+    context = info.context or {}
+    if "deprecated" in context:
+        context["deprecated"].append(f"{context['source']}: {message}")
+    else:
+        warnings.warn(message, DeprecationWarning, stacklevel=4)  # the caller of the pydantic model
+    return former[value]
+
+
 class Sim(Strict):
     """Run control: the bounds that end a run, deadlock detection and fast-forward."""
 
@@ -1137,11 +1175,21 @@ class Sim(Strict):
     """No flow progress for this long stops the run as a PFC deadlock or stall; must exceed network.nic.rto_ns."""
     slice_events: int = Field(1 << 20, ge=1, le=1 << 40)
     """Events per engine call between progress updates and pool growth; results never depend on it."""
-    fast_forward: Literal["off", "exact", "on"] = "off"
+    fast_forward: FastForwardMode = "off"
     """off: every packet simulated; exact: skip whole periods in which the network repeats itself, identical to off
-    to the picosecond; on: steady flows send packet trains, approximate (docs/fast_forward.md)."""
+    to the picosecond; trains: steady flows send packet trains, approximate; memo: components of flows that repeat
+    replay the exact engine's own outcome, approximate (docs/fast_forward.md). The former name of trains, on, is
+    read with a warning."""
+    memo_sample_per_mille: int = Field(10, ge=0, le=1000)
+    """With fast_forward: memo, the share of replays (per mille, seeded) run exactly again and compared with the
+    stored outcome; summary.json reports the differences."""
     train_max_packets: int = Field(1024, ge=2, le=4096)
-    """The longest train with fast_forward: on."""
+    """The longest train with fast_forward: trains."""
+
+    @field_validator("fast_forward", mode="before")
+    @classmethod
+    def _former_mode_name(cls, mode, info: ValidationInfo):
+        return read_former_name(mode, "sim.fast_forward", info)
 
 
 TRACE_KINDS = ("rate", "queue", "pfc")
@@ -1187,6 +1235,18 @@ class Scenario(Strict):
     """What the run writes."""
     faults: list[Fault] = Field([], max_length=10_000)
     """Faults in the modelled network, each for a time window."""
+    _deprecated: tuple[str, ...] = PrivateAttr(())
+
+    @property
+    def deprecated_names(self) -> tuple[str, ...]:
+        """One line per deprecated name the document used ("FILE: sim.fast_forward: 'on' is
+        deprecated, ..."), when config.load.validate_document validated it."""
+        return self._deprecated
+
+    @model_validator(mode="after")
+    def _collect_deprecated_names(self, info: ValidationInfo):
+        self._deprecated = tuple((info.context or {}).get("deprecated", ()))
+        return self
 
     @field_validator("topology", mode="before")
     @classmethod
@@ -1198,7 +1258,7 @@ class Scenario(Strict):
         if self.output.logs_pfc and self.sim.fast_forward == "exact":
             raise ValueError(
                 f"{AT}sim.fast_forward 'exact' is not allowed with the PFC log: it jumps over repeated PFC frames, "
-                "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or on"
+                "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or trains"
             )
         return self
 

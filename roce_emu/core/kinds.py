@@ -112,6 +112,7 @@ ST_TRACE_FULL = _status("trace_full")  #: the trace buffer cannot take another s
 ST_INVARIANT = _status("invariant")  #: an engine invariant broke (meta[M_INVARIANT]): the run stops at that event
 ST_FF_GROW = _status("ff_grow")  #: a fast-forward signature needs more room (FastForward.meta): grow and call again
 ST_QP_LOW = _status("qp_low")  #: a flow starts next but no queue-pair slot is free: grow and call again
+ST_FLOW_START = _status("flow_start")  #: a flow starts next and cfg[CFG_STOP_AT_START] asks to stop there (memo.py)
 STATUS_NAMES = tuple(_status.names)
 
 # ---- invariant violations (meta[M_INVARIANT]); meta[M_INVARIANT_OBJ] names the entity --------------
@@ -153,12 +154,13 @@ CFG_CC = 15  #: CC_* code of the run's algorithm
 CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
 CFG_TRACE_PS = 17  #: trace sampling interval
 CFG_N_TASKS = 18
-CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: on); 0 = every packet alone
+CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_forward: trains); 0 = every packet alone
 CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MARGIN + the most successors of a task
 CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's data (HPCC ns-3); 0: in the control queue
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
 CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
-CFG_SIZE = 24
+CFG_STOP_AT_START = 24  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
+CFG_SIZE = 25
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

@@ -15,6 +15,7 @@ from .kinds import (
     CFG_HEAP_ROOM,
     CFG_N_FLOWS,
     CFG_STALL_PS,
+    CFG_STOP_AT_START,
     CFG_TRACE,
     C_EVENTS,
     C_FLOWS_DONE,
@@ -41,6 +42,7 @@ from .kinds import (
     NO_ARG,
     POOL_MARGIN,
     ST_BUDGET,
+    ST_FLOW_START,
     ST_HEAP_LOW,
     ST_IDLE,
     ST_INVARIANT,
@@ -79,7 +81,7 @@ def _on_arrive(w, k, arg, t):
         return
     node = w.port[p_in]["node"]
     if w.node[node]["is_host"] != 0:
-        if pk["n_sub"] > 1:
+        if pk["train_len"] > 1:
             due = train_due_ps(w, k, I64(node))
             if t < due:  # delayed on its way (nic.delay_train)
                 push_take(w, k, p_in, due)
@@ -103,6 +105,7 @@ def advance(w, t_limit_ps, max_events):
     trace_rows = rows_per_sample(w)
     event_rows = rows_per_event(w)
     heap_room = w.cfg[CFG_HEAP_ROOM]
+    stop_at_start = w.cfg[CFG_STOP_AT_START]
     done = 0
     while True:
         if meta[M_EV_COUNT] == 0:
@@ -115,8 +118,11 @@ def advance(w, t_limit_ps, max_events):
             return ST_POOL_LOW
         if ev.shape[0] - meta[M_EV_COUNT] < heap_room:
             return ST_HEAP_LOW
-        if meta[M_QP_FREE] == 0 and ev[0]["kind"] == EV_FLOW_START:
-            return ST_QP_LOW
+        if ev[0]["kind"] == EV_FLOW_START:
+            if stop_at_start != 0:
+                return ST_FLOW_START
+            if meta[M_QP_FREE] == 0:
+                return ST_QP_LOW
         free_rows = w.trace.shape[0] - meta[M_TRACE_ROWS]
         if free_rows < event_rows or (ev[0]["kind"] == EV_TRACE and free_rows < trace_rows):
             return ST_TRACE_FULL

@@ -4,20 +4,20 @@ Each host port keeps a ring of active queue pairs; when the port is free it send
 the next eligible one round-robin (rate pacing, window, and PFC pause of its
 priority allow it). Control packets (ACK, NACK, CNP) go first, in their own queue.
 
-Trains (sim.fast_forward: on, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose
-pacing rate has not moved and which has seen no congestion signal for ``steady`` packets,
-whose path's egress ports are no slower than it and carry only flows of the same path key
-(same NIC, destination, and rate and delay at each hop) or are roomy (switch ports that never
-need a queue, which trains pass interleaved: roomy, port._interleave), sends its next packets
-as one train packet that stands for ``n_sub`` packets; its receiver answers with one ACK train
-of the ACKs they are owed (one per packet by default). Trains grow by doubling, shrink towards
-the flow's end (its last ``TRAIN_TAIL`` packets go alone), are no longer than the first link's
-delay unless the flow is long (_reach), span no more time at a paced flow's rate than at line
-rate, and have one length per round of the NIC's round robin; a queue pair joining the NIC
-cuts the train in progress, wherever it is on its path, and a round cut short is settled by
-credits that later trains repay. A data packet of another NIC reaching a switch port that
-passes a long train on cuts that train at its NIC too. docs/fast_forward.md gives the model
-and its error.
+Trains (sim.fast_forward: trains, cfg[CFG_TRAIN_MAX] > 0): a flow without a window whose pacing
+rate has not moved and which has seen no congestion signal for ``steady`` packets, whose path's
+egress ports are no slower than it and carry only flows of the same path key (same NIC,
+destination, and rate and delay at each hop) or never queue (switch ports fast enough for
+everything that may feed them, which trains pass interleaved: never_queues, port._interleave),
+sends its next packets as one train packet that stands for ``train_len`` packets; its receiver
+answers with one ACK train of the ACKs they are owed (one per packet by default). Trains grow
+by doubling, shrink towards the flow's end (its last ``TRAIN_TAIL`` packets go alone), are no
+longer than the first link's delay unless the flow is long (_reach), span no more time at a
+paced flow's rate than at line rate, and have one length per round of the NIC's round robin; a
+queue pair joining the NIC cuts the train in progress, wherever it is on its path, and a round
+cut short is settled by credits that later trains repay. A data packet of another NIC reaching
+a switch port that passes a long train on cuts that train at its NIC too. docs/fast_forward.md
+gives the model and its error.
 
 World arrays: reads cfg, pq, node; writes stats, meta, ev, pkt, port, qp, ccs.
 """
@@ -207,8 +207,8 @@ def _path_key(w, f):
 def _path_add(w, f, delta):
     """Count flow f (delta = 1) or stop counting it (-1) on every egress port of its path; return
     True if none of the ports is slower than f's pacing rate and every flow counted on each has
-    f's path key (_path_key) or the port is roomy: trains pass a roomy port interleaved with the
-    other flows' packets (port._interleave)."""
+    f's path key (_path_key) or the port never queues (never_queues): trains pass such a port
+    interleaved with the other flows' packets (port._interleave)."""
     r = w.qp[f]
     dst = I64(r["dst"])
     key = r["path_key"]
@@ -220,7 +220,7 @@ def _path_add(w, f, delta):
         pt["data_flows"] += delta
         pt["data_keys"] += delta * key
         pt["data_rate"] += delta * line
-        if (shared(w, p, key) and not roomy(w, p)) or pt["rate_bps"] < r["rate_bps"]:
+        if (carries_other_paths(w, p, key) and not never_queues(w, p)) or pt["rate_bps"] < r["rate_bps"]:
             clear = False
         p = next_egress(w, p, dst, r["ecmp_hash"])
         if p < 0:
@@ -229,14 +229,14 @@ def _path_add(w, f, delta):
 
 
 @njit
-def shared(w, p, key):
+def carries_other_paths(w, p, key):
     """Whether flows of a path key other than ``key`` are counted on port p (_path_add)."""
     pt = w.port[p]
     return pt["data_keys"] != pt["data_flows"] * key
 
 
 @njit
-def roomy(w, p):
+def never_queues(w, p):
     """Whether port p is a switch port that never needs a queue for data: no slower than all
     its node's links that may feed it together (in_bps: a multi_dim NPU's host link, at the sum
     of its dimensions' rates), or than the NIC rates (nominal) of the flows whose data leaves by
@@ -312,7 +312,7 @@ def reaches_on(w, k):
     from its NIC as it began (port._send_train), and the ports that pass it on end it at the
     later of their own end and its arrival (retime_train)."""
     r = w.qp[w.pkt[k]["qp"]]
-    return w.pkt[k]["n_sub"] > _first_link_cap(w, w.port[r["nic_port"]])
+    return w.pkt[k]["train_len"] > _first_link_cap(w, w.port[r["nic_port"]])
 
 
 @njit(inline="always")
@@ -370,7 +370,7 @@ def _emit_data(w, p, f, t):
     k = pkt_alloc(w, PK_DATA, I64(f), seq, frame, I64(r["prio"]), I64(r["dst"]))
     w.pkt[k]["sent_ps"] = t
     if n > 1:  # the send time of its last packet, for the RTT its ACK measures
-        w.pkt[k]["n_sub"] = n
+        w.pkt[k]["train_len"] = n
         w.pkt[k]["sent_ps"] = t + ser_ps(wire - wire // n, r["rate_bps"])
         w.stats[C_TRAINS] += 1
         w.stats[C_TRAIN_PKTS] += n
@@ -492,66 +492,82 @@ def cut_train(w, p, t, newcomer):
     """Queue pair ``newcomer`` joins host port p at t (or, with newcomer -1, a data packet of
     another NIC meets the train at a switch port: cut_for_arrival): a data train the port is
     sending ends after its packet in progress, as the round robin would have served the
-    newcomer next. The sending flow takes the other packets back, and every port of the path
-    that passes the train on sends as many packets fewer (_cut_on_path); a train within its
-    first link's delay from a multi_dim NIC link, at the router's port (_cut_at_router). A
-    switch where it is queued holds that much less of it. The train goes whole if its host
-    has taken it already (a train longer than its first link's delay is taken before its NIC
-    has sent all of it, when the ACKs answering it are due) or the switch where it is queued
-    has paused the ingress it came by (PFC): then the flow owes a newcomer half of the
-    packets it sends after t; or, within its first link's delay from a multi_dim NIC link,
-    while it is queued at the router."""
+    newcomer next. The sending flow takes the other packets back (_take_back). Where the train
+    is decides what else changes:
+
+    - within its first link's delay from a multi_dim NIC link: the router's port passing it on
+      sends as many packets fewer (_cut_at_router); still queued at the router behind control
+      packets, it goes whole;
+    - kept by its NIC (port._send_train): the NIC ends it sooner (_cut_on_path);
+    - handed on: every port of the path that passes it on sends as many packets fewer
+      (_cut_on_path), and a switch where it is queued holds that much less of it. It goes
+      whole if its host has taken it already (a train longer than its first link's delay is
+      taken before its NIC has sent all of it, when the ACKs answering it are due) or the
+      switch where it is queued has paused the ingress it came by (PFC): then the flow owes a
+      newcomer half of the packets it sends after t."""
     k = train_at(w, p)
     if k < 0:
         return
     pt = w.port[p]
     pk = w.pkt[k]
-    n = I64(pk["n_sub"])
-    f = pk["qp"]
-    r = w.qp[f]
+    n = I64(pk["train_len"])
+    f = I64(pk["qp"])
     taken = pk["kind"] == PK_FREE  # its host has taken it already (train_due_ps), slot not reused
-    if n < 2 or (pk["kind"] != PK_DATA and not taken) or r["snd_nxt"] != pk["seq"] + n:
+    if n < 2 or (pk["kind"] != PK_DATA and not taken) or w.qp[f]["snd_nxt"] != pk["seq"] + n:
         return
-    frame = pk["frame_bytes"] // n
-    wire = frame + w.cfg[CFG_IFG]
+    wire = pk["frame_bytes"] // n + w.cfg[CFG_IFG]
     # as if the control packets the port sent inside it (port._control_inside_train) went first
     start = pt["tx_own_ps"] - ser_ps(n * wire, pt["rate_bps"])
     j = max(1, (t - start) // ser_ps(wire, pt["rate_bps"]) + 1)  # packets begun by t
     if j >= n:
         return
-    queued = -1
-    at_router = pt["cut_through"] != 0 and not reaches_on(w, k)
-    if at_router:
+    if pt["cut_through"] != 0 and not reaches_on(w, k):  # at the multi_dim NIC link's router
         e = I64(w.port[pt["peer_port"]]["pass_to"])
         if not _passing(w, e, k, train_key(w, k)) or w.port[e]["rate_bps"] != pt["rate_bps"]:
             return  # still queued at the router, behind control packets
-        last = e
-    elif pt["tx_pkt"] >= 0 and pt["cut_through"] == 0:  # its NIC still keeps it (port._send_train)
-        last = p
-    else:
+        _shorten(w, k, n, j, start, I64(-1))
+        _cut_at_router(w, p, e, k, n, j, wire)
+    elif pt["tx_pkt"] >= 0 and pt["cut_through"] == 0:  # its NIC still keeps it
+        _shorten(w, k, n, j, start, I64(-1))
+        _cut_on_path(w, p, p, k, n, j, wire, t)
+    else:  # handed on
         last, queued = _last_passing(w, p, k)
         if taken or (queued >= 0 and w.pq[pk["in_port"], pk["prio"]]["xoff_sent"] != 0):
-            # it goes whole: delivered already, or its switch has paused the ingress it came by
-            # (PFC). Per-packet round robin would have split its other n - j packets evenly with
-            # the newcomer: the flow owes the newcomer half of them (_settle_round's credits)
+            # it goes whole. Per-packet round robin would have split its other n - j packets
+            # evenly with the newcomer: the flow owes the newcomer half of them (_settle_round's
+            # credits)
             if newcomer >= 0:
-                r["credit"] -= (n - j) / 2
+                w.qp[f]["credit"] -= (n - j) / 2
                 w.qp[newcomer]["credit"] += (n - j) / 2
             return
-    back = n - j
-    if queued >= 0:  # the switch holds less of it
-        fifo_shrink(w, queued, I64(pk["prio"]), k, back * frame)
-        release(w, w.port[queued]["node"], pk["in_port"], pk["prio"], back * frame)
-    pk["n_sub"] = j
-    pk["frame_bytes"] = j * frame
-    pk["sent_ps"] = start + ser_ps((j - 1) * wire, r["rate_bps"])
-    if at_router:
-        _cut_at_router(w, p, last, k, n, j, wire)
-    else:
+        _shorten(w, k, n, j, start, queued)
         _cut_on_path(w, p, last, k, n, j, wire, t)
+    _take_back(w, p, f, n, j, start, wire)
+
+
+@njit
+def _shorten(w, k, n, j, start, queued):
+    """Train k, begun at ``start`` by its NIC, carries j of its n packets; the switch port
+    ``queued`` where it waits (-1: none) holds and buffers that much less of it."""
+    pk = w.pkt[k]
+    frame = pk["frame_bytes"] // n
+    if queued >= 0:
+        fifo_shrink(w, queued, I64(pk["prio"]), k, (n - j) * frame)
+        release(w, w.port[queued]["node"], pk["in_port"], pk["prio"], (n - j) * frame)
+    pk["train_len"] = j
+    pk["frame_bytes"] = j * frame
+    pk["sent_ps"] = start + ser_ps((j - 1) * (frame + w.cfg[CFG_IFG]), w.qp[pk["qp"]]["rate_bps"])
+
+
+@njit
+def _take_back(w, p, f, n, j, start, wire):
+    """Flow f, whose train of n packets of ``wire`` bytes each from host port p was cut to j,
+    takes the other packets back: it sends them next, after the j at its pacing rate."""
+    r = w.qp[f]
+    back = n - j
     r["snd_nxt"] -= back
     r["round_sent"] -= back
-    pt["round_pkts"] -= back
+    w.port[p]["round_pkts"] -= back
     r["max_sent"] = r["snd_nxt"]
     r["pkts_sent"] -= back
     r["steady"] -= back
@@ -566,16 +582,17 @@ def cut_train(w, p, t, newcomer):
 @njit(inline="always")
 def cut_for_arrival(w, e, f, t):
     """A data packet of flow f reaches switch egress port e at t: a long train (reaches_on) of
-    another NIC's flow that e, not roomy, is passing on now, and that its NIC is still sending,
-    ends at its NIC after the packet in progress (cut_train), as a queue pair joining there would
-    end it. Exactly, f's packets would interleave at e with that flow's; cut, they wait only for
-    the part of the train already sent, not for the whole train, and the flow sends the rest as
-    the port allows (its path is not clear any more; how close that stays: docs/fast_forward.md,
-    "A flow of another NIC cuts a long train")."""
-    if roomy(w, e):
+    another NIC's flow that e, a port that may queue (never_queues), is passing on now, and
+    that its NIC is still sending, ends at its NIC after the packet in progress (cut_train),
+    as a queue pair joining there would end it. Exactly, f's packets would interleave at e
+    with that flow's; cut, they wait only for the part of the train already sent, not for
+    the whole train, and the flow sends the rest as the port allows (its path is not clear
+    any more; how close that stays: docs/fast_forward.md, "A flow of another NIC cuts a long
+    train")."""
+    if never_queues(w, e):
         return
     k = train_at(w, e)
-    if k < 0 or w.pkt[k]["kind"] != PK_DATA or w.pkt[k]["n_sub"] < 2:
+    if k < 0 or w.pkt[k]["kind"] != PK_DATA or w.pkt[k]["train_len"] < 2:
         return
     g = w.pkt[k]["qp"]
     p = I64(w.qp[g]["nic_port"])
@@ -653,7 +670,7 @@ def _cut_on_path(w, p, last, k, n, j, wire, t):
         earliest = max(t, lt["tx_end_ps"] - ser_ps((j - 1) * wire, lt["rate_bps"]) + lt["prop_ps"])
     elif e >= 0 and pk["take_tok"] != 0 and next_egress(w, e, dst, h) == PATH_END:
         peer = I64(w.port[e]["peer_port"])  # e passed it on interleaved (port._interleave)
-        pk["tail_ps"] = interleaved_tail(w, e, lt["tx_end_ps"] + lt["prop_ps"], wire)
+        pk["last_in_ps"] = interleaved_tail(w, e, lt["tx_end_ps"] + lt["prop_ps"], wire)
         earliest = t
     else:
         return
@@ -673,7 +690,7 @@ def _cut_at_router(w, p, e, k, n, j, wire):
     ept["tx_in_ps"] -= sooner
     end = max(ept["tx_own_ps"], ept["tx_in_ps"])
     move_train_end(w, e, end)
-    w.pkt[k]["tail_ps"] = end + ept["prop_ps"]
+    w.pkt[k]["last_in_ps"] = end + ept["prop_ps"]
 
 
 @njit
@@ -705,7 +722,7 @@ def retime_train(w, p, k, additive, d):
     """Port p's own end of train k moved (tx_own_ps: control packets sent inside it, or a cut).
     A port ends a train at the later of its own end and its last packet's arrival (tx_in_ps),
     so p ends it then, its last packet reaches the next port that passes it on then, which ends
-    it accordingly, and so on; the train's last bit reaches the node after them (tail_ps), or,
+    it accordingly, and so on; the train's last bit reaches the node after them (last_in_ps), or,
     if the port after them passed it on interleaved (port._interleave), its host a packet's time
     and that link's delay later, if that is later than before. So a delay at one port uses up
     the slack of the ports after it, which wait for the train's packets anyway, before it delays
@@ -720,7 +737,7 @@ def retime_train(w, p, k, additive, d):
     dst = I64(pk["dst"])
     h = w.qp[pk["qp"]]["ecmp_hash"]
     key = train_key(w, k)
-    one_wire = wire_bytes(w, k) // I64(pk["n_sub"])
+    one_wire = wire_bytes(w, k) // I64(pk["train_len"])
     q = p
     while True:
         e = next_egress(w, q, dst, h)
@@ -738,8 +755,8 @@ def retime_train(w, p, k, additive, d):
         q = e
     tail = end + w.port[q]["prop_ps"]
     if e >= 0 and pk["take_tok"] != 0:  # e passed it on interleaved to its host (port._interleave)
-        tail = max(pk["tail_ps"], interleaved_tail(w, e, tail, one_wire))
-    pk["tail_ps"] = tail
+        tail = max(pk["last_in_ps"], interleaved_tail(w, e, tail, one_wire))
+    pk["last_in_ps"] = tail
 
 
 @njit
@@ -834,7 +851,7 @@ def train_due_ps(w, k, node):
     a data train when the ACK train answering it should start (_ack_lead_ps; the flow's last
     packets travel alone, so no flow completes early)."""
     pk = w.pkt[k]
-    due = pk["tail_ps"]
+    due = pk["last_in_ps"]
     if pk["kind"] == PK_DATA:
         due -= _ack_lead_ps(w, k, _uplink_rate(w, k, node))
     return due
@@ -848,7 +865,7 @@ def _train_acks(w, k):
     A train that passes none gives (1, n - 1, n - 1): it is taken when all of it is in, and
     answered then only if it ends the flow or carries a mark to echo."""
     pk = w.pkt[k]
-    n = I64(pk["n_sub"])
+    n = I64(pk["train_len"])
     every = w.cfg[CFG_ACK_EVERY]
     first = (every - (I64(pk["seq"]) + 1) % every) % every
     if first > n - 1:
@@ -869,7 +886,7 @@ def _ack_lead_ps(w, k, rate):
     ACKs that would have delayed it.) With one ACK per packet the lead is half of (n - 1) data
     and ACK times."""
     pk = w.pkt[k]
-    n = I64(pk["n_sub"])
+    n = I64(pk["train_len"])
     m, first, last = _train_acks(w, k)
     data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
     return ser_ps(((2 * (n - 1) - first - last) * data_wire + (m - 1) * _ack_wire_bytes(w)) // 2, rate)
@@ -907,11 +924,11 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else w.cfg[CFG_ACK_BYTES]
     prio = I64(r["prio"]) if kind != PK_CNP and w.cfg[CFG_ACK_WITH_DATA] != 0 else CTRL_PRIO
     k = pkt_alloc(w, kind, I64(f), seq, n * size, prio, I64(r["src"]))
-    w.pkt[k]["n_sub"] = n
+    w.pkt[k]["train_len"] = n
     w.pkt[k]["ecn"] = ecn
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host always has a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
-    if w.pkt[k_data]["n_sub"] > 1:  # answered at train_due_ps
+    if w.pkt[k_data]["train_len"] > 1:  # answered at train_due_ps
         w.pkt[k]["sent_ps"] -= _ack_echo_shift_ps(w, k_data, w.port[p]["rate_bps"])
     if kind != PK_CNP:
         cc.on_reply(w, k_data, k)
@@ -965,7 +982,7 @@ def _on_data(w, k, f, node, t):
     (flagged ACK or a CNP packet). A train is n in-order packets, answered by one ACK train
     of the ACKs they are owed."""
     r = w.qp[f]
-    n = I64(w.pkt[k]["n_sub"])
+    n = I64(w.pkt[k]["train_len"])
     r["pkts_delivered"] += n
     w.stats[C_DATA_DELIVERED] += n
     notify = cc.receiver_notify(w, f, t) if w.pkt[k]["ecn"] != 0 else cc.NOTIFY_NONE

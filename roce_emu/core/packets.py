@@ -40,9 +40,10 @@ def pkt_alloc(w, kind, f, seq, frame_bytes, prio, dst):
     r["dst"] = dst
     r["in_port"] = -1
     r["sent_ps"] = 0
-    r["tail_ps"] = 0
+    r["nic_start_ps"] = 0
+    r["last_in_ps"] = 0
     r["nxt"] = -1
-    r["n_sub"] = 1
+    r["train_len"] = 1
     r["take_tok"] = 0
     r["n_int"] = 0
     return k
@@ -51,8 +52,8 @@ def pkt_alloc(w, kind, f, seq, frame_bytes, prio, dst):
 @njit
 def wire_bytes(w, k):
     """Bytes packet k occupies on the wire: its frame, and the preamble and gap of each packet
-    it stands for (one, or a train's n_sub)."""
-    return w.pkt[k]["frame_bytes"] + w.pkt[k]["n_sub"] * w.cfg[CFG_IFG]
+    it stands for (one, or a train's length, train_len)."""
+    return w.pkt[k]["frame_bytes"] + w.pkt[k]["train_len"] * w.cfg[CFG_IFG]
 
 
 @njit(inline="always")
@@ -109,7 +110,7 @@ def fifo_push(w, p, prio, k):
     q["tail"] = k
     size = w.pkt[k]["frame_bytes"]
     q["bytes"] += size
-    n = w.pkt[k]["n_sub"]
+    n = w.pkt[k]["train_len"]
     if n > 1:
         q["ahead_bytes"] += size - size // n
     pt = w.port[p]
@@ -141,7 +142,7 @@ def fifo_pop(w, p, prio):
     w.pkt[k]["nxt"] = -1
     size = w.pkt[k]["frame_bytes"]
     q["bytes"] -= size
-    n = w.pkt[k]["n_sub"]
+    n = w.pkt[k]["train_len"]
     if n > 1:
         q["ahead_bytes"] -= size - size // n
     w.port[p]["q_bytes"] -= size

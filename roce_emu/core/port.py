@@ -6,7 +6,7 @@ account a data packet (and an ACK queued with data, cfg[CFG_ACK_WITH_DATA]) in t
 on arrival and release it, marking data with ECN, when it starts to leave. A port whose
 link is down sends nothing: a switch discards what is queued for it (stale routes still
 point there until they converge), a NIC holds it. With trains on, a port passes a data train
-on as it comes in (_send_train), or, where it is roomy, interleaved with others (_interleave).
+on as it comes in (_send_train), or, where the port never queues, interleaved with others (_interleave).
 
 World arrays: reads cfg, pq, qp; writes stats, meta, rng, ev, kick, pkt, port.
 """
@@ -37,8 +37,8 @@ from .nic import (
     move_train_end,
     next_data_packet,
     reaches_on,
-    roomy,
-    shared,
+    never_queues,
+    carries_other_paths,
     train_at,
     train_key,
 )
@@ -128,7 +128,7 @@ def _try_send(w, p, t):
     if k < 0:
         return
     pk = w.pkt[k]
-    n = I64(pk["n_sub"])
+    n = I64(pk["train_len"])
     pt["busy"] = 1
     pt["tx_pkt"] = k
     wire = wire_bytes(w, k)
@@ -142,7 +142,7 @@ def _try_send(w, p, t):
         # a multi_dim NIC link: its router passes the packet (or train) onto the dimension link
         # as its bits come in, so that it leaves there as from a NIC on that link itself; the
         # port keeps a train until it has left, so that it can still be cut (nic.cut_train)
-        pk["tail_ps"] = end + pt["prop_ps"]  # a train's last bit is in at the router
+        pk["last_in_ps"] = end + pt["prop_ps"]  # a train's last bit is in at the router
         heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
         if w.cfg[CFG_TRAIN_MAX] > 0:  # named as the packet it sends (nic.train_at)
             pt["tx_train"] = k
@@ -180,7 +180,7 @@ def _control_inside_train(w, p, t):
     k = train_at(w, p)
     kind = w.pkt[k]["kind"] if k >= 0 else PK_FREE
     if k >= 0 and (kind == PK_DATA or (kind == PK_FREE and reaches_on(w, k))):
-        n = I64(w.pkt[k]["n_sub"])
+        n = I64(w.pkt[k]["train_len"])
         if n < 2:
             return
         one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
@@ -213,23 +213,23 @@ def _send_train(w, p, k, n, wire, t, end):
 
     A NIC keeps a train no longer than its first link's delay (nic._first_link_cap) until it has
     left, so that a queue pair joining the NIC can cut it (nic.cut_train), remembering its start
-    in tail_ps; _leave_nic hands it on. Any other train is handed on as it begins, as a switch
+    (nic_start_ps); _leave_nic hands it on. Any other train is handed on as it begins, as a switch
     forwards it, cut-through: its first packet reaches the peer after one packet's serialisation
     and the propagation delay, as a lone packet would (nic.hand_on). At a switch, its last packet
-    leaves no sooner than one packet's time after it arrived here (tail_ps), or as it arrives if
+    leaves no sooner than one packet's time after it arrived here (last_in_ps), or as it arrives if
     a NIC link brought it, which its router passes on cut-through. The port is busy until then,
     holding no packet but naming the train (tx_train, tx_train_key), so that the NIC can still
     cut it all along its path and control packets can leave inside it (_control_inside_train)."""
     pt = w.port[p]
     pk = w.pkt[k]
     if pt["at_host"] != 0 and not reaches_on(w, k):
-        pk["tail_ps"] = t
+        pk["nic_start_ps"] = t
         return end
     one = ser_ps(wire // n, pt["rate_bps"])
     if pt["at_host"] == 0:
-        pt["tx_in_ps"] = pk["tail_ps"] + (0 if w.port[pk["in_port"]]["pass_to"] >= 0 else one)
+        pt["tx_in_ps"] = pk["last_in_ps"] + (0 if w.port[pk["in_port"]]["pass_to"] >= 0 else one)
         end = max(end, pt["tx_in_ps"])
-    pk["tail_ps"] = end + pt["prop_ps"]
+    pk["last_in_ps"] = end + pt["prop_ps"]
     pt["tx_pkt"] = -1
     pt["tx_train"] = k
     pt["tx_train_key"] = train_key(w, k)
@@ -257,7 +257,7 @@ def on_tx_done(w, p, t):
         return
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
-    elif w.pkt[k]["n_sub"] == 1:
+    elif w.pkt[k]["train_len"] == 1:
         heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     else:  # a train its NIC kept until it had left (_send_train)
         hand_on(w, I64(k), I64(pt["peer_port"]), _leave_nic(w, p, k, t))
@@ -270,17 +270,17 @@ def _leave_nic(w, p, k, t):
     from its start, not before now); its last arrives at t plus the propagation delay."""
     pt = w.port[p]
     pk = w.pkt[k]
-    n = I64(pk["n_sub"])
+    n = I64(pk["train_len"])
     one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
-    head = max(pk["tail_ps"] + one, t - pt["prop_ps"])
-    pk["tail_ps"] = t + pt["prop_ps"]
+    head = max(pk["nic_start_ps"] + one, t - pt["prop_ps"])
+    pk["last_in_ps"] = t + pt["prop_ps"]
     return head + pt["prop_ps"]
 
 
 @njit
 def _interleave(w, k, p_in, e, t):
     """Trains: data train k reaches a switch on p_in at t (its first packet) and leaves by port e,
-    which flows of several path keys share (nic._path_add). If e is roomy (nic.roomy) the train
+    which flows of several path keys share (nic._path_add). If e never queues (nic.never_queues) the train
     passes it interleaved with them: it leaves after what e is sending and holds now, at e's
     rate and no sooner than its packets come in, and nothing reaching e after it waits for it.
     Exactly, the other flows' packets would go between its packets, each delaying it by at most
@@ -292,14 +292,14 @@ def _interleave(w, k, p_in, e, t):
     (nic.retime_train). The port holds none of it, so it neither marks nor pauses for it."""
     pk = w.pkt[k]
     pt = w.port[e]
-    if not shared(w, e, w.qp[pk["qp"]]["path_key"]) or not roomy(w, e) or pt["down"] != 0:
+    if not carries_other_paths(w, e, w.qp[pk["qp"]]["path_key"]) or not never_queues(w, e) or pt["down"] != 0:
         return False
     if w.port[p_in]["pass_to"] >= 0 or is_paused(w, e, I64(pk["prio"])):
         return False
     up = w.port[w.port[p_in]["peer_port"]]["rate_bps"]  # the port that sent it here
     if up > pt["rate_bps"]:
         return False
-    n = I64(pk["n_sub"])
+    n = I64(pk["train_len"])
     wire = wire_bytes(w, k)
     one = ser_ps(wire // n, pt["rate_bps"])
     one_up = ser_ps(wire // n, up)
@@ -312,7 +312,7 @@ def _interleave(w, k, p_in, e, t):
     pt["tx_data_pkts"] += n
     count_sent(w, e, I64(pk["prio"]), wire)
     cc.on_switch_egress(w, k, e, go)
-    pk["tail_ps"] = max(go + n * one + pt["prop_ps"], interleaved_tail(w, e, pk["tail_ps"], wire // n))
+    pk["last_in_ps"] = max(go + n * one + pt["prop_ps"], interleaved_tail(w, e, pk["last_in_ps"], wire // n))
     hand_on(w, I64(k), I64(pt["peer_port"]), go + one + pt["prop_ps"])
     return True
 
@@ -331,13 +331,13 @@ def on_switch_arrive(w, k, p_in, t):
     pk["in_port"] = p_in
     if w.cfg[CFG_TRAIN_MAX] > 0 and pk["kind"] == PK_DATA:
         cut_for_arrival(w, e, I64(f), t)
-    if pk["n_sub"] > 1 and pk["kind"] == PK_DATA and _interleave(w, k, p_in, e, t):
+    if pk["train_len"] > 1 and pk["kind"] == PK_DATA and _interleave(w, k, p_in, e, t):
         return
     if prio == CTRL_PRIO:
         fifo_push(w, e, CTRL_PRIO, I64(k))
         kick(w, e)
         return
-    if not admit(w, node, p_in, prio, pk["frame_bytes"], I64(pk["n_sub"])):
+    if not admit(w, node, p_in, prio, pk["frame_bytes"], I64(pk["train_len"])):
         if pk["kind"] == PK_DATA:
             count_drop(w, p_in, f)
         else:  # an ACK queued with data (cfg[CFG_ACK_WITH_DATA])

@@ -23,15 +23,17 @@ PKT_DTYPE = np.dtype(
     [
         ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
         ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-        # a train: at its NIC, when it started; then (on a multi_dim NIC link from the start) when
-        # its last bit reaches the next node
-        ("tail_ps", np.int64),
+        # a train its NIC keeps until it has left (port._send_train): when the NIC began sending it
+        ("nic_start_ps", np.int64),
+        # a train handed on: when its last bit reaches the next node, from the port that passes it
+        # on now (a host takes it then or later: nic.train_due_ps)
+        ("last_in_ps", np.int64),
         ("qp", np.int32),  # the queue pair it belongs to (World.qp), -1 for PFC frames
         ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
         ("dst", np.int32),  # destination host
         ("in_port", np.int32),  # ingress port at the switch holding it
         ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
-        ("n_sub", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: on)
+        ("train_len", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: trains)
         # a train on its way to its host: the token of the one arrival event there that counts
         # (nic.push_take); 0 otherwise
         ("take_tok", np.int32),

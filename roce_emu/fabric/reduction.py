@@ -32,15 +32,59 @@ from .topology import Fabric, flatten
 KINDS = ("single_switch", "leaf_spine", "fat_tree", "fred", "custom")
 
 
-def check_reducing(fabric: Fabric, source: str, key: str) -> None:
-    """Refuse an in_network collective (at ``key``) on a fabric whose switches form no tree."""
-    if fabric.kind not in KINDS:
+#: the algorithms that reduce in a node's NVSwitch (NCCL's NVLink SHARP) on a rail_optimized fabric
+NVLS = ("nvls", "nvls_tree")
+
+
+def check_reducing(fabric: Fabric, algorithm: str, hosts, source: str, key: str, hosts_key: str) -> None:
+    """Refuse an in-switch collective the fabric cannot run (at ``key``, the algorithm's), or
+    an NVLS one whose ranks (``hosts``, at ``hosts_key``) do not fit the nodes: ``in_network``
+    needs switches that form a tree; ``nvls`` the GPUs of one node of a rail_optimized fabric,
+    ``nvls_tree`` the same GPUs (rails) in every node it spans; both at least two GPUs a node.
+    Other algorithms pass."""
+    if algorithm == "in_network" and fabric.kind not in KINDS:
         raise ScenarioError(
             source,
             key,
             f"'in_network' is not allowed on a {fabric.kind} fabric: it needs "
             f"switches that form a tree (topology kinds: {', '.join(KINDS)})",
         )
+    if algorithm not in NVLS:
+        return
+    if fabric.kind != "rail_optimized":
+        raise ScenarioError(
+            source,
+            key,
+            f"'{algorithm}' is not allowed on a {fabric.kind} fabric: it reduces in a node's NVSwitch "
+            "(topology kind: rail_optimized)",
+        )
+    assert fabric.host_coords is not None  # a rail_optimized fabric's GPUs are (gpu, node)
+    gpus: dict[int, list[int]] = {}
+    for h in hosts:
+        gpu, node = fabric.host_coords[h]
+        gpus.setdefault(node, []).append(gpu)
+    if algorithm == "nvls" and len(gpus) > 1:
+        raise ScenarioError(
+            source,
+            hosts_key,
+            f"'nvls' runs inside one node's NVSwitch; these ranks span nodes {', '.join(map(str, sorted(gpus)))} "
+            "(across nodes: nvls_tree)",
+        )
+    first = min(gpus)
+    for node, mine in sorted(gpus.items()):
+        if len(mine) < 2:
+            raise ScenarioError(
+                source,
+                hosts_key,
+                f"'{algorithm}' needs at least 2 GPUs of each node; node {node} has GPU {mine[0]} alone",
+            )
+        if sorted(mine) != sorted(gpus[first]):
+            raise ScenarioError(
+                source,
+                hosts_key,
+                f"'{algorithm}' needs the same GPUs (one tree per rail) in every node: node {first} has "
+                f"{sorted(gpus[first])}, node {node} {sorted(mine)}",
+            )
 
 
 def place_units(fabric: Fabric, workload) -> Fabric:

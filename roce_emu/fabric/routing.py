@@ -150,6 +150,9 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
       never pass through another GPU or an NVSwitch: same-rail traffic stays on its rail's
       leaves, cross-rail traffic crosses a spine.
 
+    An NVSwitch's reduction units (``algorithm: nvls``) are reached from the GPU routers of its
+    node, over their NVLink, and from nowhere else.
+
     A GPU router whose NVLink way is cut (a dead link) takes the leaves and spines instead, so
     no route loops: the scale-out routes never enter an NVSwitch, and an NVSwitch's only
     forward for another node goes to a router that sends it out."""
@@ -167,6 +170,11 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
         return tuple(p for w, p in live[s] if w == v)
 
     for a in targets:
+        if nodes[a]["role"] == "nvswitch":  # its reduction units (nvls): from its own node's GPUs, over NVLink
+            for s in switches:
+                own = nodes[s]["role"] == "gpu" and nodes[s]["node"] == nodes[a]["node"]
+                choices[s][a] = towards(s, a) if own else ()
+            continue
         m, r = nodes[a]["node"], nodes[a]["rail"]
         dist = {a: 0}  # over the leaves and spines only
         frontier = deque([a])

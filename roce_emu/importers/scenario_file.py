@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from ..config.load import validate_document
+from ..config.load import validate_document, with_current_names
 from ..results.destination import check_file, stamped
 
 
@@ -19,10 +19,12 @@ def write_scenario(
     """Write ``doc`` to ``dest`` with a header naming its sources, then the ``about`` lines (what
     the file is, e.g. which design was chosen and why), then the ``notes`` (what was not carried
     over), and roce-emu's stamp (results/destination.py); an existing file is replaced only with
-    ``overwrite`` and only if roce-emu wrote it."""
+    ``overwrite`` and only if roce-emu wrote it. A deprecated name of a value is written as its
+    current name."""
     dest = Path(dest)
     check_file(dest, "--out", overwrite)
     validate_document(doc, str(dest))  # an importer's bug must not reach the user's disk
+    doc = with_current_names(doc)
     header = [f"# {'Written' if about else 'Imported'} by roce-emu from {', '.join(sources)}."]
     header += [f"# {line}" for line in about]
     if notes:

@@ -23,6 +23,7 @@ from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
 from ..images import image_metadata  # noqa: E402
+from .console import fmt_ns  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 from .output import read_rows, read_table  # noqa: E402
 
@@ -169,6 +170,7 @@ class PolicyTimes:
 
     records: list[dict]  #: {"panel", "topology", "policy", "ratio", "sd"}
     metric: str  #: "iteration time" or "completion time"
+    baselines: dict[tuple, float]  #: (panel, topology) -> PFC only's time in ns, mean over seeds
     panel_keys: list[str]  #: the swept keys a panel stands for (workload-like ones)
     panels: list[tuple]
     topologies: list[str]
@@ -193,7 +195,10 @@ def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
     baseline = {same_but_policy(r): _num(r[column]) for r in rows if r["cc_algorithm"] == "none"}
     fabric = _topology_labels(rows)
     groups: dict[tuple, list[float]] = {}  # (panel, topology, policy) -> the ratio of each seed
+    base_times: dict[tuple, list[float]] = {}  # (panel, topology) -> PFC only's time of each seed
     for r in rows:
+        if r["cc_algorithm"] == "none":
+            base_times.setdefault((tuple(r[k] for k in others), fabric[r["point"]]), []).append(_num(r[column]))
         base = baseline.get(same_but_policy(r))
         ratio = _num(r[column]) / base if base else np.nan
         groups.setdefault((tuple(r[k] for k in others), fabric[r["point"]], r["cc_algorithm"]), []).append(ratio)
@@ -206,6 +211,7 @@ def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
     return PolicyTimes(
         records,
         metric,
+        {key: _spread(times)[0] for key, times in base_times.items()},
         others,
         sorted({g[0] for g in groups}),
         list(dict.fromkeys(fabric[r["point"]] for r in rows)),  # the grid's order: 100 before 1000
@@ -225,13 +231,16 @@ def policy_time_figure(sweep_dir: Path):
 
 
 def draw_policy_time(table: PolicyTimes):
-    """The policy_time figure of a PolicyTimes table; the value labels sit inside the axes."""
+    """The policy_time figure of a PolicyTimes table; the value labels sit inside the axes, level
+    when a panel has few dots, else upright; under each topology, PFC only's own time."""
     panels, topologies, policies = table.panels, table.topologies, table.policies
     colors = STYLE["axes.prop_cycle"].by_key()["color"]
+    level = len(policies) * len(topologies) <= 8  # room for a level "1.14" beside each dot
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(panels), figsize=(max(6.4, 3.8 * len(panels)), 3.8), squeeze=False, sharey=True)
         step = 0.8 / len(policies)
         extremes = [1.0]
+        labels_below = False
         for ax, panel in zip(axes[0], panels):
             ax.axhline(1.0, color="0.2", lw=0.9)
             for i, policy in enumerate(policies):
@@ -253,26 +262,33 @@ def draw_policy_time(table: PolicyTimes):
                 for xi, m, e in zip(x, mean, err):
                     if m == m:
                         extremes += [m - e, m + e]
+                        below = m < 1.0  # the label on the far side of the dot from the line at 1
+                        labels_below |= below
                         ax.annotate(
                             f"{m:.2f}",
-                            (xi, m + e),
-                            xytext=(0, 4),
+                            (xi, m - e if below else m + e),
+                            xytext=(0, -4 if below else 4),
                             textcoords="offset points",
                             ha="center",
-                            va="bottom",
-                            fontsize=6,
-                            rotation=90,
+                            va="top" if below else "bottom",
+                            fontsize=8 if level else 6,
+                            rotation=0 if level else 90,
                         )
-            ax.set_xticks(np.arange(len(topologies)), topologies, fontsize=8)
-            if max(len(line) for t in topologies for line in t.split("\n")) * len(topologies) > 48:
+            ticks = [
+                f"{t}\nPFC only: {fmt_ns(table.baselines[panel, t])}" if (panel, t) in table.baselines else t
+                for t in topologies
+            ]
+            ax.set_xticks(np.arange(len(topologies)), ticks, fontsize=8)
+            if max(len(line) for t in ticks for line in t.split("\n")) * len(topologies) > 48:
                 plt.setp(ax.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
             ax.set_xlim(-0.6, len(topologies) - 0.4)
             ax.set_xlabel(table.topology_axis)
             if panel:
                 ax.set_title(_panel_label(table.panel_keys, panel), fontsize=9)
         span = max(max(extremes) - min(extremes), 0.02)
-        # room above the highest dot for its label (rotated text about a fifth of the axes tall)
-        axes[0][0].set_ylim(min(extremes) - 0.15 * span, max(extremes) + 0.45 * span)
+        # room beyond the outermost dots for their labels (rotated text about a fifth of the axes tall)
+        room = 0.15 if level else 0.45
+        axes[0][0].set_ylim(min(extremes) - (room if labels_below else 0.15) * span, max(extremes) + room * span)
         note = f"; mean ± 1 s.d. over {table.seeds} seeds" if table.seeds > 1 else ""
         axes[0][0].set_ylabel(f"{table.metric}\n(ratio to PFC only = 1{note})")
         handles, labels = axes[0][0].get_legend_handles_labels()

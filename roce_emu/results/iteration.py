@@ -308,7 +308,7 @@ def timeline_rows(timeline: list[tuple]) -> list[tuple]:
 
 def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | None = None) -> dict:
     """iteration_ns per iteration, its mean, and the mean per-host breakdown from the rank
-    timeline (empty without collectives or compute)."""
+    timeline (left out when the timeline is empty: a workload of flows or sends alone)."""
     if not workload.iteration_ends:
         return {}
     ends = _iteration_ends(world, workload)
@@ -320,8 +320,8 @@ def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | 
         cell = per.setdefault((it, h), {"compute": 0, "exposed_communication": 0, "idle": 0, "communication": comm})
         cell[state] += e - s
     keys = ("compute", "communication", "exposed_communication", "idle")
-    breakdown: dict[str, list[float]] = {key: [] for key in keys}
-    for it in range(len(ends)):
+    breakdown: dict[str, list[float]] = {key: [] for key in keys} if per else {}
+    for it in range(len(ends) if per else 0):
         cells = [v for (i, _), v in per.items() if i == it]
         for key in keys:
             breakdown[key].append(ps_to_ns(float(np.mean([c[key] for c in cells]))))

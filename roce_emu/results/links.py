@@ -15,7 +15,7 @@ utilization is the busy time over the run's duration (run_end_ps): from 0 to the
 workload, when its last task (flow or compute) finished and its last flow's sender had every
 ACK, or to when the run stopped if it stopped before (summary.json sim_time_ns); not to the
 last event, which can be a timer of a finished flow long after the end. A saturated link in a
-long run comes near 1; with fast_forward: on (trains) a train counts whole at the port it
+long run comes near 1; with fast_forward: trains a train counts whole at the port it
 passes, as it does for the queue statistics.
 """
 

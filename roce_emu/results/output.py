@@ -9,6 +9,7 @@ import tempfile
 from importlib.util import find_spec
 from pathlib import Path
 
+from ..config.schema import FORMER_NAMES
 from ..errors import OutputError
 from .destination import check_directory, write_marker
 
@@ -141,6 +142,23 @@ def read_summary(run_dir: Path) -> dict:
         raise ScenarioError(str(path), "", f"not readable as JSON ({err})") from None
     if not isinstance(summary, dict):
         raise ScenarioError(str(path), "", "not a run summary (expected a JSON object)")
+    return summary_with_current_names(summary)
+
+
+def summary_with_current_names(summary: dict) -> dict:
+    """A summary as this version writes it, from one an older version wrote: the key
+    fast_forward_exact (true unless a packet train was sent) becomes approximate (its opposite)
+    in its place, and the fast_forward mode on is named trains."""
+    if "fast_forward_exact" in summary and "approximate" not in summary:
+        older, summary = summary, {}
+        for key, value in older.items():
+            if key == "fast_forward_exact":
+                summary["approximate"] = not value
+            else:
+                summary[key] = value
+    former = FORMER_NAMES["sim.fast_forward"]
+    if isinstance(summary.get("fast_forward"), str) and summary["fast_forward"] in former:
+        summary = {**summary, "fast_forward": former[summary["fast_forward"]]}
     return summary
 
 

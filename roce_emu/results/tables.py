@@ -213,7 +213,7 @@ def in_flight_per_flow(world: World) -> np.ndarray:
     """Data packets of each flow still in the network (counted in the packet pool)."""
     live = world.pkt["kind"] == K.PK_DATA
     flows = world.qp["flow"][world.pkt["qp"][live]]  # the flow of each packet's queue pair
-    return np.bincount(flows, weights=world.pkt["n_sub"][live], minlength=len(world.flow)).astype(np.int64)
+    return np.bincount(flows, weights=world.pkt["train_len"][live], minlength=len(world.flow)).astype(np.int64)
 
 
 def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np.ndarray]) -> dict:
@@ -255,8 +255,8 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
         "p50_slowdown": float(np.percentile(slowdowns, 50)) if len(slowdowns) else None,
         "p99_slowdown": float(np.percentile(slowdowns, 99)) if len(slowdowns) else None,
         "fast_forward": scenario.sim.fast_forward,
-        # exact jumps repeat a period the engine simulated; trains approximate
-        "fast_forward_exact": int(stats[K.C_TRAINS]) == 0,
+        # true once a packet train was sent, or with the memo: exact jumps repeat a period the engine simulated
+        "approximate": int(stats[K.C_TRAINS]) > 0 or scenario.sim.fast_forward == "memo",
         "skipped_ns": float(format_ps_as_ns(int(stats[K.C_FF_PS])) or 0),
         "events": events,
         "wall_s": round(outcome.wall_s, 6),

@@ -11,8 +11,10 @@ from tqdm import tqdm
 from ..core import CACHE_DIR
 from ..core import kinds as K
 from ..core.fastforward import advance_ff
+from ..core import memo as mm_kernel
 from ..core.loop import advance
 from ..core.state import World
+from .inputs import MemoSettings
 from .invariants import InvariantError, check_world
 from .world import grow, grow_fast_forward, grow_qps, new_fast_forward
 
@@ -26,6 +28,27 @@ class RunOutcome:
     load_s: float = 0.0  # compiling or loading the engine before the run
     # every trace row of the run (kinds.TR_*), in time order
     trace: np.ndarray = field(default_factory=lambda: np.zeros((0, K.TR_COLS), np.int64))
+    memo: dict | None = None  # sim.fast_forward: memo: what the memo did (memo_report)
+
+
+def memo_report(mm) -> dict:
+    """summary.json's ``memo`` block."""
+    m = mm.meta
+    sampled = int(m[mm_kernel.MM_ERR_FLOWS])
+    return {
+        "components": int(m[mm_kernel.MM_VIRTUAL]),
+        "hits": int(m[mm_kernel.MM_HITS]),
+        "misses": int(m[mm_kernel.MM_MISSES]),
+        "volatile": int(m[mm_kernel.MM_VOLATILE]),
+        "materialised": int(m[mm_kernel.MM_MATERIALISED]),
+        "flows_replayed_or_recorded": int(m[mm_kernel.MM_MEMO_FLOWS]),
+        "flows_in_engine": int(m[mm_kernel.MM_EXACT_FLOWS]),
+        "events_skipped": int(m[mm_kernel.MM_SKIPPED_EVENTS]),
+        "sampled_components": int(m[mm_kernel.MM_SAMPLED]),
+        "sampled_flows": sampled,
+        "sample_max_error": float(m[mm_kernel.MM_ERR_MAX_PPM]) / 1e6,
+        "sample_mean_error": float(m[mm_kernel.MM_ERR_SUM_PPM]) / 1e6 / sampled if sampled else 0.0,
+    }
 
 
 def flush_trace(world: World, chunks: list) -> None:
@@ -50,7 +73,7 @@ class Limits:
 
 #: about how long each kernel's cold compile takes on a 2-core machine (the event handlers are
 #: inlined into ``advance``), for the notice before it compiles
-COMPILE_S = {"advance": 90, "advance_ff": 35}
+COMPILE_S = {"advance": 90, "advance_ff": 35, "advance_memo": 60}
 
 
 def compile_notice(kernel) -> str:
@@ -62,7 +85,7 @@ def compile_notice(kernel) -> str:
     name = kernel.py_func.__name__
     if CACHE_DIR.is_dir() and any(CACHE_DIR.rglob(f"{module}.{name}-*.nbi")):
         return ""
-    what = "the fast-forward kernel" if name == "advance_ff" else "the engine"
+    what = "the fast-forward kernel" if name in ("advance_ff", "advance_memo") else "the engine"
     return f"compiling {what} for this version (about {COMPILE_S[name]} s on 2 cores, once; cached in {CACHE_DIR})"
 
 
@@ -73,20 +96,29 @@ def simulate(
     progress: bool | None = None,
     label: str = "",
     check: bool = False,
-    fast_forward: bool = False,
+    exact_jumps: bool = False,
+    memo: MemoSettings | None = None,
 ) -> RunOutcome:
     """Advance the world until every event is processed, a limit, a stall or a broken invariant;
     with ``check``, also run the expensive invariant checks after every slice; with
-    ``fast_forward``, skip the periods in which the network repeats itself (exactly)."""
+    ``exact_jumps`` (sim.fast_forward: exact), run the fast-forward kernel, which jumps over the
+    periods in which the network repeats itself, exactly. Packet trains need nothing here: the
+    world's configuration turns them on (world.train_limit)."""
     n_flows = int(world.cfg[K.CFG_N_FLOWS])
-    fast = new_fast_forward(world) if fast_forward else None
+    fast = new_fast_forward(world) if exact_jumps else None
+    mm, table = None, ()
+    if memo is not None:
+        mm, table = mm_kernel.new_memo(world, memo.sample_per_mille, memo.seed, not memo.enabled)
+        world.cfg[K.CFG_STOP_AT_START] = 1
 
     def step(budget: int) -> int:
+        if mm is not None:
+            return mm_kernel.advance_memo(world, mm, *table, limits.max_time_ps, budget)
         if fast is None:
             return advance(world, limits.max_time_ps, budget)
         return advance_ff(world, fast, limits.max_time_ps, budget)
 
-    notice = compile_notice(advance_ff if fast_forward else advance)
+    notice = compile_notice(advance_ff if exact_jumps else mm_kernel.advance_memo if memo else advance)
     if notice and progress is not False:
         print(f"roce-emu: {notice}", file=sys.stderr, flush=True)
     loading = time.perf_counter()
@@ -142,13 +174,15 @@ def simulate(
     unfinished = f"with {n_flows - done} of {n_flows} flows unfinished"
     all_done = done == n_flows and world.stats[K.C_TASKS_DONE] == int(world.cfg[K.CFG_N_TASKS])
     if broken or status == K.ST_INVARIANT:  # the engine's own check leaves the reason to the caller
-        return RunOutcome(world, "invariant", broken, wall_s, load_s, trace)
-    if all_done:  # a limit met after the work ended (waiting for a fault due later) cuts nothing short
-        return RunOutcome(world, "finished", "", wall_s, load_s, trace)
-    if limit_reason:
-        return RunOutcome(world, "incomplete", f"{limit_reason} {unfinished}", wall_s, load_s, trace)
-    if status == K.ST_STALLED:
-        return RunOutcome(world, "stalled", "", wall_s, load_s, trace)
-    if status == K.ST_T_LIMIT:
-        return RunOutcome(world, "incomplete", f"sim.max_time_ns reached {unfinished}", wall_s, load_s, trace)
-    return RunOutcome(world, "stalled", "no events left", wall_s, load_s, trace)  # work left: cannot happen
+        state, reason = "invariant", broken
+    elif all_done:  # a limit met after the work ended (waiting for a fault due later) cuts nothing short
+        state, reason = "finished", ""
+    elif limit_reason:
+        state, reason = "incomplete", f"{limit_reason} {unfinished}"
+    elif status == K.ST_STALLED:
+        state, reason = "stalled", ""
+    elif status == K.ST_T_LIMIT:
+        state, reason = "incomplete", f"sim.max_time_ns reached {unfinished}"
+    else:  # work left and no events: cannot happen
+        state, reason = "stalled", "no events left"
+    return RunOutcome(world, state, reason, wall_s, load_s, trace, memo_report(mm) if mm is not None else None)

@@ -65,7 +65,7 @@ TRAINS_ACK_EVERY = 4
 
 
 def why_no_trains(scenario: Scenario) -> str:
-    """Why packet trains (sim.fast_forward: on) do not apply to this scenario, or "" if they do:
+    """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
     packet apart ACK trains would stall, or faults (every fault is a link action), whose losses
     and detours trains do not model. world.train_limit turns trains off then, and
@@ -78,18 +78,54 @@ def why_no_trains(scenario: Scenario) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class MemoSettings:
+    """sim.fast_forward: memo (core/memo.py): the share of replays checked, its seed, and whether
+    the scenario lets components be made at all (not with faults or connection queue pairs)."""
+
+    sample_per_mille: int = 10
+    seed: int = 1
+    enabled: bool = True
+
+
+def why_no_memo(scenario: Scenario) -> str:
+    """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
+    may: faults (a link action would act on flows that are not in the engine), connection queue
+    pairs (a flow waits for another one of its connection, outside its component), or sampled
+    traces (replayed flows have no samples)."""
+    if scenario.faults:
+        return "the scenario has faults, which act on flows the memo replays"
+    if scenario.network.nic.queue_pair == "connection":
+        return "network.nic.queue_pair is connection: a flow waits for the flow before it, outside its component"
+    if set(scenario.output.traces) & {"rate", "queue"}:
+        return "output.traces samples rates or queues, which replayed flows do not have"
+    return ""
+
+
+def memo_settings(scenario: Scenario) -> MemoSettings | None:
+    """The memo's settings for a scenario with sim.fast_forward: memo, else None."""
+    if scenario.sim.fast_forward != "memo":
+        return None
+    return MemoSettings(scenario.sim.memo_sample_per_mille, scenario.seed, not why_no_memo(scenario))
+
+
 def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """What the run should say about the accuracy of the approximation it uses (one line each).
     With packet trains, it warns wherever they are known to miss the exact engine by more than
     1 %: every training workload, and ring collectives of more than TRAINS_RING_RANKS ranks
     acknowledged more often than every TRAINS_ACK_EVERY packets. Elsewhere they stay within 1 %
     (docs/fast_forward.md, "Accuracy"; benchmarks/fast_forward_accuracy.py)."""
-    if scenario.sim.fast_forward != "on":
+    if scenario.sim.fast_forward == "memo":
+        why = why_no_memo(scenario)
+        if why:
+            return [f"sim.fast_forward: memo replays nothing here: {why}. The run is the exact engine."]
+        return []
+    if scenario.sim.fast_forward != "trains":
         return []
     why = why_no_trains(scenario)
     if why:
         return [
-            f"sim.fast_forward: on sends no packet trains here: {why}. The run is the exact engine and "
+            f"sim.fast_forward: trains sends no packet trains here: {why}. The run is the exact engine and "
             f"takes as long as off (docs/fast_forward.md, The model)."
         ]
     reasons = []
@@ -101,15 +137,19 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
     if not reasons:
         return []
     return [
-        f"sim.fast_forward: on with {' and '.join(reasons)}: packet trains have been measured more than 1 % "
+        f"sim.fast_forward: trains with {' and '.join(reasons)}: packet trains have been measured more than 1 % "
         f'off the exact engine in such runs (docs/fast_forward.md, "Accuracy"). Check against off, or use exact.'
     ]
 
 
 def run_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
     """Every ``warning:`` line a run of this scenario prints and records in summary.json's
-    ``warnings``: the approximation's accuracy, then hosts left idle."""
-    return accuracy_warnings(scenario, fabric, workload) + idle_host_warnings(scenario, fabric, workload)
+    ``warnings``: deprecated names its file used, the approximation's accuracy, then hosts left idle."""
+    return (
+        list(scenario.deprecated_names)
+        + accuracy_warnings(scenario, fabric, workload)
+        + idle_host_warnings(scenario, fabric, workload)
+    )
 
 
 def idle_host_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:

@@ -32,9 +32,9 @@ from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
 
 def train_limit(scenario: Scenario) -> int:
-    """Packets a steady flow may send as one train: sim.train_max_packets with fast-forward on,
+    """Packets a steady flow may send as one train: sim.train_max_packets with fast_forward: trains,
     0 (every packet alone) otherwise, and where trains do not apply (inputs.why_no_trains)."""
-    if scenario.sim.fast_forward != "on" or why_no_trains(scenario):
+    if scenario.sim.fast_forward != "trains" or why_no_trains(scenario):
         return 0
     return scenario.sim.train_max_packets
 

@@ -345,8 +345,7 @@ def check_collective(source: str, spec: Item, hosts: list[int], fabric: Fabric) 
             f"all-reduce; this one is {spec.algorithm} (allowed here: "
             f"baseline)",
         )
-    if spec.algorithm == "in_network":
-        check_reducing(fabric, source, spec.at("algorithm"))
+    check_reducing(fabric, spec.algorithm, hosts, source, spec.at("algorithm"), spec.at("hosts"))
     if spec.algorithm == "halving_doubling" and p & (p - 1):
         raise ScenarioError(source, spec.at("hosts"), f"halving_doubling needs a power-of-two number of ranks, not {p}")
     if spec.algorithm in HIERARCHICAL:

@@ -261,8 +261,8 @@ def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, r
             f"workload.chakra.algorithms.{kind}",
             "hierarchical runs over all hosts of a multi_dim, torus or mesh fabric",
         )
-    if algorithm == "in_network":
-        check_reducing(fabric, source, f"workload.chakra.algorithms.{kind}")
+    key = f"workload.chakra.algorithms.{kind}"
+    check_reducing(fabric, algorithm, hosts, source, key, hosts_key=key)
     nbytes = max(first.comm_size, len(hosts))  # at least a byte per rank
     # the group's first rank tells disjoint groups apart; k tells a group's collectives apart
     c = Collective(f"{(first.name or kind)[:60]}#{k}", kind, algorithm, hosts, nbytes, 1, it, group=min(hosts))

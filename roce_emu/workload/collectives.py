@@ -18,6 +18,12 @@ forwards: the step before it, received at its sender.
                       (fabric/reduction.py); also for reduce-scatter and all-gather
     tree              NCCL's double binary tree: half of each chunk reduced up one binary tree of
                       the ranks and broadcast down it, the other half on the complementary tree
+    nvls              NCCL's NVLink SHARP, inside one node of a rail_optimized fabric: in_network
+                      on the node's NVSwitch; all-reduce as NCCL runs it, a reduce-scatter onto the
+                      GPUs (each the head of one slice) then an all-gather from them
+    nvls_tree         NCCL's NVLS+Tree all-reduce over several nodes: the NVLS reduce-scatter
+                      inside each node, the double binary tree across the nodes among the heads of
+                      each slice (one rail each), then the NVLS all-gather inside each node
 
 ``channels`` (NCCL's channels) splits the buffer into shares that run at once, each as its own
 instance of the algorithm on its own flows (queue pairs); even channels take the ranks in the
@@ -30,18 +36,21 @@ dispatch does with uneven expert loads) runs directly, in one chunk and channel.
 """
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 import numpy as np
 
+from ..config.schema import CollectiveAlgorithm
+from ..fabric.reduction import NVLS
 from .dag import DagBuilder
 from .stage_model import DimTiming
 from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 ALGORITHMS = {
-    "all_reduce": ("ring", "halving_doubling", "direct", "hierarchical", "hierarchical_bidir", "in_network", "tree"),
-    "reduce_scatter": ("ring", "direct", "in_network"),
-    "all_gather": ("ring", "direct", "in_network"),
+    "all_reduce": get_args(CollectiveAlgorithm),  # every algorithm runs All-Reduce
+    "reduce_scatter": ("ring", "direct", "in_network", "nvls"),
+    "all_gather": ("ring", "direct", "in_network", "nvls"),
     "all_to_all": ("direct", "ring"),
 }
 #: the algorithms that run phase by phase through a fabric's dimensions (they need grid coordinates)
@@ -181,7 +190,9 @@ def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coor
             _ring(x, ranks, [size] * p, steps, starts, prev, phase="ring")
         elif c.algorithm == "halving_doubling":
             _halving_doubling(x, ranks, size, starts, prev)
-        elif c.algorithm == "in_network":
+        elif c.algorithm in NVLS and c.kind == "all_reduce":
+            _nvls_all_reduce(x, node_groups(ranks, coords), size, starts, prev, reductions, channel * c.chunks + chunk)
+        elif c.algorithm in ("in_network", "nvls"):
             _in_network(x, c.kind, ranks, size, starts, prev, reductions, channel * c.chunks + chunk)
         elif c.algorithm == "tree":
             _double_tree(x, ranks, size, starts, prev)
@@ -208,7 +219,15 @@ def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
         per_chunk = 2 * (p.bit_length() - 1) * p
     elif c.algorithm == "tree":  # two trees, every rank but the root sends up and receives down in each
         per_chunk, extra_edges = 4 * (p - 1), 2
-    elif c.algorithm == "in_network":
+    elif c.algorithm in NVLS and c.kind == "all_reduce":
+        nodes = node_groups(c.ranks, reductions.fabric.host_coords)
+        g, n = len(nodes[0]), len(nodes)
+        # per chunk: the reduce-scatter and the all-gather, a flow up and one down per rank; the trees per rail
+        switch_flows, tree_flows = chunks * 4 * p, chunks * 4 * g * (n - 1)
+        # per chunk: a start and a ready join per rank, an arrival and a freed join per node and phase
+        joins = p + chunks * (2 * p + 4 * n)
+        return switch_flows + tree_flows, joins, 4 * switch_flows + 6 * tree_flows
+    elif c.algorithm in ("in_network", "nvls"):
         trees = [reductions.tree(c.ranks, k).inputs for k in range(chunks)]
         branches, points = sum(sum(map(len, tree.values())) for tree in trees), sum(map(len, trees))
         return 2 * branches, p + chunks * p + 2 * points, 4 * 2 * branches  # a join per point up and down
@@ -492,13 +511,15 @@ def double_binary_tree(p: int) -> tuple[list[int], list[int]]:
     return first, second
 
 
-def _double_tree(x: _Expansion, ranks, size, starts, prev):
+def _double_tree(x: _Expansion, ranks, size, starts, prev) -> dict:
     """One chunk of an All-Reduce on NCCL's double binary tree: each tree carries half of it.
     Up: a rank sends its parent the chunk's half once it has it from every child (a leaf at
     once), the reduction of its subtree. Down: the root, having heard from all its children,
     sends each child the result, and a rank passes on what its parent sent. Each flow also
     waits for the previous chunk's flow between the same two ranks in the same tree and
-    direction, so the chunks pipeline up and down the trees."""
+    direction, so the chunks pipeline up and down the trees. Returns, per rank, the tasks
+    after which it holds the whole result."""
+    done: dict[int, list] = {r: [] for r in ranks}
     for t, (parents, half) in enumerate(zip(double_binary_tree(len(ranks)), split(size, 2))):
         children: dict[int, list[int]] = {i: [] for i in range(len(ranks))}
         for i, up in enumerate(parents):
@@ -520,25 +541,32 @@ def _double_tree(x: _Expansion, ranks, size, starts, prev):
                 src, dst = ranks[i], ranks[child]
                 k = x.flow(src, dst, half, [*ready, prev.get(("tree_down", t, dst))])
                 prev[("tree_down", t, dst)] = k
+                done[dst].append(k)
                 broadcast_down(child, [k])
 
         root = parents.index(-1)
-        broadcast_down(root, [starts[ranks[root]], *reduce_up(root)])
+        at_root = [starts[ranks[root]], *reduce_up(root)]
+        done[ranks[root]] += [k for k in at_root if k is not None]
+        broadcast_down(root, at_root)
+    return done
 
 
-def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int):
-    """One chunk up its reduction tree and down again (fabric/reduction.py).
+def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int, phase="in_network") -> dict:
+    """One chunk up its reduction tree and down again (fabric/reduction.py); returns, per rank,
+    the flow that brings it its result.
 
     Up: every branch of a point sends the point its data: a rank its chunk, a point below its
     reduced chunk once all of that point's branches arrived. Down: the root's result goes to
     every branch, and a point below passes it on once it arrived. All-reduce moves the chunk
     up and down every branch; reduce-scatter sends down only the segments of the ranks under
     the branch, all-gather sends up only theirs (the switch concatenates). Flows keep their
-    sender's chunk order (each waits for the previous chunk's flow between the same two ends),
-    and a point holds at most ``reductions.slots`` chunks: a chunk's flows into a point wait
-    until the point sent the result of the chunk that many before it down."""
+    sender's chunk order (each waits for the previous chunk's flow between the same two ends
+    in the same ``phase``), and a point holds at most ``reductions.slots`` chunks of a phase: a
+    chunk's flows into a point wait until the point sent the result of the chunk that many
+    before it down."""
     tree = reductions.tree(ranks, chunk)
     seg = dict(zip(ranks, split(size, len(ranks))))
+    delivered = {}
 
     def part(v):
         return sum(seg[r] for r in tree.ranks[v])
@@ -559,9 +587,9 @@ def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chun
                 sender,
                 unit,
                 up_bytes(src),
-                waits + [prev.get(("up", sender, unit)), prev.get(("free", q, chunk - reductions.slots))],
+                waits + [prev.get((phase, "up", sender, unit)), prev.get((phase, "free", q, chunk - reductions.slots))],
             )
-            prev[("up", sender, unit)] = k
+            prev[(phase, "up", sender, unit)] = k
             arrived.append(k)
         return x.b.join(x.c.name, x.c.iteration, after=arrived)
 
@@ -570,11 +598,47 @@ def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chun
         sent = []
         for neighbour, src in tree.inputs[q]:
             unit, receiver = reductions.unit(q, neighbour), sender_of(src)
-            k = x.flow(unit, receiver, down_bytes(src), [ready, prev.get(("down", unit, receiver))])
-            prev[("down", unit, receiver)] = k
+            k = x.flow(unit, receiver, down_bytes(src), [ready, prev.get((phase, "down", unit, receiver))])
+            prev[(phase, "down", unit, receiver)] = k
             sent.append(k)
-            if src not in seg:
+            if src in seg:
+                delivered[src] = k
+            else:
                 scatter(src, k)
-        prev[("free", q, chunk)] = x.b.join(x.c.name, x.c.iteration, after=sent)
+        prev[(phase, "free", q, chunk)] = x.b.join(x.c.name, x.c.iteration, after=sent)
 
     scatter(tree.root, gather(tree.root))
+    return delivered
+
+
+def node_groups(ranks, coords) -> list[list[int]]:
+    """The ranks of a rail_optimized fabric node by node (a GPU's coordinate is (gpu, node)),
+    the nodes in the order their first rank comes in ``ranks``, each node's GPUs in the order
+    of the first node's: position i of every node is the same GPU, on the same rail. Every
+    node holds the same GPUs (fabric.reduction.check_nvls)."""
+    nodes: dict[int, dict[int, int]] = {}
+    for r in ranks:
+        gpu, node = coords[r]
+        nodes.setdefault(node, {})[gpu] = r
+    gpus = list(next(iter(nodes.values())))
+    return [[node[g] for g in gpus] for node in nodes.values()]
+
+
+def _nvls_all_reduce(x: _Expansion, nodes, size, starts, prev, reductions, chunk: int):
+    """One chunk of NCCL's NVLS (one node) or NVLS+Tree (several) All-Reduce. In each node the
+    NVSwitch reduces the chunk and sends GPU i the i-th slice of the result: an in_network
+    reduce-scatter, every GPU sending the whole chunk up once. Across nodes, the GPUs at
+    position i (one rail) all-reduce slice i on NCCL's double binary tree. Then each GPU sends
+    its slice up once and the NVSwitch multicasts it to the node: an in_network all-gather. A
+    GPU sends (1 + 1/g) of the chunk into the switch and gets as much back (g GPUs a node)."""
+    held = {}  # rank -> the flows after which it holds its reduced slice
+    for node in nodes:
+        got = _in_network(x, "reduce_scatter", node, size, starts, prev, reductions, chunk, phase="nvls_rs")
+        held.update({r: [k] for r, k in got.items()})
+    if len(nodes) > 1:
+        for i, part in enumerate(split(size, len(nodes[0]))):
+            heads = [node[i] for node in nodes]
+            held.update(_double_tree(x, heads, part, {r: _start_join(x.b, x.c, held[r]) for r in heads}, prev))
+    ready = {r: _start_join(x.b, x.c, tasks) for r, tasks in held.items()}
+    for node in nodes:
+        _in_network(x, "all_gather", node, size, ready, prev, reductions, chunk, phase="nvls_ag")

@@ -167,16 +167,22 @@ def memory_bytes(spec: Training, model: GptModel, dp: int, m: int) -> tuple[floa
     return states, per_layer * layers * in_flight
 
 
+def _gb(n_bytes: float) -> str:
+    """Bytes as GB for a message: one decimal from 1 GB, three significant digits below (a small
+    model's 0.0305 GB must not read as 0.0)."""
+    gb = n_bytes / 1e9
+    return f"{gb:,.1f} GB" if gb >= 1 else f"{gb:.3g} GB"
+
+
 def _check_memory(spec: Training, model: GptModel, dp: int, source: str) -> None:
     assert model.device_memory_gb is not None
     states, activations = memory_bytes(spec, model, dp, micro_batches(model, dp, source))
-    need = (states + activations) / 1e9
-    if need > model.device_memory_gb:
+    if (states + activations) / 1e9 > model.device_memory_gb:
         raise ScenarioError(
             source,
             f"{MODEL}.device_memory_gb",
-            f"{model.device_memory_gb:g} is too small: a GPU of the first stage needs {need:.1f} "
-            f"GB (weights, gradients and Adam state {states / 1e9:.1f} GB, activations {activations / 1e9:.1f} GB); "
+            f"{model.device_memory_gb:g} is too small: a GPU of the first stage needs {_gb(states + activations)} "
+            f"(weights, gradients and Adam state {_gb(states)}, activations {_gb(activations)}); "
             f"raise tp or pp, lower micro_batch or set optimizer.zero: 1",
         )
 

@@ -130,7 +130,9 @@ def check(spec: Training, model: MoeModel, dp: int, source: str) -> None:
         )
     if model.device_memory_gb is not None:
         raise ScenarioError(
-            source, f"{at}device_memory_gb", "is not allowed for a moe model (its memory is not modelled); leave it out"
+            source,
+            f"{at}device_memory_gb",
+            f"{model.device_memory_gb:g} is not allowed for a moe model (its memory is not modelled); leave it out",
         )
 
 
