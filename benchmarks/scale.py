@@ -25,7 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-CHILD = r"""
+# a child's run of the scenario document in argv[1]: prepared, its summary s, the times t0 and t1
+RUN = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
 from roce_emu.api import prepare_scenario, run
@@ -35,6 +36,10 @@ prepared = prepare_scenario(sc)
 t1 = time.perf_counter()
 res = run(prepared, write=False, progress=False)
 s = res.summary
+"""
+CHILD = (
+    RUN
+    + r"""
 print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engine_s": s["wall_s"],
                   "events": s["events"], "events_skipped": s.get("events_skipped", 0), "status": s["status"],
                   "time_ns": s.get("mean_iteration_ns") or s["last_finish_ns"], "flows": s["flows"],
@@ -42,6 +47,7 @@ print(json.dumps({"wall_s": time.perf_counter() - t0, "build_s": t1 - t0, "engin
                   "bytes": int(prepared.world.flow["size_bytes"].sum()),
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+)
 
 
 def leaf_spine(npus: int) -> dict:
@@ -109,13 +115,14 @@ CASES = {
 }
 
 
-def measure(doc: dict, timeout: float | None = None) -> dict:
-    """Run one scenario document in a fresh process; its figures, or {"error": the last line}.
+def measure(doc: dict, timeout: float | None = None, child: str = CHILD) -> dict:
+    """Run one scenario document in a fresh process (the script ``child``, which prints its figures
+    as JSON on its last line); its figures, or {"error": the last line of its errors}.
     The child imports roce_emu as ``python -P`` does (PYTHONPATH, then the installed package),
     not from the current directory, so that a tree named on PYTHONPATH is the one measured."""
     try:
         p = subprocess.run(
-            [sys.executable, "-P", "-c", CHILD, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-P", "-c", child, json.dumps(doc)], capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return {"error": f"stopped after {timeout:.0f} s"}
