@@ -10,7 +10,8 @@
 
 Cases (the scale issue's table): "resnet" (ResNet-50 data parallel, ring, on a 2-level
 leaf-spine at 200 Gb/s, under none, DCQCN and HPCC), "ring" (a 1 GiB ring all-reduce),
-"transformer" (TP 8 x DP 16 on multi_dim). Each (case, cc, mode) runs in a fresh process,
+"transformer" (TP 8 x DP 16 on multi_dim), "gpt" (a GPT whose tensor parallelism dominates, on a
+rail-optimised fabric: tp 8, pp 4, dp NPUs / 32). Each (case, cc, mode) runs in a fresh process,
 after one that warms the Numba cache. It reports its wall time (everything: loading the
 kernels, building, the engine, the results), the engine's share, its peak RSS and the
 iteration or collective time. The error column is the fast mode's ("trains", packet trains,
@@ -108,7 +109,37 @@ def case_transformer(npus: int, scale: float) -> dict:
     }
 
 
+def case_gpt(npus: int, scale: float) -> dict:
+    """A GPT whose tensor-parallel traffic dominates (hidden 2048, 8 layers, 8 micro-batches per
+    replica): tp 8 inside each server, pp 4, dp npus / 32, on a rail-optimised fabric."""
+    dp = max(npus // 32, 1)
+    return {
+        "topology": {
+            "kind": "rail_optimized",
+            "nodes": npus // 8,
+            "gpus_per_node": 8,
+            "nvlink_rate_gbps": 3600,
+            "nvlink_delay_ns": 200,
+            "nic_rate_gbps": 400,
+            "nodes_per_leaf": 16,
+            "spines": 8,
+            "link": {"delay_ns": 1000},
+        },
+        "network": {"mtu_bytes": 4096},
+        "workload": {
+            "training": {
+                "model": {"kind": "gpt", "layers": 8, "hidden": 2048, "heads": 16, "seq_len": 1024,
+                          "vocab": 50257, "micro_batch": 1, "global_batch": 8 * dp},
+                "tp": 8,
+                "pp": 4,
+                "dp": dp,
+            }
+        },
+    }  # fmt: skip
+
+
 CASES = {
+    "gpt": (case_gpt, ("none",)),
     "resnet": (case_resnet, ("none", "dcqcn", "hpcc")),
     "ring": (case_ring, ("none",)),
     "transformer": (case_transformer, ("dcqcn",)),
@@ -178,7 +209,7 @@ def main() -> None:
             errors, ratios = [], []
             for seed in args.seeds:
                 doc = {"name": f"scale_{name}", "seed": seed, **build(args.npus, args.bytes_scale)}
-                doc["network"] = {"cc": {"algorithm": cc}}
+                doc["network"] = {**doc.get("network", {}), "cc": {"algorithm": cc}}
                 for key, value in overrides:
                     apply_override(doc, key, value)
                 runs = {}

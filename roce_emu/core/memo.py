@@ -63,6 +63,7 @@ from .kinds import (
     M_FREE,
     M_QP_FREE,
     M_ROUTE_EPOCH,
+    M_TRACE_ROWS,
     NPRIO,
     POOL_MARGIN,
     ST_BUDGET,
@@ -499,6 +500,7 @@ def _record(w, mm, c, t0, ports, n_ports):
         nodes[2 * j + 1] = w.port[peers[j]]["node"]
     node_before = w.node[nodes].copy()
     stats_before = w.stats.copy()
+    trace_rows = w.meta[M_TRACE_ROWS]  # (a PFC log's rows of a run that is put back go too)
     rng_before = w.rng[0]
     flows = mm.comp_flows[first : first + n]
     flow_before = w.flow[flows].copy()
@@ -564,6 +566,7 @@ def _record(w, mm, c, t0, ports, n_ports):
     w.stats[:] = stats_before
     w.stats[C_EVENTS] = events_now  # the events were processed
     w.rng[0] = rng_before
+    w.meta[M_TRACE_ROWS] = trace_rows
     for i in range(n):
         w.flow[flows[i]] = flow_before[i]
         w.task[flows[i]]["finish_ps"] = -1
