@@ -92,6 +92,7 @@ from .tasks import task_done
 
 MAX_HOPS = 64  #: ports on one path (paths.path_into)
 K_RES = 4  #: reservations kept per port
+POOL_CAP = 1 << 16  #: packets a trial run may hold at once (beyond: volatile)
 FOREVER = I64(1) << 62
 
 # Memo.meta
@@ -333,7 +334,15 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
         kick(wp, flow_start(wp, mm.comp_flows[first + i], t0))
         drain_kicks(wp, t0)
     events0 = w.stats[C_EVENTS]
+    watched = np.empty(len(_VOLATILE_STATS), np.int64)  # a trial run stops as soon as it is volatile
+    for i, s in enumerate(_VOLATILE_STATS):
+        watched[i] = w.stats[s]
+    rng0 = w.rng[0]
+    budget = 0  # and after 64 events per packet of its flows (it waits for something outside it)
+    for i in range(n):
+        budget += 64 * ((w.flow[mm.comp_flows[first + i]]["size_bytes"] + w.cfg[CFG_MTU] - 1) // w.cfg[CFG_MTU]) + 1024
     least_free = w.meta[M_FREE]
+    free0 = least_free
     most_ev = w.meta[M_EV_COUNT]
     last = t0
     status = ST_BUDGET
@@ -376,6 +385,14 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
         status = advance(wp, t_stop, I64(1))
         if status != ST_BUDGET:
             break
+        if record:
+            stop = w.rng[0] != rng0 or w.stats[C_EVENTS] - events0 > budget or least_free < free0 - POOL_CAP
+            for i, s in enumerate(_VOLATILE_STATS):
+                if w.stats[s] != watched[i]:
+                    stop = True
+            if stop:
+                status = ST_BUDGET  # not ST_IDLE: _record reads it as volatile
+                break
         last = t
         least_free = min(least_free, w.meta[M_FREE])
         most_ev = max(most_ev, w.meta[M_EV_COUNT])
@@ -386,6 +403,14 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
                     if mm.comp_flows[first + i] == watch and rec[2 * i] < 0:
                         rec[2 * i] = t - t0
     events = w.stats[C_EVENTS] - events0
+    if record and status == ST_IDLE:  # its heap ran dry: over only if every flow is
+        for i in range(n):
+            if w.flow[mm.comp_flows[first + i]]["state"] != FL_DONE:
+                status = ST_BUDGET
+    if record and status != ST_IDLE:  # a trial run stopped early: _record puts its packets and queue pairs back
+        w.meta[M_EV_COUNT] = main_count
+        w.meta[M_EV_SEQ] = main_seq
+        return status, events, least_free, most_ev, last
     # what is left (timers of closed queue pairs, or the packets of a component handed over) joins the world
     left = np.zeros(w.meta[M_EV_COUNT], EV_DTYPE)
     m = 0
@@ -508,8 +533,20 @@ def _record(w, mm, c, t0, ports, n_ports):
         w.port[ports[j]]["max_q_bytes"] = 0
     for i in range(n):
         w.task[flows[i]]["finish_ps"] = FOREVER  # its task is done by the replay, not by this run
+    free0, qfree0 = w.meta[M_FREE], w.meta[M_QP_FREE]  # what a run stopped early gives back
+    low = max(free0 - POOL_CAP - 16, 0)
+    pkt_free_before = w.pkt_free[low:free0].copy()
+    slots = w.qp_free[qfree0 - n : qfree0].copy()
+    qp_before = w.qp[slots].copy()
     rec = np.full(2 * n + n_ports, -1, np.int64)
     status, events, least_free, most_ev, last = _private(w, mm, c, t0, FOREVER, rec, ports, n_ports)
+    if status != ST_IDLE:  # its packets and queue pairs are still held: free them as they were
+        w.pkt_free[low:free0] = pkt_free_before
+        w.meta[M_FREE] = free0
+        w.qp_free[qfree0 - n : qfree0] = slots
+        w.meta[M_QP_FREE] = qfree0
+        for i in range(n):
+            w.qp[slots[i]] = qp_before[i]
     volatile = status != ST_IDLE or w.rng[0] != rng_before
     for s in _VOLATILE_STATS:
         if w.stats[s] != stats_before[s]:
