@@ -112,19 +112,11 @@ def case_transformer(npus: int, scale: float) -> dict:
 def case_gpt(npus: int, scale: float) -> dict:
     """A GPT whose tensor-parallel traffic dominates (hidden 2048, 8 layers, 8 micro-batches per
     replica): tp 8 inside each server, pp 4, dp npus / 32, on a rail-optimised fabric."""
+    from llm import topology  # llm.py's rail fabric (imported here: llm.py imports this module)
+
     dp = max(npus // 32, 1)
     return {
-        "topology": {
-            "kind": "rail_optimized",
-            "nodes": npus // 8,
-            "gpus_per_node": 8,
-            "nvlink_rate_gbps": 3600,
-            "nvlink_delay_ns": 200,
-            "nic_rate_gbps": 400,
-            "nodes_per_leaf": 16,
-            "spines": 8,
-            "link": {"delay_ns": 1000},
-        },
+        "topology": {**topology(npus, 1.0, False, False), "nodes_per_leaf": 16},  # as measured
         "network": {"mtu_bytes": 4096},
         "workload": {
             "training": {
