@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 
 from ..config.load import load_yaml
+from ..config.schema import ALGORITHMS
 from ..errors import ScenarioError
-from ..workload.collectives import ALGORITHMS
 
 #: ASTRA-sim's building blocks and roce-emu's dimension kinds
 BLOCKS = {"ring": "ring", "fullyconnected": "fully_connected", "switch": "switch"}
