@@ -202,16 +202,18 @@ def written_by_roce_emu(path: Path) -> bool:
     return is_stamped(path) or is_shipped_example(path) or is_roce_emu_image(path)
 
 
-def copy_example(name: str, dest: Path | None = None, overwrite: bool = False) -> Path:
+def copy_example(name: str, dest: str | Path | None = None, overwrite: bool = False) -> Path:
     """Copy example ``name`` (with or without .yaml) to ``dest`` (a file, or a folder to copy
-    into; default: ./NAME.yaml); an existing file is replaced only with ``overwrite`` and only
-    if roce-emu wrote it (written_by_roce_emu): an edited copy is the user's."""
+    into: one that exists, or a path ending in a separator, made if need be; default:
+    ./NAME.yaml); an existing file is replaced only with ``overwrite`` and only if roce-emu wrote
+    it (written_by_roce_emu): an edited copy is the user's."""
     stem = name[:-5] if name.endswith(".yaml") else name
     names = example_names()
     if stem not in names:
         raise ScenarioError("roce-emu examples", name, f"no such example (there are: {', '.join(names)})")
+    folder = dest is not None and str(dest).endswith(("/", os.sep))
     dest = Path(dest) if dest is not None else Path(f"{stem}.yaml")
-    if dest.is_dir():
+    if folder or dest.is_dir():
         dest = dest / f"{stem}.yaml"
     check_file(dest, "--to", overwrite)
     dest.parent.mkdir(parents=True, exist_ok=True)
