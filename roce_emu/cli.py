@@ -366,12 +366,7 @@ def cc_command(algorithm):
 
 @main.command()
 @click.argument("name", required=False)
-@click.option(
-    "--to",
-    "dest",
-    type=click.Path(),
-    help="File or folder (an existing one, or ending in /) to copy the example to (default: ./NAME.yaml).",
-)
+@click.option("--to", "dest", type=click.Path(), help="File or folder (existing, or ending in /) to copy it to.")
 @overwrite_option
 def examples(name, dest, overwrite):
     """List the shipped example scenarios, or copy one out to edit and run.
