@@ -6,7 +6,7 @@ import pytest
 
 from roce_emu.units import bps_to_gbps, format_ps_as_ns, gbps_to_bps, ns_to_ps, ns_to_s, ps_to_ns, ps_to_s
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 
 def test_conversions():
