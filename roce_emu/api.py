@@ -27,6 +27,7 @@ from .results.iteration import (
     task_rows,
     timeline_rows,
 )
+from .results.jobs import JobResult, add_job_columns, job_results
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
@@ -191,6 +192,9 @@ def run(
     info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
+    per_job = job_results(outcome.world, prepared.workload) if prepared.workload.jobs else None
+    if per_job is not None:
+        info["jobs"] = [r.summary for r in per_job]
     info["hottest_links"] = hottest_links(outcome.world, prepared.fabric)
     if outcome.memo is not None:
         info["memo"] = outcome.memo
@@ -204,15 +208,21 @@ def run(
         if "ns3" in sc.output.formats:
             texts["fct.txt"] = fct_text(table, prepared.fabric)
             texts["pfc.txt"] = pfc_text(outcome.world, prepared.fabric, sc.topology, outcome.trace)
-        write_run_dir(target, info, run_tables(prepared, outcome, table, timeline), sc.output.format, texts)
+        tables = run_tables(prepared, outcome, table, timeline, per_job)
+        write_run_dir(target, info, tables, sc.output.format, texts)
     return RunResult(outcome, table, info, target, prepared)
 
 
 def run_tables(
-    prepared: Prepared, outcome: RunOutcome, table: dict, timeline: list[tuple] | None = None
+    prepared: Prepared,
+    outcome: RunOutcome,
+    table: dict,
+    timeline: list[tuple] | None = None,
+    per_job: list[JobResult] | None = None,
 ) -> dict[str, tuple]:
     """Every table of a run directory: flows, tasks, collectives, the rank timeline, traces and
-    links (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
+    links (columns, rows), and with jobs, jobs.csv and a job column; ``timeline`` and
+    ``per_job`` are rank_timeline's and job_results' results if the caller has them."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace, prepared.scenario.output.traces)
     written, mine = None, None  # every flow
@@ -230,7 +240,11 @@ def run_tables(
     if by_size:
         tables["fct_by_size.csv"] = (SIZE_BUCKET_COLUMNS, by_size)
     tables["links.csv"] = (LINK_COLUMNS, link_rows(outcome.world, prepared.fabric))
-    return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
+    tables = {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
+    if workload.jobs:
+        per_job = job_results(outcome.world, workload) if per_job is None else per_job
+        add_job_columns(tables, workload, per_job)
+    return tables
 
 
 def run_scenario(

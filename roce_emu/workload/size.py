@@ -29,6 +29,11 @@ class WorkloadSize:
         """The size of a built workload."""
         return cls(len(workload.flows), len(workload.tasks), len(workload.tasks.succ))
 
+    @classmethod
+    def total(cls, sizes: "list[WorkloadSize]") -> "WorkloadSize":
+        """The size of several workloads in one DAG (a scenario's jobs)."""
+        return cls(*(sum(getattr(s, name) for s in sizes) for name in ("flows", "tasks", "edges", "single_flows")))
+
 
 def workload_size(
     scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None

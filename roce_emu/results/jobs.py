@@ -1,0 +1,114 @@
+"""Per-job results of a scenario with ``jobs``: jobs.csv, summary.json's ``jobs``, the rank
+timeline per job, and the ``job`` column of flows.csv, tasks.csv and collectives.csv.
+
+A job's results are those of its view of the workload (job_view): its own collectives, compute
+tasks and iteration ends, its windows starting at its start_ns, so that its iteration times
+read as they would if it ran alone.
+"""
+
+from dataclasses import dataclass, replace
+
+from ..core.state import World
+from ..units import format_ps_as_ns, ps_to_ns
+from ..workload import Workload
+from .iteration import TIMELINE_COLUMNS, iteration_summary, rank_timeline, timeline_rows
+
+JOB_COLUMNS = (
+    "job",
+    "hosts",
+    "priority",
+    "start_ns",
+    "last_finish_ns",
+    "time_ns",
+    "iteration",
+    "iteration_ns",
+)
+
+
+@dataclass
+class JobResult:
+    summary: dict  #: summary.json's entry of the job
+    timeline: list  #: rank_timeline of the job's view
+    start_ps: int
+    last_finish_ps: int  #: -1 if some task of the job did not finish
+
+
+def job_view(workload: Workload, i: int) -> Workload:
+    """Job i's part of a workload: its collectives, iteration ends and start, its tasks marked own."""
+    part = workload.jobs[i]
+    assert workload.job is not None
+    return replace(
+        workload,
+        collectives=[workload.collectives[k] for k in part.collectives],
+        iteration_ends=part.iteration_ends,
+        start_ps=part.start_ps,
+        own=workload.job == i,
+    )
+
+
+def job_results(world: World, workload: Workload) -> list[JobResult]:
+    """Each job's summary (where it ran, its last finish, its time from start to last finish,
+    and its iteration times with their breakdown) and rank timeline."""
+    out = []
+    finish = world.task["finish_ps"]
+    for i, part in enumerate(workload.jobs):
+        view = job_view(workload, i)
+        mine = finish[view.own_tasks()]
+        last = int(mine.max()) if len(mine) and (mine >= 0).all() else -1
+        timeline = rank_timeline(world, view)
+        summary = {
+            "job": part.name,
+            "hosts": part.hosts,
+            "priority": part.priority,
+            "start_ns": ps_to_ns(part.start_ps),
+            "last_finish_ns": ps_to_ns(last) if last >= 0 else None,
+            "time_ns": ps_to_ns(last - part.start_ps) if last >= 0 else None,
+            **iteration_summary(world, view, timeline),
+        }
+        out.append(JobResult(summary, timeline, part.start_ps, last))
+    return out
+
+
+def jobs_rows(results: list[JobResult]) -> list[tuple]:
+    """jobs.csv: a row per job and iteration (one row with the iteration left empty for a job
+    without iterations or whose iterations did not all finish)."""
+    rows = []
+    for r in results:
+        s = r.summary
+        done = r.last_finish_ps >= 0
+        head = (
+            s["job"],
+            " ".join(map(str, s["hosts"])),
+            s["priority"],
+            format_ps_as_ns(r.start_ps) or "0",
+            format_ps_as_ns(r.last_finish_ps) if done else "",
+            format_ps_as_ns(r.last_finish_ps - r.start_ps) if done else "",
+        )
+        times = s.get("iteration_ns") or []
+        rows.extend(head + (it, repr(t)) for it, t in enumerate(times))
+        if not times:
+            rows.append(head + ("", ""))
+    return rows
+
+
+def add_job_columns(tables: dict[str, tuple], workload: Workload, results: list[JobResult]) -> None:
+    """Add the ``job`` column to flows.csv, tasks.csv and collectives.csv (in place), and the
+    tables of a run with jobs: timeline.csv per job (its ``job`` column first) and jobs.csv."""
+    assert workload.job is not None
+    names = [part.name for part in workload.jobs]
+    job = workload.job
+    for name, id_column in (("flows.csv", "flow_id"), ("tasks.csv", "task_id")):
+        if name in tables:
+            columns, rows = tables[name]
+            for row in rows:
+                row["job"] = names[job[row[id_column]]]
+            tables[name] = (columns + ("job",), rows)
+    if "collectives.csv" in tables:
+        columns, rows = tables["collectives.csv"]
+        for row, c in zip(rows, workload.collectives):
+            row["job"] = names[job[next(iter(c.end.values()))]] if c.end else names[job[c.flows[0]]]
+        tables["collectives.csv"] = (columns + ("job",), rows)
+    timeline = [(name,) + row for name, r in zip(names, results) for row in timeline_rows(r.timeline)]
+    if timeline:
+        tables["timeline.csv"] = (("job",) + TIMELINE_COLUMNS, timeline)
+    tables["jobs.csv"] = (JOB_COLUMNS, jobs_rows(results))
