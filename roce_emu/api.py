@@ -11,7 +11,7 @@ from . import design
 from . import parallel
 from .config.cc_params import params_from_engine
 from .config import load_scenario
-from .config.load import validate_document
+from .config.load import read_document, validate_document
 from .config.schema import GptModel, MultiDim, Scenario
 from .errors import ScenarioError
 from .core.state import World
@@ -27,7 +27,7 @@ from .results.iteration import (
     task_rows,
     timeline_rows,
 )
-from .results.jobs import JobResult, add_job_columns, job_results
+from .results.jobs import JobResult, add_job_columns, job_results, jobs_of
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
@@ -245,6 +245,22 @@ def run_tables(
         per_job = job_results(outcome.world, workload) if per_job is None else per_job
         add_job_columns(tables, workload, per_job)
     return tables
+
+
+def jobs_alone(run_dir: Path | str, progress: bool | None = False) -> dict[str, dict]:
+    """Each job of a run directory with jobs run alone, in memory, on the hosts it had in the
+    run (its scenario.yaml, every other job left out): summary.json's entry of the job, by name."""
+    run_dir = Path(run_dir)
+    together = {job["job"]: job for job in jobs_of(run_dir)}
+    source = str(run_dir / "scenario.yaml")
+    doc = read_document(Path(source))
+    alone = {}
+    for spec in doc.get("jobs") or []:
+        hosts = together[spec["name"]]["hosts"]
+        one = {**doc, "jobs": [{**spec, "hosts": hosts, "placement": None, "ranks": None}]}
+        result = run(prepare_scenario(validate_document(one, source), source), write=False, progress=progress)
+        alone[spec["name"]] = result.summary["jobs"][0]
+    return alone
 
 
 def run_scenario(

@@ -324,29 +324,42 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @out_option("Folder for the figures: new, empty or an earlier plot's (default: DIRECTORY/plots).")
-def plot(directory, out):
+@click.option(
+    "--baseline",
+    multiple=True,
+    metavar="alone|RUN",
+    help="A run with jobs: each job's slowdown against running alone. 'alone' runs each job alone now, on the "
+    "hosts it had; else run directories (or folders of them) of the jobs alone. Repeatable.",
+)
+def plot(directory, out, baseline):
     """Make the standard figures of a run or sweep directory, each as PDF and PNG.
 
     A sweep (results.csv): time per congestion-control policy per topology normalised to
     PFC only, the iteration breakdown, PFC pauses and ECN marks per policy. A run
     (summary.json): FCT slowdown CDF and percentiles by flow size, the busiest links'
-    utilization, and, with traces, queue occupancy and per-flow rate over time.
+    utilization, and, with traces, queue occupancy and per-flow rate over time. A run with
+    jobs and --baseline: each job's slowdown against running alone (jobs_slowdown, also as
+    jobs_slowdown.csv and a table on stdout).
 
     \b
     Examples:
       roce-emu plot runs/cc_hpcc
       roce-emu plot sweeps/cc_none --out figures/
+      roce-emu plot runs/two_jobs --baseline alone
     """
     from .results.destination import check_directory, make_directory
-    from .results.figures import figures_for, save
+    from .results.figures import figures_for, jobs_slowdown_figure, save
 
     target = out or directory / "plots"
     try:
         check_directory(target, "--out", "plots")
+        slowdown = _job_slowdowns(directory, list(baseline)) if baseline else None
     except ScenarioError as err:
         _fail_input(err)
     try:
         figures = figures_for(directory)
+        if slowdown is not None:
+            figures["jobs_slowdown"] = jobs_slowdown_figure(slowdown)
     except ScenarioError as err:  # a table it cannot read (Parquet without pandas)
         _fail_input(err)
     except (FileNotFoundError, KeyError, ValueError) as err:
@@ -355,7 +368,38 @@ def plot(directory, out):
     make_directory(target, "plots")
     for name, fig in figures.items():
         save(fig, target, name)
+    if slowdown is not None:
+        from .results.compare import table
+        from .results.jobs import SLOWDOWN_COLUMNS
+        from .results.output import write_csv
+
+        write_csv(target / "jobs_slowdown.csv", SLOWDOWN_COLUMNS, slowdown)
+        click.echo(
+            table(
+                list(SLOWDOWN_COLUMNS),
+                [[f"{float(c):.4g}" if c and i else c for i, c in enumerate(row)] for row in slowdown],
+            )
+        )
     click.echo(f"{len(figures)} figures ({', '.join(figures) or 'none'}) -> {target}", err=True)
+
+
+def _job_slowdowns(directory: Path, baseline: list[str]) -> list[tuple]:
+    """plot --baseline: each job's slowdown rows (results.jobs.slowdown_rows), its alone times
+    run now ("alone") or read from the run directories given."""
+    from .results.jobs import baseline_jobs, jobs_of, slowdown_rows
+
+    together = jobs_of(directory)
+    if "alone" in baseline:
+        if len(baseline) > 1:
+            raise ScenarioError(
+                "--baseline", "", "'alone' is not allowed beside run directories: give one or the other"
+            )
+        from .api import jobs_alone
+
+        alone = jobs_alone(directory, progress=None)
+    else:
+        alone = baseline_jobs([Path(b) for b in baseline], [job["job"] for job in together])
+    return slowdown_rows(together, alone)
 
 
 @main.command()

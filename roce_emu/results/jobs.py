@@ -7,10 +7,13 @@ read as they would if it ran alone.
 """
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..core.state import World
+from ..errors import ScenarioError
 from ..units import format_ps_as_ns, ps_to_ns
 from ..workload import Workload
+from .output import read_summary
 from .iteration import TIMELINE_COLUMNS, iteration_summary, rank_timeline, timeline_rows
 
 JOB_COLUMNS = (
@@ -112,3 +115,72 @@ def add_job_columns(tables: dict[str, tuple], workload: Workload, results: list[
     if timeline:
         tables["timeline.csv"] = (("job",) + TIMELINE_COLUMNS, timeline)
     tables["jobs.csv"] = (JOB_COLUMNS, jobs_rows(results))
+
+
+SLOWDOWN_COLUMNS = (
+    "job",
+    "time_alone_ns",
+    "time_ns",
+    "slowdown",
+    "mean_iteration_alone_ns",
+    "mean_iteration_ns",
+    "iteration_slowdown",
+)
+
+
+def jobs_of(run_dir: Path) -> list[dict]:
+    """summary.json's ``jobs`` of a run directory (ScenarioError if it has none)."""
+    jobs = read_summary(run_dir).get("jobs")
+    if not jobs:
+        raise ScenarioError(str(run_dir), "jobs", "the run has no jobs: give a run of a scenario with jobs")
+    return jobs
+
+
+def baseline_jobs(paths: list[Path], names: list[str]) -> dict[str, dict]:
+    """Each named job's summary entry as run alone, from run directories (or folders of them)
+    whose jobs include it: one entry per job, found exactly once (ScenarioError otherwise)."""
+    runs = []
+    for path in paths:
+        path = Path(path)
+        if (path / "summary.json").is_file():
+            runs.append(path)
+        elif path.is_dir():
+            runs += sorted(p.parent for p in path.glob("*/summary.json"))
+        else:
+            raise ScenarioError(str(path), "--baseline", "not a run directory nor a folder of them (nor 'alone')")
+    found: dict[str, tuple[Path, dict]] = {}
+    for run_dir in runs:
+        for job in read_summary(run_dir).get("jobs") or []:
+            if job["job"] in found:
+                raise ScenarioError(
+                    str(run_dir),
+                    "--baseline",
+                    f"job '{job['job']}' is in {found[job['job']][0]} too: give one run of it",
+                )
+            found[job["job"]] = (run_dir, job)
+    missing = [name for name in names if name not in found]
+    if missing:
+        where = ", ".join(map(str, paths))
+        raise ScenarioError(
+            where, "--baseline", f"no run of job {', '.join(missing)} alone (jobs found: {', '.join(found) or 'none'})"
+        )
+    return {name: found[name][1] for name in names}
+
+
+def slowdown_rows(together: list[dict], alone: dict[str, dict]) -> list[tuple]:
+    """jobs_slowdown.csv: each job's time (start to last finish) and mean iteration time
+    among the other jobs against alone, and their ratios (empty where a run did not finish)."""
+
+    def ratio(a, b):
+        return repr(a / b) if a is not None and b else ""
+
+    def cell(v):
+        return "" if v is None else repr(v)
+
+    rows = []
+    for job in together:
+        base = alone[job["job"]]
+        t, t0 = job.get("time_ns"), base.get("time_ns")
+        it, it0 = job.get("mean_iteration_ns"), base.get("mean_iteration_ns")
+        rows.append((job["job"], cell(t0), cell(t), ratio(t, t0), cell(it0), cell(it), ratio(it, it0)))
+    return rows
