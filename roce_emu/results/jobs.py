@@ -9,6 +9,8 @@ read as they would if it ran alone.
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from ..core.state import World
 from ..errors import ScenarioError
 from ..units import format_ps_as_ns, ps_to_ns
@@ -53,7 +55,11 @@ def job_results(world: World, workload: Workload) -> list[JobResult]:
     """Each job's summary (where it ran, its last finish, its time from start to last finish,
     and its iteration times with their breakdown) and rank timeline."""
     out = []
-    finish = world.task["finish_ps"]
+    # a flow's task finishes when its receiver has the last byte, the flow when its last ACK is
+    # back (summary.json's last_finish_ns): a job's last finish is the later
+    finish = world.task["finish_ps"].copy()
+    n_flows = len(workload.flows)
+    finish[:n_flows] = np.where(finish[:n_flows] >= 0, np.maximum(finish[:n_flows], world.flow["finish_ps"]), -1)
     for i, part in enumerate(workload.jobs):
         view = job_view(workload, i)
         mine = finish[view.own_tasks()]
