@@ -81,7 +81,7 @@ def job_results(world: World, workload: Workload) -> list[JobResult]:
 def jobs_rows(results: list[JobResult]) -> list[tuple]:
     """jobs.csv: a row per job and iteration (one row with the iteration left empty for a job
     without iterations or whose iterations did not all finish)."""
-    rows = []
+    rows: list[tuple] = []
     for r in results:
         s = r.summary
         done = r.last_finish_ps >= 0
@@ -94,7 +94,7 @@ def jobs_rows(results: list[JobResult]) -> list[tuple]:
             format_ps_as_ns(r.last_finish_ps - r.start_ps) if done else "",
         )
         times = s.get("iteration_ns") or []
-        rows.extend(head + (it, repr(t)) for it, t in enumerate(times))
+        rows.extend(head + (str(it), repr(t)) for it, t in enumerate(times))
         if not times:
             rows.append(head + ("", ""))
     return rows

@@ -21,7 +21,6 @@ from ..fabric.topology import Fabric, build_fabric, fabric_size
 from ..results.output import parquet_missing
 from ..workload import Workload, build_workload, workload_items
 from ..workload.collectives import HIERARCHICAL, Collective
-from ..workload.jobs import build_jobs, job_inputs
 from ..workload.size import WorkloadSize, workload_size
 from .sizing import check_fabric_memory, check_memory
 
@@ -46,18 +45,11 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
     check_fabric_memory(scenario, *fabric_size(scenario.topology), source)
     fabric = build_fabric(scenario.topology)
     most_epochs = 1 + 2 * sum(f.kind == "link_down" for f in scenario.faults)
-    if scenario.jobs:
-        jobs = job_inputs(scenario, fabric, source)
-        sizes = [workload_size(job.scenario, fabric, source, job.items) for job in jobs]
-        size = None if None in sizes else WorkloadSize.total(sizes)
-    else:
-        items = None if scenario.workload.chakra is not None else workload_items(scenario, fabric, source)
-        size = workload_size(scenario, fabric, source, items)
+    items = None if scenario.workload.chakra is not None else workload_items(scenario, fabric, source)
+    size = workload_size(scenario, fabric, source, items)
     if size is not None:  # before the DAG's arrays are built
         check_memory(scenario, fabric, size, source, most_epochs)
-    workload = (
-        build_jobs(scenario, fabric, source, jobs) if scenario.jobs else build_workload(scenario, fabric, source, items)
-    )
+    workload = build_workload(scenario, fabric, source, items)
     fabric = place_units(fabric, workload)
     check_memory(scenario, fabric, WorkloadSize.of(workload), source, most_epochs, built=True)
     plan = compile_faults(scenario, fabric, build_routes(fabric), source)

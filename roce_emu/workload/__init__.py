@@ -54,18 +54,24 @@ def collective_flow_mask(workload: Workload) -> np.ndarray:
     return mask
 
 
+NOTHING_TO_DO = "nothing to do: give flows, patterns, collectives, compute, training or chakra"
+
+
 def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None) -> Workload:
     """Expand the workload into the task DAG; check host ids, names and sizes against the fabric.
     In-network collectives name the switch reduction units they use by provisional ids, listed in
     ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
-    result if the caller has it (the size count made before building does), else made here."""
+    result if the caller has it (the size count made before building does), else made here. A
+    scenario with jobs is built job by job (jobs.build_jobs)."""
+    if scenario.jobs:
+        from .jobs import build_jobs  # which builds each job with this module
+
+        return build_jobs(scenario, fabric, source)
     b = DagBuilder()
     reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
     part = add_workload(b, scenario, fabric, source, reductions, items)
     if len(b) == 0:
-        raise ScenarioError(
-            source, "workload", "nothing to do: give flows, patterns, collectives, compute, training or chakra"
-        )
+        raise ScenarioError(source, "workload", NOTHING_TO_DO)
     return finish_workload(b, source, reductions, [part])[0]
 
 

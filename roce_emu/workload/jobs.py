@@ -20,7 +20,7 @@ from ..errors import ScenarioError
 from ..fabric.reduction import Reductions
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
-from . import Workload, WorkloadPart, add_workload, checked_hosts, finish_workload, workload_items
+from . import NOTHING_TO_DO, Workload, WorkloadPart, add_workload, checked_hosts, finish_workload, workload_items
 from .dag import DagBuilder
 from .items import Item
 
@@ -179,25 +179,21 @@ def job_inputs(scenario: Scenario, fabric: Fabric, source: str) -> list[JobInput
     return out
 
 
-def build_jobs(scenario: Scenario, fabric: Fabric, source: str, jobs: list[JobInput] | None = None) -> Workload:
+def build_jobs(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
     """Every job's workload in one task DAG, each task labelled with its job; nothing of a job
-    starts before its start_ns. ``jobs``: job_inputs' result if the caller has it."""
-    jobs = job_inputs(scenario, fabric, source) if jobs is None else jobs
+    starts before its start_ns."""
+    jobs = job_inputs(scenario, fabric, source)
     b = DagBuilder()
     reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
     parts: list[WorkloadPart] = []
     bounds = [0]
-    for i, job in enumerate(jobs):
+    for i, one in enumerate(jobs):
         try:
-            parts.append(add_workload(b, job.scenario, fabric, source, reductions, job.items))
+            parts.append(add_workload(b, one.scenario, fabric, source, reductions, one.items))
         except ScenarioError as err:
             raise _in_job(i, err) from None
         if len(b) == bounds[-1]:
-            raise ScenarioError(
-                source,
-                f"jobs.{i}.workload",
-                "nothing to do: give flows, patterns, collectives, compute, training or chakra",
-            )
+            raise ScenarioError(source, f"jobs.{i}.workload", NOTHING_TO_DO)
         bounds.append(len(b))
     workload, new_id = finish_workload(b, source, reductions, parts)
     job = np.empty(len(workload.tasks), np.int32)

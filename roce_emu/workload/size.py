@@ -41,7 +41,13 @@ def workload_size(
     """The flows, tasks and edges build_workload will make, counted without making them (None
     for a Chakra trace, which only its import can count). Raises the ScenarioError the builder
     would for a host, name or collective it refuses. ``items``: workload_items' result if the
-    caller has it (to hand the same to build_workload), else made here."""
+    caller has it (to hand the same to build_workload), else made here. A scenario with jobs
+    counts each job's."""
+    if scenario.jobs:
+        from .jobs import job_inputs  # which builds on this package
+
+        sizes = [workload_size(job.scenario, fabric, source, job.items) for job in job_inputs(scenario, fabric, source)]
+        return None if None in sizes else WorkloadSize.total([s for s in sizes if s is not None])
     if scenario.workload.chakra is not None:
         return None
     patterns = _pattern_flows(scenario, fabric, source)
