@@ -182,6 +182,7 @@ def test_jobs_csv_and_the_job_column_of_every_table(tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(main, ["run", str(write(tmp_path, doc)), "--out", str(out), "--no-progress"])
     assert result.exit_code == 0, result.output
+    assert "jobs train " in result.output and ", ring " in result.output  # each job's time on the run's line
     jobs = read(out / "jobs.csv")
     assert tuple(jobs[0]) == JOB_COLUMNS
     assert [(r["job"], r["iteration"], r["hosts"]) for r in jobs] == [
