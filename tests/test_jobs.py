@@ -107,7 +107,10 @@ def test_placement_packs_spreads_over_leaves_or_draws_seeded_hosts_the_other_job
 
 
 def test_ranks_and_all_are_the_jobs_own_hosts():
-    ring = {"collectives": [{"kind": "all_reduce", "bytes": 4000, "hosts": "all"}]}
+    ring = {
+        "collectives": [{"kind": "all_reduce", "bytes": 4000, "hosts": "all"}],
+        "patterns": [{"kind": "incast", "bytes": 1000, "dst": 1}],
+    }
     flow = {"flows": [{"src": 0, "dst": 3, "bytes": 1000, "priority": 2}]}
     doc = {
         "topology": STAR,
@@ -120,6 +123,8 @@ def test_ranks_and_all_are_the_jobs_own_hosts():
     assert w.collectives[0].ranks == [6, 2, 7]
     job = w.job[: len(w.flows)]
     assert set(w.flows.prio[job == 0].tolist()) == {5}  # the job's priority class
+    incast = (job == 0) & (w.flows.size_bytes == 1000)
+    assert sorted(zip(w.flows.src[incast].tolist(), w.flows.dst[incast].tolist())) == [(6, 2), (7, 2)]
     mine = job == 1
     assert (w.flows.src[mine].tolist(), w.flows.dst[mine].tolist(), w.flows.prio[mine].tolist()) == ([4], [0], [2])
     assert w.flows.start_ps[mine].tolist() == [2_000_000]

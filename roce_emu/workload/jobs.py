@@ -120,7 +120,13 @@ def job_workload(spec: WorkloadSpec, hosts: list[int], source: str, key: str) ->
             for i, f in enumerate(spec.flows)
         ],
         "patterns": [
-            p.model_copy(update={"hosts": many(p.hosts, f"patterns.{i}.hosts")}) for i, p in enumerate(spec.patterns)
+            p.model_copy(
+                update={
+                    "hosts": many(p.hosts, f"patterns.{i}.hosts"),
+                    "dst": None if p.dst is None else host(p.dst, f"patterns.{i}.dst"),
+                }
+            )
+            for i, p in enumerate(spec.patterns)
         ],
         "collectives": [
             c.model_copy(update={"hosts": many(c.hosts, f"collectives.{i}.hosts")})
