@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from . import design
-from . import parallel
+from . import parallelism
 from .config.cc_params import params_from_engine
 from .config import load_scenario
 from .config.load import read_document, validate_document
@@ -16,7 +16,7 @@ from .config.schema import GptModel, MultiDim, Scenario
 from .errors import ScenarioError
 from .core.state import World
 from .fabric.topology import Fabric
-from .importers.scenario_file import write_scenario
+from .results.scenario_file import write_scenario
 from .results.iteration import (
     TASK_COLUMNS,
     TIMELINE_COLUMNS,
@@ -27,7 +27,7 @@ from .results.iteration import (
     task_rows,
     timeline_rows,
 )
-from .results.jobs import JobResult, add_job_columns, job_results, jobs_of
+from .results.jobs import JobResult, add_job_columns, baseline_jobs, job_results, jobs_of, slowdown_rows
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
@@ -45,7 +45,7 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import check_inputs, load_inputs, memo_settings, run_warnings
+from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
@@ -125,6 +125,18 @@ def prepare(path: Path | str, overrides: Sequence[str] = ()) -> Prepared:
     """Load, validate and compile a scenario; raises ScenarioError for any bad input."""
     scenario = load_scenario(path, overrides)
     return prepare_scenario(scenario, str(path), tuple(overrides))
+
+
+def prepare_run(
+    path: Path | str, overrides: Sequence[str] = (), out: Path | None = None, overwrite: bool = False
+) -> tuple[Prepared, Path]:
+    """``roce-emu run``'s inputs: the prepared scenario and its run directory (``out``, else
+    default_out_dir), checked before anything is built: new, or with ``overwrite`` a run
+    directory roce-emu wrote, and not holding the scenario (results/destination.py)."""
+    scenario = load_scenario(path, list(overrides))
+    target = Path(out) if out is not None else default_out_dir(scenario)
+    check_directory(target, "--out", "run", overwrite, inputs=[path])
+    return prepare_scenario(scenario, str(path), tuple(overrides)), target
 
 
 def prepare_scenario(scenario: Scenario, source: str = "<scenario>", overrides: tuple = ()) -> Prepared:
@@ -247,6 +259,34 @@ def run_tables(
     return tables
 
 
+def job_slowdowns(directory: Path, baseline: Sequence[str]) -> list[tuple]:
+    """plot --baseline: each job's slowdown rows (results.jobs.slowdown_rows) against its times
+    alone, run now ("alone": jobs_alone) or read from the run directories given."""
+    together = jobs_of(directory)
+    if "alone" in baseline:
+        if len(baseline) > 1:
+            raise ScenarioError(
+                "--baseline", "", "'alone' is not allowed beside run directories: give one or the other"
+            )
+        alone = jobs_alone(directory, progress=None)
+    else:
+        alone = baseline_jobs([Path(b) for b in baseline], [job["job"] for job in together])
+    return slowdown_rows(together, alone)
+
+
+def plot_directory(
+    directory: Path, out_dir: Path, baseline: Sequence[str] = ()
+) -> tuple[list[str], list[tuple] | None]:
+    """roce-emu plot: the figures of a run or sweep directory written to ``out_dir`` (checked
+    first), and with a ``baseline`` each job's slowdown against running alone (job_slowdowns),
+    drawn and written as jobs_slowdown.csv: (the figures' names, the slowdown rows or None)."""
+    from .results.figures import write_figures  # matplotlib, only for figures
+
+    check_directory(out_dir, "--out", "plots")
+    slowdown = job_slowdowns(directory, baseline) if baseline else None
+    return write_figures(directory, out_dir, slowdown), slowdown
+
+
 def jobs_alone(run_dir: Path | str, progress: bool | None = False) -> dict[str, dict]:
     """Each job of a run directory with jobs run alone, in memory, on the hosts it had in the
     run (its scenario.yaml, every other job left out): summary.json's entry of the job, by name."""
@@ -313,6 +353,17 @@ def packet_level_s(doc: dict, source: str) -> float:
     return ns_to_s(times[0])
 
 
+def _design_inputs(
+    path: Path | str, overrides: Sequence[str], dest: Path | None, overwrite: bool, suffix: str
+) -> tuple[Inputs, Path]:
+    """A design's scenario, checked and built, and where the chosen one goes (``dest``, default
+    NAME_SUFFIX.yaml), checked before anything is built."""
+    scenario = load_scenario(path, list(overrides))
+    dest = Path(dest) if dest is not None else Path(f"{scenario.name}_{suffix}.yaml")
+    check_file(dest, "--out", overwrite)
+    return check_inputs(scenario, str(path)), dest
+
+
 def choose_design(candidates: list[Candidate], source: str, verify: bool) -> DesignChoice:
     """The design to write: with ``verify``, every candidate runs at packet level and the
     fastest there wins (the model's order breaks ties), since the model leaves contention out;
@@ -341,12 +392,12 @@ class ParallelDesign:
     n_npus: int
     device_memory_gb: float
     searched: int  #: splits searched, fitting or not
-    fitting: list[parallel.Strategy]
+    fitting: list[parallelism.Strategy]
     choice: DesignChoice
     dest: Path  #: where the chosen scenario goes
 
     @property
-    def chosen(self) -> parallel.Strategy:
+    def chosen(self) -> parallelism.Strategy:
         return self.fitting[[c.label for c in self.choice.candidates].index(self.choice.chosen.label)]
 
     def about(self) -> list[str]:
@@ -370,13 +421,13 @@ class ParallelDesign:
         ]
         lines += [
             f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
-            f"{s.memory_bytes / parallel.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
+            f"{s.memory_bytes / parallelism.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
             for i, s in enumerate(self.fitting[:top], 1)
         ]
         return lines + self.choice.report(1e3, "ms")
 
 
-def split_label(rank: int, s: parallel.Strategy) -> str:
+def split_label(rank: int, s: parallelism.Strategy) -> str:
     return f"rank {rank} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches)"
 
 
@@ -389,16 +440,14 @@ def design_parallel(
     overwrite: bool = False,
 ) -> ParallelDesign:
     """Rank the training model's tp x pp x dp splits that fit in ``device_memory_gb`` GiB per NPU
-    (parallel.search) and choose one (choose_design: with ``verify_top`` > 0, the fastest of
+    (parallelism.search) and choose one (choose_design: with ``verify_top`` > 0, the fastest of
     the best ``verify_top`` at packet level). ``dest`` (default NAME_parallel.yaml) is checked
     before anything runs; the caller writes it. Raises ScenarioError for bad input, an existing
     ``dest`` without ``overwrite``, or when no split fits."""
     if not device_memory_gb > 0:
         raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb} is not a positive memory size (GiB)")
-    inputs = load_inputs(path, list(overrides))
-    dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
-    check_file(dest, "--out", overwrite)
-    ranked = parallel.search(inputs.scenario, inputs.fabric, str(path))
+    inputs, dest = _design_inputs(path, overrides, dest, overwrite, "parallel")
+    ranked = parallelism.search(inputs.scenario, inputs.fabric, str(path))
     fitting = [s for s in ranked if s.fits(device_memory_gb)]
     if not fitting:
         least = min(ranked, key=lambda s: s.memory_bytes)
@@ -407,11 +456,11 @@ def design_parallel(
             "",
             f"{device_memory_gb:g} GiB: no split fits; the leanest "
             f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
-            f"needs {least.memory_bytes / parallel.GIB:.2f} GiB per NPU",
+            f"needs {least.memory_bytes / parallelism.GIB:.2f} GiB per NPU",
         )
     doc = inputs.scenario.model_dump(mode="json")
     candidates = [
-        Candidate(split_label(i, s), parallel.with_strategy(doc, inputs.scenario, s), s.predicted_s)
+        Candidate(split_label(i, s), parallelism.with_strategy(doc, inputs.scenario, s), s.predicted_s)
         for i, s in enumerate(fitting[: max(verify_top, 1)], 1)
     ]
     choice = choose_design(candidates, str(path), verify_top > 0)
@@ -464,7 +513,7 @@ class RatesDesign:
 
 def write_design(d: "RatesDesign | ParallelDesign", source: str, overwrite: bool = False) -> Path:
     """Write a design's chosen scenario to its ``dest``, headed "Written by roce-emu from SOURCE"
-    and the design's ``about`` lines (importers/scenario_file.py)."""
+    and the design's ``about`` lines (results/scenario_file.py)."""
     return write_scenario(d.choice.chosen.doc, d.dest, [source], [], overwrite, d.about())
 
 
@@ -484,9 +533,7 @@ def design_rates(
     the faster at packet level; else the designed). ``dest`` (default NAME_design.yaml) is
     checked before anything runs; the caller writes it. Raises ScenarioError for bad input or
     an existing ``dest`` without ``overwrite``."""
-    inputs = load_inputs(path, list(overrides))
-    dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_design.yaml")
-    check_file(dest, "--out", overwrite)
+    inputs, dest = _design_inputs(path, overrides, dest, overwrite, "design")
     best, a = design.design(
         inputs.scenario, inputs.workload, str(path), budget_gbps or 0.0, overlap, costs, cost_budget
     )

@@ -7,6 +7,8 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 """
 
 import warnings
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import (
@@ -640,7 +642,7 @@ class Network(Strict):
 # ---- workload ---------------------------------------------------------------------------
 MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
-#: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
+#: every collective algorithm; which kinds each one runs is ALGORITHMS
 CollectiveAlgorithm = Literal[
     "ring",
     "halving_doubling",
@@ -652,6 +654,15 @@ CollectiveAlgorithm = Literal[
     "nvls",
     "nvls_tree",
 ]
+#: the algorithms each collective kind runs by (workload/collectives.py builds them)
+ALGORITHMS = {
+    "all_reduce": get_args(CollectiveAlgorithm),  # every algorithm runs All-Reduce
+    "reduce_scatter": ("ring", "direct", "in_network", "nvls"),
+    "all_gather": ("ring", "direct", "in_network", "nvls"),
+    "all_to_all": ("direct", "ring"),
+}
+#: the flow-size distributions shipped with roce-emu, by name (workload/traffic_cdf/NAME.csv)
+SHIPPED_CDFS = tuple(sorted(p.stem for p in (Path(__file__).parents[1] / "workload" / "traffic_cdf").glob("*.csv")))
 
 
 class Flow(Strict):
@@ -703,9 +714,7 @@ class Pattern(Strict):
     @field_validator("cdf")
     @classmethod
     def _beside_scenario(cls, cdf, info: ValidationInfo):
-        from ..workload.background import BUILTIN
-
-        return cdf if cdf is None or cdf in BUILTIN else input_path(cdf, info)
+        return cdf if cdf is None or cdf in SHIPPED_CDFS else input_path(cdf, info)
 
     @model_validator(mode="after")
     def _keys_of_kind(self):
@@ -1256,6 +1265,13 @@ class Output(Strict):
     @property
     def logs_pfc(self) -> bool:
         return "pfc" in self.traces or "ns3" in self.formats
+
+
+def parquet_missing() -> str:
+    """Why output.format parquet cannot be written or read here ('' if it can)."""
+    if find_spec("pandas") and find_spec("pyarrow"):
+        return ""
+    return "'parquet' needs pandas and pyarrow: pip install 'roce-emu[parquet]'"
 
 
 class Scenario(Strict):

@@ -22,10 +22,13 @@ import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
+from ..errors import ScenarioError  # noqa: E402
 from ..images import image_metadata  # noqa: E402
 from .console import fmt_ns  # noqa: E402
+from .destination import check_directory, make_directory  # noqa: E402
+from .jobs import SLOWDOWN_COLUMNS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
-from .output import read_rows, read_table  # noqa: E402
+from .output import read_rows, read_table, write_csv  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -751,8 +754,32 @@ def figures_for(directory: Path) -> dict:
     return out
 
 
+def write_figures(directory: Path, out_dir: Path, slowdown: list[tuple] | None = None) -> list[str]:
+    """``roce-emu plot``: every figure the run or sweep ``directory`` can make (figures_for),
+    written to ``out_dir`` (new, empty or an earlier plot folder, checked before anything is
+    drawn) as PDF and PNG; their names. With ``slowdown`` (a run with jobs: results.jobs.
+    slowdown_rows), also jobs_slowdown_figure and the rows as jobs_slowdown.csv. Raises
+    ScenarioError for an ``out_dir`` that may not be written or a ``directory`` that cannot be
+    plotted."""
+    check_directory(out_dir, "--out", "plots")
+    try:
+        figures = figures_for(directory)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise ScenarioError(str(directory), "", f"cannot plot: {err}") from None
+    if slowdown is not None:
+        figures["jobs_slowdown"] = jobs_slowdown_figure(slowdown)
+    make_directory(out_dir, "plots")
+    for name, fig in figures.items():
+        save(fig, out_dir, name)
+    if slowdown is not None:
+        write_csv(out_dir / "jobs_slowdown.csv", SLOWDOWN_COLUMNS, slowdown)
+    return list(figures)
+
+
 def save_compare_figure(runs: list, out_dir: Path) -> list[Path]:
-    """compare_figure of the runs (compare.load_runs), written to out_dir/compare.pdf and .png."""
+    """compare_figure of the runs (compare.load_runs), written to out_dir/compare.pdf and .png;
+    out_dir is made a roce-emu plot folder (check it first: destination.check_directory)."""
+    make_directory(out_dir, "plots")
     return save(compare_figure([r.label for r in runs], [r.summary for r in runs]), out_dir, "compare")
 
 

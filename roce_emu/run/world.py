@@ -1,4 +1,5 @@
-"""Compile checked inputs into the engine's world: flat arrays with capacities, and growing them."""
+"""Compile checked inputs into the engine's world: flat arrays with capacities, growing them, and
+reading its flows as of now (flows_now, for the results and the stall report)."""
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from ..core.state import (
     PKT_DTYPE,
     PQ_DTYPE,
     QP_DTYPE,
+    QP_COUNTERS,
     QTASK_DTYPE,
     QUEUE_DTYPE,
     TASK_DTYPE,
@@ -346,3 +348,17 @@ def grow_qps(world: World) -> World:
         int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]),
         trace=trace,
     )
+
+
+def flows_now(world: World) -> np.ndarray:
+    """Every flow's record (FLOW_DTYPE) as of now: a flow still in flight (a run that stopped
+    early) takes its counters from its open queue pair. Without such flows, the world's own
+    array (not a copy: read it, do not write it)."""
+    live = np.flatnonzero(world.flow["qp"] >= 0)
+    if not len(live):
+        return world.flow
+    flow = world.flow.copy()
+    qp = world.qp[flow["qp"][live]]
+    for name in QP_COUNTERS:
+        flow[name][live] = qp[name]
+    return flow

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from ..config.schema import Scenario
+from ..config.schema import ALGORITHMS, Scenario
 from ..errors import ScenarioError
 from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
-from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
+from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming

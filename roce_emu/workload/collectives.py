@@ -36,23 +36,15 @@ dispatch does with uneven expert loads) runs directly, in one chunk and channel.
 """
 
 from dataclasses import dataclass, field
-from typing import get_args
 
 import numpy as np
 
-from ..config.schema import CollectiveAlgorithm
 from ..fabric.reduction import NVLS
 from .dag import DagBuilder
 from .stage_model import DimTiming
 from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-ALGORITHMS = {
-    "all_reduce": get_args(CollectiveAlgorithm),  # every algorithm runs All-Reduce
-    "reduce_scatter": ("ring", "direct", "in_network", "nvls"),
-    "all_gather": ("ring", "direct", "in_network", "nvls"),
-    "all_to_all": ("direct", "ring"),
-}
 #: the algorithms that run phase by phase through a fabric's dimensions (they need grid coordinates)
 HIERARCHICAL = ("hierarchical", "hierarchical_bidir")
 #: NCCL's bus-bandwidth factor f(n): busBW = algBW * f
