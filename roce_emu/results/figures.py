@@ -548,12 +548,14 @@ def timeline_figure(run_dir: Path, max_ranks: int = 64):
             by_iteration[key] = max(by_iteration.get(key, 0.0), _num(r["end_ns"]))
         for end in sorted(by_iteration.values()):
             ax.axvline(end / 1e6, color="0.2", lw=0.8, ls="--")
-        ax.set_yticks(range(len(hosts)), [str(h) for h in hosts], fontsize=6 if len(hosts) > 16 else 8)
+        job = {int(r["host"]): r["job"] for r in rows if r.get("job")}  # with jobs, the job on each host
+        labels = [f"{h} ({job[h]})" if h in job else str(h) for h in hosts]
+        ax.set_yticks(range(len(hosts)), labels, fontsize=6 if len(hosts) > 16 else 8)
         ax.set_ylim(-0.6, len(hosts) - 0.4)
         ax.invert_yaxis()
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("time (ms); dashed: end of each iteration")
-        ax.set_ylabel("rank (host)")
+        ax.set_ylabel("rank (host)" if not job else "host (job)")
         _legend_above(ax, ncols=3, fontsize=8)
     return fig
 
