@@ -11,7 +11,7 @@ from . import design
 from . import parallelism
 from .config.cc_params import params_from_engine
 from .config import load_scenario
-from .config.load import validate_document
+from .config.load import read_document, validate_document
 from .config.schema import GptModel, MultiDim, Scenario
 from .errors import ScenarioError
 from .core.state import World
@@ -27,6 +27,7 @@ from .results.iteration import (
     task_rows,
     timeline_rows,
 )
+from .results.jobs import JobResult, add_job_columns, baseline_jobs, job_results, jobs_of, slowdown_rows
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
@@ -203,6 +204,9 @@ def run(
     info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
+    per_job = job_results(outcome.world, prepared.workload) if prepared.workload.jobs else None
+    if per_job is not None:
+        info["jobs"] = [r.summary for r in per_job]
     info["hottest_links"] = hottest_links(outcome.world, prepared.fabric)
     if outcome.memo is not None:
         info["memo"] = outcome.memo
@@ -216,15 +220,21 @@ def run(
         if "ns3" in sc.output.formats:
             texts["fct.txt"] = fct_text(table, prepared.fabric)
             texts["pfc.txt"] = pfc_text(outcome.world, prepared.fabric, sc.topology, outcome.trace)
-        write_run_dir(target, info, run_tables(prepared, outcome, table, timeline), sc.output.format, texts)
+        tables = run_tables(prepared, outcome, table, timeline, per_job)
+        write_run_dir(target, info, tables, sc.output.format, texts)
     return RunResult(outcome, table, info, target, prepared)
 
 
 def run_tables(
-    prepared: Prepared, outcome: RunOutcome, table: dict, timeline: list[tuple] | None = None
+    prepared: Prepared,
+    outcome: RunOutcome,
+    table: dict,
+    timeline: list[tuple] | None = None,
+    per_job: list[JobResult] | None = None,
 ) -> dict[str, tuple]:
     """Every table of a run directory: flows, tasks, collectives, the rank timeline, traces and
-    links (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
+    links (columns, rows), and with jobs, jobs.csv and a job column; ``timeline`` and
+    ``per_job`` are rank_timeline's and job_results' results if the caller has them."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace, prepared.scenario.output.traces)
     written, mine = None, None  # every flow
@@ -242,7 +252,55 @@ def run_tables(
     if by_size:
         tables["fct_by_size.csv"] = (SIZE_BUCKET_COLUMNS, by_size)
     tables["links.csv"] = (LINK_COLUMNS, link_rows(outcome.world, prepared.fabric))
-    return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
+    tables = {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
+    if workload.jobs:
+        per_job = job_results(outcome.world, workload) if per_job is None else per_job
+        add_job_columns(tables, workload, per_job)
+    return tables
+
+
+def job_slowdowns(directory: Path, baseline: Sequence[str]) -> list[tuple]:
+    """plot --baseline: each job's slowdown rows (results.jobs.slowdown_rows) against its times
+    alone, run now ("alone": jobs_alone) or read from the run directories given."""
+    together = jobs_of(directory)
+    if "alone" in baseline:
+        if len(baseline) > 1:
+            raise ScenarioError(
+                "--baseline", "", "'alone' is not allowed beside run directories: give one or the other"
+            )
+        alone = jobs_alone(directory, progress=None)
+    else:
+        alone = baseline_jobs([Path(b) for b in baseline], [job["job"] for job in together])
+    return slowdown_rows(together, alone)
+
+
+def plot_directory(
+    directory: Path, out_dir: Path, baseline: Sequence[str] = ()
+) -> tuple[list[str], list[tuple] | None]:
+    """roce-emu plot: the figures of a run or sweep directory written to ``out_dir`` (checked
+    first), and with a ``baseline`` each job's slowdown against running alone (job_slowdowns),
+    drawn and written as jobs_slowdown.csv: (the figures' names, the slowdown rows or None)."""
+    from .results.figures import write_figures  # matplotlib, only for figures
+
+    check_directory(out_dir, "--out", "plots")
+    slowdown = job_slowdowns(directory, baseline) if baseline else None
+    return write_figures(directory, out_dir, slowdown), slowdown
+
+
+def jobs_alone(run_dir: Path | str, progress: bool | None = False) -> dict[str, dict]:
+    """Each job of a run directory with jobs run alone, in memory, on the hosts it had in the
+    run (its scenario.yaml, every other job left out): summary.json's entry of the job, by name."""
+    run_dir = Path(run_dir)
+    together = {job["job"]: job for job in jobs_of(run_dir)}
+    source = str(run_dir / "scenario.yaml")
+    doc = read_document(Path(source))
+    alone = {}
+    for spec in doc.get("jobs") or []:
+        hosts = together[spec["name"]]["hosts"]
+        one = {**doc, "jobs": [{**spec, "hosts": hosts, "placement": None, "ranks": None}]}
+        result = run(prepare_scenario(validate_document(one, source), source), write=False, progress=progress)
+        alone[spec["name"]] = result.summary["jobs"][0]
+    return alone
 
 
 def run_scenario(

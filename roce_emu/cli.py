@@ -298,23 +298,43 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @out_option("Folder for the figures: new, empty or an earlier plot's (default: DIRECTORY/plots).")
-def plot(directory, out):
+@click.option(
+    "--baseline",
+    multiple=True,
+    metavar="alone|RUN",
+    help="A run with jobs: each job's slowdown against running alone. 'alone' runs each job alone now, on the "
+    "hosts it had; else run directories (or folders of them) of the jobs alone. Repeatable.",
+)
+def plot(directory, out, baseline):
     """Make the standard figures of a run or sweep directory, each as PDF and PNG.
 
     A sweep (results.csv): time per congestion-control policy per topology normalised to
     PFC only, the iteration breakdown, PFC pauses and ECN marks per policy. A run
     (summary.json): FCT slowdown CDF and percentiles by flow size, the busiest links'
-    utilization, and, with traces, queue occupancy and per-flow rate over time.
+    utilization, and, with traces, queue occupancy and per-flow rate over time. A run with
+    jobs and --baseline: each job's slowdown against running alone (jobs_slowdown, also as
+    jobs_slowdown.csv and a table on stdout).
 
     \b
     Examples:
       roce-emu plot runs/cc_hpcc
       roce-emu plot sweeps/cc_none --out figures/
+      roce-emu plot runs/two_jobs --baseline alone
     """
-    from .results.figures import write_figures
+    from .api import plot_directory
 
     target = out or directory / "plots"
-    names = write_figures(directory, target)
+    names, slowdown = plot_directory(directory, target, list(baseline))
+    if slowdown is not None:
+        from .results.compare import table
+        from .results.jobs import SLOWDOWN_COLUMNS
+
+        click.echo(
+            table(
+                list(SLOWDOWN_COLUMNS),
+                [[f"{float(c):.4g}" if c and i else c for i, c in enumerate(row)] for row in slowdown],
+            )
+        )
     click.echo(f"{len(names)} figures ({', '.join(names) or 'none'}) -> {target}", err=True)
 
 

@@ -1094,6 +1094,48 @@ class Workload(Strict):
         return self
 
 
+
+JOB_PLACEMENTS = ("packed", "spread", "random")
+
+
+class Job(Strict):
+    """One job of a shared cluster: its own workload on its own hosts. Inside the job, host ids
+    are the job's ranks: rank r is the job's r-th host, and ``all`` (or a null ``hosts``) means
+    the job's hosts, so the workload reads as if the job ran alone on a fabric of its size."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
+    """Names the job in every table (the `job` column) and in jobs.csv."""
+    workload: Workload
+    """What the job runs, with host ids counted from 0 within the job (its ranks)."""
+    hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """The fabric hosts the job runs on, rank r on hosts[r] (give hosts or placement)."""
+    placement: Optional[Literal["packed", "spread", "random"]] = None
+    """How the job's `ranks` hosts are chosen among those no other job uses: packed, the lowest-numbered free hosts
+    (filling a leaf before the next); spread, one per leaf (edge switch) in turn; random, seeded by `seed`."""
+    ranks: Optional[int] = Field(None, ge=1, le=1 << 20)
+    """How many hosts `placement` picks (with hosts: their number, if given)."""
+    start_ns: float = Field(0.0, ge=0, le=1e15)
+    """Nothing of the job starts before this time; its flows' own start_ns count from it."""
+    priority: Optional[int] = Field(None, ge=1, le=7)
+    """Priority (PFC class) of the job's data packets, unless a flow sets its own; null: network.nic.data_priority."""
+    share: StrictBool = False
+    """Let other jobs that also say share: true run on the same hosts (refused otherwise)."""
+
+    @model_validator(mode="after")
+    def _hosts_or_placement(self):
+        if (self.hosts is None) == (self.placement is None):
+            raise ValueError("give either hosts or placement (with ranks)")
+        if self.placement is not None and self.ranks is None:
+            raise ValueError(f"{AT}ranks is required with placement: how many hosts to place the job on")
+        if self.hosts is not None and self.ranks is not None and self.ranks != len(self.hosts):
+            raise ValueError(f"{AT}ranks {self.ranks} is not allowed: hosts lists {len(self.hosts)} hosts")
+        return self
+
+    @property
+    def size(self) -> int:
+        """The number of hosts the job runs on."""
+        return len(self.hosts) if self.hosts is not None else int(self.ranks or 0)
+
 # ---- faults in the modelled network -------------------------------------------------------
 FAULT_KINDS = ("link_down", "slow_link", "lossy_port")
 #: the keys each kind needs, beside kind, at_ns and until_ns
@@ -1251,6 +1293,9 @@ class Scenario(Strict):
     """What the run writes."""
     faults: list[Fault] = Field([], max_length=10_000)
     """Faults in the modelled network, each for a time window."""
+    jobs: list[Job] = Field([], max_length=1024)
+    """Several jobs sharing the fabric, each with its own workload and hosts, instead of `workload`
+    (docs/howto/jobs.md)."""
     _deprecated: tuple[str, ...] = PrivateAttr(())
 
     @property
@@ -1276,6 +1321,21 @@ class Scenario(Strict):
                 f"{AT}sim.fast_forward 'exact' is not allowed with the PFC log: it jumps over repeated PFC frames, "
                 "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or trains"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _jobs_or_workload(self):
+        if self.jobs and self.workload != Workload():
+            raise ValueError(
+                f"{AT}workload is not allowed beside jobs: each job has its own workload (give jobs or workload)"
+            )
+        seen: dict[str, int] = {}
+        for i, job in enumerate(self.jobs):
+            if job.name in seen:
+                raise ValueError(
+                    f"{AT}jobs.{i}.name '{job.name}' is not allowed: jobs.{seen[job.name]} has that name already"
+                )
+            seen[job.name] = i
         return self
 
     @model_validator(mode="after")

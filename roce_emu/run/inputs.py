@@ -128,7 +128,7 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
             f"takes as long as off (docs/fast_forward.md, The model)."
         ]
     reasons = []
-    if scenario.workload.training is not None:
+    if any(w.training is not None for w in [scenario.workload, *(job.workload for job in scenario.jobs)]):
         reasons.append("a training workload")
     longest = max((_ring_ranks(fabric, c) for c in workload.collectives), default=0)
     if longest > TRAINS_RING_RANKS and scenario.network.nic.ack_every_packets < TRAINS_ACK_EVERY:

@@ -32,9 +32,18 @@ class Workload:
     iteration_ends: list = field(default_factory=list)  # per iteration: {rank: join task id}
     notes: list = field(default_factory=list)  # what an imported trace held that has no equivalent
     units: list = field(default_factory=list)  # (switch, neighbour) of each reduction unit, fabric/reduction.py
+    #: scenario jobs (workload/jobs.py): each task's job, an index into ``jobs`` (final ids); None without jobs
+    job: np.ndarray | None = None
+    jobs: list = field(default_factory=list)  # jobs.JobPart per job
+    start_ps: int = 0  # the first iteration's window starts here (a job's start)
+    own: np.ndarray | None = None  # a job's view (jobs.job_view): the tasks that are the job's; None: all
 
     def __len__(self) -> int:
         return len(self.flows)
+
+    def own_tasks(self) -> np.ndarray:
+        """True for each task this workload (or this job's view of it) counts as its own."""
+        return np.ones(len(self.tasks), bool) if self.own is None else self.own
 
 
 def collective_flow_mask(workload: Workload) -> np.ndarray:
@@ -45,13 +54,41 @@ def collective_flow_mask(workload: Workload) -> np.ndarray:
     return mask
 
 
+NOTHING_TO_DO = "nothing to do: give flows, patterns, collectives, compute, training or chakra"
+
+
 def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None) -> Workload:
     """Expand the workload into the task DAG; check host ids, names and sizes against the fabric.
     In-network collectives name the switch reduction units they use by provisional ids, listed in
     ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
-    result if the caller has it (the size count made before building does), else made here."""
+    result if the caller has it (the size count made before building does), else made here. A
+    scenario with jobs is built job by job (jobs.build_jobs)."""
+    if scenario.jobs:
+        from .jobs import build_jobs  # which builds each job with this module
+
+        return build_jobs(scenario, fabric, source)
     b = DagBuilder()
     reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
+    part = add_workload(b, scenario, fabric, source, reductions, items)
+    if len(b) == 0:
+        raise ScenarioError(source, "workload", NOTHING_TO_DO)
+    return finish_workload(b, source, reductions, [part])[0]
+
+
+@dataclass
+class WorkloadPart:
+    """What add_workload added to a DagBuilder, in provisional task ids."""
+
+    collectives: list
+    iteration_ends: list
+    notes: list
+
+
+def add_workload(
+    b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions: Reductions, items: list[Item] | None
+) -> WorkloadPart:
+    """Add the scenario's workload section to ``b``: flows and patterns, then the iterations of
+    its collectives, compute and training, or of its Chakra trace."""
     _add_flows_and_patterns(b, scenario, fabric, source)
     if items is None:
         items = workload_items(scenario, fabric, source)
@@ -69,18 +106,28 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
             source,
             reductions,
         )
-    if len(b) == 0:
-        raise ScenarioError(
-            source, "workload", "nothing to do: give flows, patterns, collectives, compute, training or chakra"
-        )
+    return WorkloadPart(collectives, iteration_ends, notes)
+
+
+def finish_workload(
+    b: DagBuilder, source: str, reductions: Reductions, parts: list[WorkloadPart]
+) -> tuple[Workload, np.ndarray]:
+    """Build the DAG ``b`` holds (refused if its tasks wait for each other in a cycle), each
+    part's collectives and iteration ends renumbered (in place) to the final task ids. The
+    workload has every part's collectives and notes, and the iteration ends of a single part
+    (jobs keep theirs per job); with it, each provisional id's final id."""
     flows, tasks, new_id = b.build()
     if not b.in_creation_order() and has_cycle(tasks):
         raise ScenarioError(source, "workload", "the tasks wait for each other in a cycle")
-    for c in collectives:
-        c.flows = new_id[c.flows]
-        c.end = {r: int(new_id[k]) for r, k in c.end.items()}
-    ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
-    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports))
+    for part in parts:
+        for c in part.collectives:
+            c.flows = new_id[c.flows]
+            c.end = {r: int(new_id[k]) for r, k in c.end.items()}
+        part.iteration_ends = [{r: int(new_id[k]) for r, k in e.items()} for e in part.iteration_ends]
+    collectives = [c for part in parts for c in part.collectives]
+    notes = [note for part in parts for note in part.notes]
+    ends = parts[0].iteration_ends if len(parts) == 1 else []
+    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports)), new_id
 
 
 def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:

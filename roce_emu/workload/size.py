@@ -29,6 +29,11 @@ class WorkloadSize:
         """The size of a built workload."""
         return cls(len(workload.flows), len(workload.tasks), len(workload.tasks.succ))
 
+    @classmethod
+    def total(cls, sizes: "list[WorkloadSize]") -> "WorkloadSize":
+        """The size of several workloads in one DAG (a scenario's jobs)."""
+        return cls(*(sum(getattr(s, name) for s in sizes) for name in ("flows", "tasks", "edges", "single_flows")))
+
 
 def workload_size(
     scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None
@@ -36,7 +41,13 @@ def workload_size(
     """The flows, tasks and edges build_workload will make, counted without making them (None
     for a Chakra trace, which only its import can count). Raises the ScenarioError the builder
     would for a host, name or collective it refuses. ``items``: workload_items' result if the
-    caller has it (to hand the same to build_workload), else made here."""
+    caller has it (to hand the same to build_workload), else made here. A scenario with jobs
+    counts each job's."""
+    if scenario.jobs:
+        from .jobs import job_inputs  # which builds on this package
+
+        sizes = [workload_size(job.scenario, fabric, source, job.items) for job in job_inputs(scenario, fabric, source)]
+        return None if None in sizes else WorkloadSize.total([s for s in sizes if s is not None])
     if scenario.workload.chakra is not None:
         return None
     patterns = _pattern_flows(scenario, fabric, source)
