@@ -1094,7 +1094,6 @@ class Workload(Strict):
         return self
 
 
-
 JOB_PLACEMENTS = ("packed", "spread", "random")
 
 
@@ -1135,6 +1134,7 @@ class Job(Strict):
     def size(self) -> int:
         """The number of hosts the job runs on."""
         return len(self.hosts) if self.hosts is not None else int(self.ranks or 0)
+
 
 # ---- faults in the modelled network -------------------------------------------------------
 FAULT_KINDS = ("link_down", "slow_link", "lossy_port")
