@@ -58,6 +58,9 @@ def workload_size(
     singles = 0  # per iteration
     ranks: set[int] = set()  # every rank an iteration's join waits for
     taking_part = 0  # (item, rank) pairs: the edges into the iteration's joins
+    # edges from each collective flow's two ranks' entries (collectives._wait_to_enter), per
+    # iteration, and of them those the first iteration has (an item without after waits for nothing there)
+    entries, first_entries = 0, 0
     for item in items:
         waits = max(1, len(item.after))
         if item.kind == "compute":
@@ -79,6 +82,8 @@ def workload_size(
                 f, joins, e = dag_size(c, fabric.dims, reductions)
                 starts = len(group) * item.chunks * item.channels  # a start join per rank, chunk and channel
                 flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * starts
+                entries += 2 * f
+                first_entries += 2 * f if item.after else 0
                 singles += f if one_at_a_time(c) else 0
                 ranks.update(group)
                 taking_part += len(group)
@@ -86,7 +91,8 @@ def workload_size(
     edges += taking_part + len(items) * len(ranks)
     its = scenario.workload.iterations if items else 0
     flows = len(scenario.workload.flows) + patterns + its * flows
-    return WorkloadSize(flows, flows + its * tasks, its * edges, patterns + its * singles)
+    edges = its * edges + (its - 1) * entries + first_entries if its else 0
+    return WorkloadSize(flows, flows + its * tasks, edges, patterns + its * singles)
 
 
 def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:
