@@ -212,6 +212,8 @@ def run(
         info["memo"] = outcome.memo
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
+    if prepared.workload.stragglers:
+        info["stragglers"] = list(prepared.workload.stragglers)
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)

@@ -1188,6 +1188,46 @@ class Fault(Strict):
         return nodes
 
 
+# ---- stragglers: slower compute on chosen ranks, and compute that varies ----------------------
+#: the most a straggler may slow its ranks' compute down (and the largest jitter cv): beyond it the
+#: run models a rank that has stopped, which a fault or a shorter hosts list says better
+MAX_STRAGGLER_FACTOR = 1000.0
+
+
+class Straggler(Strict):
+    """Ranks whose compute runs ``factor`` times slower: every compute task on the host of ``rank``, or of a seeded
+    ``fraction`` of the ranks (give one of them). Ranks are the training's (rank r on ``workload.training.hosts[r]``,
+    default host r), the Chakra trace's (host ``workload.chakra.ranks[r]``), or else host ids. Entries that pick the
+    same rank multiply their factors. Slower links are ``faults`` of kind ``slow_link``."""
+
+    rank: Optional[int] = Field(None, ge=0)
+    """The rank that straggles."""
+    fraction: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False)
+    """Instead of rank: this share of the ranks (rounded, at least one), chosen at random from the scenario's
+    seed."""
+    factor: float = Field(ge=1, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """How many times longer each of its compute tasks takes (1: as fast as the others)."""
+
+    @model_validator(mode="after")
+    def _rank_or_fraction(self):
+        if (self.rank is None) == (self.fraction is None):
+            raise ValueError("give rank or fraction, one of them")
+        return self
+
+
+class ComputeJitter(Strict):
+    """Each compute task's duration times a random draw of mean 1 and coefficient of variation ``cv``, one draw per
+    task (per rank, layer, micro-batch and iteration), from the scenario's seed. normal and uniform draws below 0
+    are taken as 0 (a task takes no time), which raises the mean a little for cv above about 0.3 (normal) or 0.58
+    (uniform)."""
+
+    distribution: Literal["lognormal", "normal", "uniform"] = "lognormal"
+    """lognormal: exp of a normal (never negative, skewed towards long tasks); normal; uniform: even on
+    [1 - cv·√3, 1 + cv·√3]."""
+    cv: float = Field(ge=0, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """Standard deviation of the draw over its mean; 0: no jitter."""
+
+
 # ---- run control and output -----------------------------------------------------------------
 #: sim.fast_forward's modes, the default first (docs/fast_forward.md)
 FastForwardMode = Literal["off", "exact", "trains", "memo"]
@@ -1296,6 +1336,10 @@ class Scenario(Strict):
     jobs: list[Job] = Field([], max_length=1024)
     """Several jobs sharing the fabric, each with its own workload and hosts, instead of `workload`
     (docs/howto/jobs.md)."""
+    stragglers: list[Straggler] = Field([], max_length=10_000)
+    """Ranks whose compute is slower than the others' (slower links: faults of kind slow_link)."""
+    compute_jitter: Optional[ComputeJitter] = None
+    """Random variation of every compute task's duration; null: every task takes its given time."""
     _deprecated: tuple[str, ...] = PrivateAttr(())
 
     @property

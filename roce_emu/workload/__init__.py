@@ -6,7 +6,7 @@ its ``after`` (the same rank's part, or the whole item if the rank took no part)
 item without ``after`` waits for the rank's previous iteration.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
@@ -21,6 +21,7 @@ from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming
+from .stragglers import compute_durations, straggling_ranks
 from .training import training_items
 
 
@@ -37,6 +38,7 @@ class Workload:
     jobs: list = field(default_factory=list)  # jobs.JobPart per job
     start_ps: int = 0  # the first iteration's window starts here (a job's start)
     own: np.ndarray | None = None  # a job's view (jobs.job_view): the tasks that are the job's; None: all
+    stragglers: list = field(default_factory=list)  # {rank, host, factor} of each straggling rank (stragglers.py)
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -62,17 +64,24 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
     In-network collectives name the switch reduction units they use by provisional ids, listed in
     ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
     result if the caller has it (the size count made before building does), else made here. A
-    scenario with jobs is built job by job (jobs.build_jobs)."""
+    scenario with jobs is built job by job (jobs.build_jobs). The scenario's stragglers and
+    compute jitter then set the compute tasks' durations (stragglers.py)."""
     if scenario.jobs:
         from .jobs import build_jobs  # which builds each job with this module
 
-        return build_jobs(scenario, fabric, source)
-    b = DagBuilder()
-    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
-    part = add_workload(b, scenario, fabric, source, reductions, items)
-    if len(b) == 0:
-        raise ScenarioError(source, "workload", NOTHING_TO_DO)
-    return finish_workload(b, source, reductions, [part])[0]
+        workload = build_jobs(scenario, fabric, source)
+    else:
+        b = DagBuilder()
+        reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
+        part = add_workload(b, scenario, fabric, source, reductions, items)
+        if len(b) == 0:
+            raise ScenarioError(source, "workload", NOTHING_TO_DO)
+        workload = finish_workload(b, source, reductions, [part])[0]
+    workload.stragglers = straggling_ranks(scenario, fabric.n_hosts, source)
+    durations = compute_durations(workload.tasks, scenario, workload.stragglers, source)
+    if durations is not None:
+        workload.tasks = replace(workload.tasks, duration_ps=durations)
+    return workload
 
 
 @dataclass
