@@ -192,3 +192,17 @@ def test_a_straggler_rank_out_of_the_training_hosts_names_them(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ScenarioError, match=r"stragglers\.0\.rank: 2 is not allowed: ranks run from 0 to 1 \(the "):
         prepare(path)
+
+
+def test_a_chakra_traces_rank_straggles_on_its_host(tmp_path):
+    from test_import_chakra import chakra_scenario, per_rank_program, write_traces
+
+    prefix = write_traces(tmp_path, [per_rank_program(r) for r in range(3)])
+    hosts = {"kind": "single_switch", "hosts": 8}
+    sc = chakra_scenario(prefix, topology=hosts, ranks=[5, 2, 7])
+    slow = type(sc).model_validate({**sc.model_dump(), "stragglers": [{"rank": 2, "factor": 3}]})
+    assert compute_durations(slow) == {5: [10**7, 5 * 10**6], 2: [10**7, 5 * 10**6], 7: [3 * 10**7, 15 * 10**6]}
+    by_files = chakra_scenario(prefix, topology=hosts)
+    wrong = type(sc).model_validate({**by_files.model_dump(), "stragglers": [{"rank": 3, "factor": 3}]})
+    with pytest.raises(ScenarioError, match=r"stragglers\.0\.rank: 3 is not allowed: ranks run from 0 to 2 \(the C"):
+        prepare_scenario(wrong)
