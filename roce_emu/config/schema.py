@@ -1007,8 +1007,12 @@ class Training(Strict):
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
     """The hosts the ranks run on, rank r on hosts[r]; null: every host, rank r on host r. tp x pp x dp must equal
     their number: list them to leave the other hosts out on purpose."""
-    dp_algorithm: CollectiveAlgorithm = "ring"
-    """Algorithm of the gradient All-Reduces."""
+    dp_algorithm: Union[CollectiveAlgorithm, Literal["parameter_server"]] = "ring"
+    """Algorithm of the gradient All-Reduces; parameter_server: no All-Reduce, each rank pushes its gradients to the
+    `servers` and pulls the model from them (docs/howto/parameter_servers.md)."""
+    servers: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """dp_algorithm parameter_server: the hosts that hold the model, in even shards; the ranks run on the other hosts
+    (or on `hosts`)."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
@@ -1040,6 +1044,14 @@ class Training(Strict):
     def _one_source(self):
         if (self.model is None) == (not self.layers):
             raise ValueError("give either model or layers")
+        return self
+
+    @model_validator(mode="after")
+    def _servers_with_parameter_server(self):
+        if (self.servers is None) != (self.dp_algorithm != "parameter_server"):
+            raise ValueError(
+                f"{AT}servers is what dp_algorithm parameter_server needs, and only it: give both or neither"
+            )
         return self
 
 

@@ -22,7 +22,7 @@ from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming
 from .stragglers import compute_durations, straggling_ranks
-from .training import training_items
+from .training import training_hosts, training_items
 
 
 @dataclass
@@ -230,7 +230,7 @@ def scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item
         )
     training = scenario.workload.training
     if training is not None:
-        hosts = checked_hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
+        hosts = checked_hosts(source, "workload.training", training_hosts(training, H), H, 1)
         node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
         items.extend(training_items(training, hosts, H, source, node_size, scenario.seed))
     return items
@@ -314,10 +314,15 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     h: b.compute(h, item.duration_ps, item.name, it, after=waits(h, item)) for h in item.hosts
                 }
             elif item.kind == "send":
-                done[item.name] = {}
+                sent: dict[int, list[int]] = {}  # rank -> the flows it sends or receives
                 for src, dst in item.pairs:
                     k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=waits(src, item))
-                    done[item.name][src] = done[item.name][dst] = k
+                    sent.setdefault(src, []).append(k)
+                    sent.setdefault(dst, []).append(k)
+                # a rank in several pairs (a parameter server) is done with the item once all its flows are
+                done[item.name] = {
+                    r: ks[0] if len(ks) == 1 else b.join(item.name, it, after=ks) for r, ks in sent.items()
+                }
             else:
                 done[item.name] = {}
                 for g, group in enumerate(item.groups):

@@ -6,6 +6,7 @@ The counts follow the builder (workload/__init__.py) item by item and iteration 
 flows exactly (each collective's own count, collectives.dag_size), tasks and edges as the
 most the builder adds. An imported Chakra trace is counted only once it is built."""
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ..config.schema import Scenario
@@ -72,6 +73,8 @@ def workload_size(
             flows += len(item.pairs)
             edges += waits * len(item.pairs)
             ends = {r for pair in item.pairs for r in pair}
+            several = [n for n in Counter(r for pair in item.pairs for r in pair).values() if n > 1]
+            tasks, edges = tasks + len(several), edges + sum(several)  # a join per rank in several pairs
             ranks.update(ends)
             taking_part += len(ends)
         else:

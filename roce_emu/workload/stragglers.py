@@ -15,6 +15,7 @@ import numpy as np
 from ..config.schema import ComputeJitter, Scenario
 from ..errors import ScenarioError
 from .dag import TaskTable
+from .training import training_hosts
 
 #: the longest compute task stragglers and jitter may make, in ps (about 53 days): beyond it the
 #: engine's int64 clock has too little room left
@@ -28,9 +29,8 @@ def rank_hosts(scenario: Scenario, n_hosts: int) -> tuple[list[int], str]:
     workload = scenario.workload
     training = workload.training
     if training is not None:
-        if training.hosts is not None:
-            return list(training.hosts), "the training's ranks (workload.training.hosts)"
-        return list(range(n_hosts)), "the training's ranks"
+        given = " (workload.training.hosts)" if training.hosts is not None else ""
+        return training_hosts(training, n_hosts), f"the training's ranks{given}"
     if workload.chakra is not None:
         if workload.chakra.ranks is not None:
             return list(workload.chakra.ranks), "the Chakra trace's ranks (workload.chakra.ranks)"
