@@ -107,3 +107,62 @@ def test_bad_parameter_servers_are_one_line_naming_the_key(tmp_path, training, k
     text = str(err.value)
     assert "\n" not in text and text.startswith(f"{path}: {key}"), text
     assert needle in text, text
+
+
+# ---- asynchronous, with a staleness bound -------------------------------------------------------
+def async_run(staleness, workers=2, factor=10, iterations=3):
+    """Worker 0 computes ``factor`` times slower than the others (a 100 KB model)."""
+    layer = {"name": "l0", "forward_ns": FORWARD_NS, "backward_ns": BACKWARD_NS, "weight_grad_bytes": 100_000}
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": workers + 1},
+        stragglers=[{"rank": 0, "factor": factor}],
+        workload={
+            "iterations": iterations,
+            "training": {
+                "layers": [layer],
+                "dp_algorithm": "parameter_server",
+                "servers": [workers],
+                "staleness_bound": staleness,
+            },
+        },
+    )
+    return simulate(sc)
+
+
+def flows_named(result, prefix):
+    workload = result.prepared.workload
+    n = len(workload.flows)
+    return np.array([workload.tasks.name(f).startswith(prefix) for f in range(n)])
+
+
+@pytest.mark.parametrize("staleness", [1, 2])
+def test_no_worker_pulls_iteration_k_before_every_push_of_k_minus_1_minus_the_bound(staleness):
+    result = async_run(staleness, workers=3, factor=4, iterations=6)
+    world, workload = result.outcome.world, result.prepared.workload
+    n = len(workload.flows)
+    it = workload.tasks.iteration[:n]
+    start, finish = world.task["start_ps"][:n], world.task["finish_ps"][:n]
+    pulls, pushes = flows_named(result, "pull."), flows_named(result, "push.")
+    ahead = False
+    for k in range(staleness + 1, 6):
+        assert start[pulls & (it == k)].min() >= finish[pushes & (it == k - 1 - staleness)].max()
+        ahead |= bool(start[pulls & (it == k)].min() < finish[pushes & (it == k - 1)].max())
+    assert ahead, "the fast workers run ahead of the straggler, within the bound"
+
+
+@pytest.mark.parametrize(
+    "staleness, counts",
+    [
+        # unbounded: the fast worker runs its 3 iterations while the straggler computes its first;
+        # the straggler's first update then comes 3 versions late, the others none
+        (None, {"0": 5, "3": 1}),
+        # bound 1: the fast worker waits for the straggler's first push before its third pull; the
+        # straggler's first update is 2 versions late, its second 1 (the fast worker's third)
+        (1, {"0": 4, "1": 1, "2": 1}),
+        (0, {"0": 6}),  # synchronous: one version per iteration
+    ],
+)
+def test_each_updates_delay_counts_the_versions_between_its_pull_and_its_push(staleness, counts):
+    delay = async_run(staleness).summary["update_delay"]
+    assert delay["counts"] == counts and delay["updates"] == 6
+    assert delay["max"] == max(int(d) for d in counts)

@@ -1013,6 +1013,10 @@ class Training(Strict):
     servers: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
     """dp_algorithm parameter_server: the hosts that hold the model, in even shards; the ranks run on the other hosts
     (or on `hosts`)."""
+    staleness_bound: Optional[int] = Field(0, ge=0, le=10_000)
+    """dp_algorithm parameter_server: 0, synchronous (a server sends the next iteration's model once every rank's push
+    has reached it); s > 0, a rank starts iteration k once every push of iteration k - 1 - s has reached the servers;
+    null: asynchronous, no bound."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
@@ -1052,6 +1056,8 @@ class Training(Strict):
             raise ValueError(
                 f"{AT}servers is what dp_algorithm parameter_server needs, and only it: give both or neither"
             )
+        if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
+            raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
         return self
 
 

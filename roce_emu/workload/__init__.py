@@ -308,6 +308,13 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     out.append(whole[other])
             return out
 
+        def pull_waits(server, rank, item):
+            out = [previous[rank]] if rank in previous else []
+            back = it - 1 - item.staleness if item.staleness is not None else -1
+            if back >= 0 and server in ends[back]:
+                out.append(ends[back][server])
+            return out
+
         for item in items:
             if item.kind == "compute":
                 done[item.name] = {
@@ -316,7 +323,8 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
             elif item.kind == "send":
                 sent: dict[int, list[int]] = {}  # rank -> the flows it sends or receives
                 for src, dst in item.pairs:
-                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=waits(src, item))
+                    after = pull_waits(src, dst, item) if item.pull else waits(src, item)
+                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=after)
                     sent.setdefault(src, []).append(k)
                     sent.setdefault(dst, []).append(k)
                 # a rank in several pairs (a parameter server) is done with the item once all its flows are

@@ -17,6 +17,8 @@ pulls and receives W·M in the pushes, one after the other (the pushes need the 
 weights, the next pulls every push): an iteration takes at least 2·W·M / R.
 """
 
+import numpy as np
+
 from ..config.schema import GptModel, MoeModel, Training
 from ..errors import ScenarioError
 from .collectives import split
@@ -59,8 +61,10 @@ def check(spec: Training, worker_hosts: list[int], n_hosts: int, source: str) ->
     return servers
 
 
-def pulls(servers: list[int], workers: list[int], layers: list[LayerPasses]) -> list[Item]:
-    """Each server's shard of the whole model to every worker: one item per server."""
+def pulls(servers: list[int], workers: list[int], layers: list[LayerPasses], staleness: int | None) -> list[Item]:
+    """Each server's shard of the whole model to every worker: one item per server, each flow
+    after its worker's previous iteration and, ``staleness`` iterations before that, every push
+    to its server."""
     model_bytes = sum(layer.grad_bytes for layer in layers)
     return [
         Item(
@@ -72,6 +76,8 @@ def pulls(servers: list[int], workers: list[int], layers: list[LayerPasses]) -> 
             pairs=[(server, worker) for worker in workers],
             keys={"bytes": f"{KEY}.layers"},
             named=False,
+            pull=True,
+            staleness=staleness,
         )
         for j, (server, share) in enumerate(zip(servers, split(max(model_bytes, len(servers)), len(servers))))
     ]
@@ -93,3 +99,43 @@ def pushes(servers: list[int], workers: list[int], bucket: list[LayerPasses], af
         )
         for j, (server, share) in enumerate(zip(servers, split(max(nbytes, len(servers)), len(servers))))
     ]
+
+
+def update_delays(world, workload, synchronous: bool) -> dict:
+    """summary.json's ``update_delay``: each update's delay as MLFabric defines it, the server
+    versions between a worker's pull and its push being applied. An update is one worker's push
+    of one iteration, applied once its last shard has reached its server; the pull is read when
+    its first shard starts. Asynchronous, each applied update is a version: the delay counts the
+    other updates applied after the pull and before this one. Synchronous, the servers apply an
+    iteration's pushes together as one version, after the barrier: every delay is 0.
+    Returns the updates counted, the mean and largest delay, and how many updates had each delay."""
+    tasks, flows = workload.tasks, workload.flows
+    n = len(flows)
+    start, finish = world.task["start_ps"][:n], world.task["finish_ps"][:n]
+    pulls: dict[tuple[int, int], list[int]] = {}  # (worker, iteration) -> its pull flows' starts
+    pushes: dict[tuple[int, int], list[int]] = {}  # (worker, iteration) -> its push flows' finishes
+    for f in range(n):
+        name, it = tasks.name(f), int(tasks.iteration[f])
+        if name.startswith("pull.s"):
+            pulls.setdefault((int(flows.dst[f]), it), []).append(int(start[f]))
+        elif name.startswith("push."):
+            pushes.setdefault((int(flows.src[f]), it), []).append(int(finish[f]))
+    pulled = {key: min(starts) for key, starts in pulls.items() if min(starts) >= 0}
+    updates = sorted((max(ends), key) for key, ends in pushes.items() if min(ends) >= 0 and key in pulled)
+    times = np.array([t for t, _ in updates], np.int64)
+    delays = []
+    for t, key in updates:
+        if synchronous:
+            delays.append(0)
+            continue
+        # the other updates applied after the pull was read and before this one
+        delays.append(int(np.searchsorted(times, t, "left") - np.searchsorted(times, pulled[key], "right")))
+    counts: dict[str, int] = {}
+    for d in sorted(delays):
+        counts[str(d)] = counts.get(str(d), 0) + 1
+    return {
+        "updates": len(delays),
+        "mean": float(np.mean(delays)) if delays else 0.0,
+        "max": max(delays, default=0),
+        "counts": counts,
+    }

@@ -234,7 +234,9 @@ class TrainingBuilder:
     def build(self) -> list[Item]:
         """The iteration: the pulls of the model from its servers, if any, then every stage's
         forwards and backwards, each after the ops it waits for."""
-        for item in ps.pulls(self.servers, self.ranks.hosts, self.layers) if self.servers else []:
+        for item in (
+            ps.pulls(self.servers, self.ranks.hosts, self.layers, self.spec.staleness_bound) if self.servers else []
+        ):
             self.entry += self.add(item)
         for s, k in self.schedule.build_order():
             op = self.schedule.ops[s][k]
