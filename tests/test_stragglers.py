@@ -206,3 +206,9 @@ def test_a_chakra_traces_rank_straggles_on_its_host(tmp_path):
     wrong = type(sc).model_validate({**by_files.model_dump(), "stragglers": [{"rank": 3, "factor": 3}]})
     with pytest.raises(ScenarioError, match=r"stragglers\.0\.rank: 3 is not allowed: ranks run from 0 to 2 \(the C"):
         prepare_scenario(wrong)
+
+
+@pytest.mark.parametrize("fraction, hosts, count", [(0.1, 25, 3), (0.1, 24, 2), (0.01, 8, 1), (1, 8, 8)])
+def test_a_fraction_is_rounded_half_up_and_picks_one_rank_at_least(fraction, hosts, count):
+    sc = compute_items(hosts, 1, stragglers=[{"fraction": fraction, "factor": 2}])
+    assert len(prepare_scenario(sc).workload.stragglers) == count

@@ -1221,7 +1221,7 @@ class Straggler(Strict):
     rank: Optional[int] = Field(None, ge=0)
     """The rank that straggles."""
     fraction: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False)
-    """Instead of rank: this share of the ranks (rounded, at least one), chosen at random from the scenario's
+    """Instead of rank: this share of the ranks (rounded half up, at least one), chosen at random from the scenario's
     seed."""
     factor: float = Field(ge=1, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
     """How many times longer each of its compute tasks takes (1: as fast as the others)."""

@@ -10,6 +10,8 @@ Ranks are those of the workload's iteration: the training's (rank r on its r-th 
 Chakra trace's (rank r on ``chakra.ranks[r]``), or else host ids.
 """
 
+import math
+
 import numpy as np
 
 from ..config.schema import ComputeJitter, Scenario
@@ -57,7 +59,7 @@ def straggling_ranks(scenario: Scenario, n_hosts: int, source: str) -> list[dict
         else:
             assert entry.fraction is not None  # the schema asks for rank or fraction
             rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(FRACTION_STREAM, i)))
-            count = max(1, round(entry.fraction * len(hosts)))
+            count = max(1, math.floor(entry.fraction * len(hosts) + 0.5))  # rounded half up
             chosen = rng.choice(len(hosts), count, replace=False).tolist()
         for rank in chosen:
             factors[rank] = factors.get(rank, 1.0) * entry.factor
