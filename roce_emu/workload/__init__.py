@@ -288,7 +288,8 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
         if item.kind == "collective":
             for group in item.groups:
                 check_collective(source, item, group, fabric)
-    collectives, ends = [], []
+    collectives: list[Collective] = []
+    ends: list[dict[int, int]] = []  # per iteration: rank -> the join that ends its part
     previous: dict[int, int] = {}
     timing = dim_timing(scenario, fabric)
     for it in range(scenario.workload.iterations):
