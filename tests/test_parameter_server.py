@@ -11,12 +11,9 @@ link latencies.
 
 import numpy as np
 import pytest
-import yaml
 
-from conftest import scenario, simulate
-from roce_emu.api import prepare
+from conftest import assert_one_line_error, scenario, simulate
 from roce_emu.core import kinds as K
-from roce_emu.errors import ScenarioError
 
 RATE = 100e9
 MODEL = 1_000_000
@@ -100,13 +97,7 @@ def test_the_ranks_run_on_the_hosts_that_are_not_servers():
 def test_bad_parameter_servers_are_one_line_naming_the_key(tmp_path, training, key, needle):
     layer = {"name": "l0", "forward_ns": 1000, "backward_ns": 1000, "weight_grad_bytes": 4000}
     doc = {"topology": {"kind": "single_switch", "hosts": 5}, "workload": {"training": {"layers": [layer], **training}}}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(ScenarioError) as err:
-        prepare(path)
-    text = str(err.value)
-    assert "\n" not in text and text.startswith(f"{path}: {key}"), text
-    assert needle in text, text
+    assert_one_line_error(tmp_path / "s.yaml", doc, key, needle)
 
 
 # ---- asynchronous, with a staleness bound -------------------------------------------------------

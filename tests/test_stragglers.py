@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import scenario, simulate
+from conftest import assert_one_line_error, scenario, simulate
 from roce_emu.api import prepare, prepare_scenario
 from roce_emu.errors import ScenarioError
 from roce_emu.workload.dag import ROLE_CODE, ROLE_FLOW
@@ -169,15 +169,9 @@ def test_jitter_applies_on_top_of_a_straggler():
     ],
 )
 def test_bad_stragglers_are_one_line_naming_the_key(tmp_path, top, key, needle):
-    path = tmp_path / "s.yaml"
     layer = {"name": "l0", "forward_ns": 1000, "backward_ns": 1000, "weight_grad_bytes": 4000}
     doc = {"topology": {"kind": "single_switch", "hosts": 4}, "workload": {"training": {"layers": [layer]}}, **top}
-    path.write_text(yaml.safe_dump(doc))
-    with pytest.raises(ScenarioError) as err:
-        prepare(path)
-    text = str(err.value)
-    assert "\n" not in text and text.startswith(f"{path}: {key}"), text
-    assert needle in text, text
+    assert_one_line_error(tmp_path / "s.yaml", doc, key, needle)
 
 
 def test_a_straggler_rank_out_of_the_training_hosts_names_them(tmp_path):
