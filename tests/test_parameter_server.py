@@ -157,3 +157,15 @@ def test_each_updates_delay_counts_the_versions_between_its_pull_and_its_push(st
     delay = async_run(staleness).summary["update_delay"]
     assert delay["counts"] == counts and delay["updates"] == 6
     assert delay["max"] == max(int(d) for d in counts)
+
+
+def test_a_jobs_servers_and_ranks_are_its_own_hosts():
+    layer = {"name": "l0", "forward_ns": FORWARD_NS, "backward_ns": BACKWARD_NS, "weight_grad_bytes": MODEL}
+    training = {"layers": [layer], "dp_algorithm": "parameter_server", "servers": [0]}
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 8},
+        jobs=[{"name": "ps", "hosts": [7, 5, 3, 1], "workload": {"iterations": 1, "training": training}}],
+    )
+    flows = simulate(sc).prepared.workload.flows
+    assert set(flows.src[flows.dst == 7].tolist()) == {5, 3, 1}  # job rank 0 is host 7, the server
+    assert set(flows.dst[flows.src == 7].tolist()) == {5, 3, 1}

@@ -206,3 +206,15 @@ def test_a_chakra_traces_rank_straggles_on_its_host(tmp_path):
 def test_a_fraction_is_rounded_half_up_and_picks_one_rank_at_least(fraction, hosts, count):
     sc = compute_items(hosts, 1, stragglers=[{"fraction": fraction, "factor": 2}])
     assert len(prepare_scenario(sc).workload.stragglers) == count
+
+
+def test_with_jobs_a_straggler_rank_is_a_host_of_the_fabric():
+    sc = scenario(
+        topology={"kind": "single_switch", "hosts": 8},
+        jobs=[
+            {"name": "a", "hosts": [6, 7], "workload": {"compute": [{"name": "c", "duration_ns": 1000}]}},
+            {"name": "b", "hosts": [0, 1], "workload": {"compute": [{"name": "c", "duration_ns": 1000}]}},
+        ],
+        stragglers=[{"rank": 7, "factor": 2}],
+    )
+    assert compute_durations(sc) == {6: [10**6], 7: [2 * 10**6], 0: [10**6], 1: [10**6]}
