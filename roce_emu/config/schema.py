@@ -1216,7 +1216,8 @@ class Straggler(Strict):
     """Ranks whose compute runs ``factor`` times slower: every compute task on the host of ``rank``, or of a seeded
     ``fraction`` of the ranks (give one of them). Ranks are the training's (rank r on ``workload.training.hosts[r]``,
     default host r), the Chakra trace's (host ``workload.chakra.ranks[r]``), or else host ids. Entries that pick the
-    same rank multiply their factors. Slower links are ``faults`` of kind ``slow_link``."""
+    same rank multiply their factors. With ``jobs``, ranks are host ids. Slower links are ``faults`` of kind
+    ``slow_link``."""
 
     rank: Optional[int] = Field(None, ge=0)
     """The rank that straggles."""
