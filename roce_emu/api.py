@@ -49,7 +49,7 @@ from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
-from .workload import Workload, collective_flow_mask
+from .workload import Workload, collective_flow_mask, parameter_server
 from .workload.gpt import implied_keys
 from .workload.training import placement
 
@@ -212,6 +212,12 @@ def run(
         info["memo"] = outcome.memo
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
+    if prepared.workload.stragglers:
+        info["stragglers"] = list(prepared.workload.stragglers)
+    training = sc.workload.training
+    if training is not None and training.dp_algorithm == "parameter_server":
+        synchronous = training.staleness_bound == 0
+        info["update_delay"] = parameter_server.update_delays(outcome.world, prepared.workload, synchronous)
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)

@@ -1007,8 +1007,16 @@ class Training(Strict):
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
     """The hosts the ranks run on, rank r on hosts[r]; null: every host, rank r on host r. tp x pp x dp must equal
     their number: list them to leave the other hosts out on purpose."""
-    dp_algorithm: CollectiveAlgorithm = "ring"
-    """Algorithm of the gradient All-Reduces."""
+    dp_algorithm: Union[CollectiveAlgorithm, Literal["parameter_server"]] = "ring"
+    """Algorithm of the gradient All-Reduces; parameter_server: no All-Reduce, each rank pushes its gradients to the
+    `servers` and pulls the model from them (docs/howto/parameter_servers.md)."""
+    servers: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """dp_algorithm parameter_server: the hosts that hold the model, in even shards; the ranks run on the other hosts
+    (or on `hosts`)."""
+    staleness_bound: Optional[int] = Field(0, ge=0, le=10_000)
+    """dp_algorithm parameter_server: 0, synchronous (a server sends the next iteration's model once every rank's push
+    has reached it); s > 0, a rank starts iteration k once every push of iteration k - 1 - s has reached the servers;
+    null: asynchronous, no bound."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
@@ -1040,6 +1048,16 @@ class Training(Strict):
     def _one_source(self):
         if (self.model is None) == (not self.layers):
             raise ValueError("give either model or layers")
+        return self
+
+    @model_validator(mode="after")
+    def _servers_with_parameter_server(self):
+        if (self.servers is None) != (self.dp_algorithm != "parameter_server"):
+            raise ValueError(
+                f"{AT}servers is what dp_algorithm parameter_server needs, and only it: give both or neither"
+            )
+        if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
+            raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
         return self
 
 
@@ -1188,6 +1206,47 @@ class Fault(Strict):
         return nodes
 
 
+# ---- stragglers: slower compute on chosen ranks, and compute that varies ----------------------
+#: the most a straggler may slow its ranks' compute down (and the largest jitter cv): beyond it the
+#: run models a rank that has stopped, which a fault or a shorter hosts list says better
+MAX_STRAGGLER_FACTOR = 1000.0
+
+
+class Straggler(Strict):
+    """Ranks whose compute runs ``factor`` times slower: every compute task on the host of ``rank``, or of a seeded
+    ``fraction`` of the ranks (give one of them). Ranks are the training's (rank r on ``workload.training.hosts[r]``,
+    default host r), the Chakra trace's (host ``workload.chakra.ranks[r]``), or else host ids. Entries that pick the
+    same rank multiply their factors. With ``jobs``, ranks are host ids. Slower links are ``faults`` of kind
+    ``slow_link``."""
+
+    rank: Optional[int] = Field(None, ge=0)
+    """The rank that straggles."""
+    fraction: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False)
+    """Instead of rank: this share of the ranks (rounded half up, at least one), chosen at random from the scenario's
+    seed."""
+    factor: float = Field(ge=1, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """How many times longer each of its compute tasks takes (1: as fast as the others)."""
+
+    @model_validator(mode="after")
+    def _rank_or_fraction(self):
+        if (self.rank is None) == (self.fraction is None):
+            raise ValueError("give rank or fraction, one of them")
+        return self
+
+
+class ComputeJitter(Strict):
+    """Each compute task's duration times a random draw of mean 1 and coefficient of variation ``cv``, one draw per
+    task (per rank, layer, micro-batch and iteration), from the scenario's seed. normal and uniform draws below 0
+    are taken as 0 (a task takes no time), which raises the mean a little for cv above about 0.3 (normal) or 0.58
+    (uniform)."""
+
+    distribution: Literal["lognormal", "normal", "uniform"] = "lognormal"
+    """lognormal: exp of a normal (never negative, skewed towards long tasks); normal; uniform: even on
+    [1 - cv·√3, 1 + cv·√3]."""
+    cv: float = Field(ge=0, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """Standard deviation of the draw over its mean; 0: no jitter."""
+
+
 # ---- run control and output -----------------------------------------------------------------
 #: sim.fast_forward's modes, the default first (docs/fast_forward.md)
 FastForwardMode = Literal["off", "exact", "trains", "memo"]
@@ -1296,6 +1355,10 @@ class Scenario(Strict):
     jobs: list[Job] = Field([], max_length=1024)
     """Several jobs sharing the fabric, each with its own workload and hosts, instead of `workload`
     (docs/howto/jobs.md)."""
+    stragglers: list[Straggler] = Field([], max_length=10_000)
+    """Ranks whose compute is slower than the others' (slower links: faults of kind slow_link)."""
+    compute_jitter: Optional[ComputeJitter] = None
+    """Random variation of every compute task's duration; null: every task takes its given time."""
     _deprecated: tuple[str, ...] = PrivateAttr(())
 
     @property
