@@ -113,7 +113,10 @@ def test_one_dimension_time_matches_the_closed_form(dim, algorithm, predicted):
     [
         ("[ring, direct]", "topology.dim_algorithms: has 2 entries for 3 dimensions"),
         ("spiral", "topology.dim_algorithms"),
-        ("direct", "topology.dim_algorithms: 'direct' cannot run on dimension 0 (a ring; allowed there: ring, ring_bidir)"),
+        (
+            "direct",
+            "topology.dim_algorithms: 'direct' cannot run on dimension 0 (a ring; allowed there: ring, ring_bidir)",
+        ),
     ],
 )
 def test_bad_dim_algorithms_is_one_line_exit_2(tmp_path, value, message):

@@ -39,4 +39,3 @@ def of_fabric(fabric) -> tuple[tuple[str, ...], tuple[int, ...]]:
     algorithms = fabric.dim_algorithms or ("ring",) * len(fabric.dims)
     links = fabric.dim_links or (1,) * len(fabric.dims)
     return algorithms, tuple(links_used(a, p, n) for a, p, n in zip(algorithms, fabric.dims, links))
-

@@ -80,8 +80,9 @@ def plan(sizes, timing: DimTiming, chunk_bytes: Sequence[float], scheduler: str)
     """Every stage of every chunk, in the order the plan starts them. A stage keeps its
     dimension busy for its bytes at the rate of the links its algorithm uses; a step's latency
     (``timing.step_s``) delays the chunk, not the dimension: the chunk's next stage is ready its
-    steps' latencies after (p_d - 1 ring steps, one direct step), as steps pipeline. A Themis plan that stage_model.py finishes later than the baseline's
-    gives way to the baseline's (its threshold, at the level of the collective)."""
+    steps' latencies after (p_d - 1 ring steps, one direct step), as steps pipeline. A Themis
+    plan that stage_model.py finishes later than the baseline's gives way to the baseline's (its
+    threshold, at the level of the collective)."""
     return list(_plan_once(tuple(sizes), timing, tuple(chunk_bytes), scheduler))
 
 
