@@ -527,7 +527,7 @@ def _dispatched(x: _Expansion, group, totals, done, phase, where, dispatch_key, 
     later = np.flatnonzero(step > 0)
     if len(later):
         way = np.arange(len(ids)) >= len(ids) // 2 if algorithm == "ring_bidir" else np.zeros(len(ids), bool)
-        keys = [(name, phase, int(j), int(r)) for j, r in zip(step[later], src[later])]
+        keys: list[tuple] = [(name, phase, int(j), int(r)) for j, r in zip(step[later], src[later])]
         keys = [k + (1,) if w else k for k, w in zip(keys, way[later])]
         x.b.ordered(ids[later], x.b.queue_ids(keys, ordered=True), gate)
     return ids, dst
