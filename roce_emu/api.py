@@ -499,16 +499,17 @@ class RatesDesign:
         model's times, and the choice."""
         designed, equal = self.choice.candidates
         lines = [
-            "| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |",
-            "|---|---|---|---|---|---|---|",
+            "| dimension | kind | size | algorithm | links per NPU (busy) | designed Gb/s | designed GB/s per NPU "
+            "| equal split Gb/s | bits per NPU |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         topo = self.scenario.topology
         assert isinstance(topo, MultiDim)  # design.design refuses any other kind
-        rows = zip(topo.dims, self.best.rates_gbps, self.equal_gbps, self.bits)
+        rows = zip(topo.dims, topo.algorithms(), self.best.used, self.best.rates_gbps, self.equal_gbps, self.bits)
         lines += [
-            f"| {i} | {dim.kind} | {dim.size} | {design.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
-            f"{eq:.3f} | {bits:.4g} |"
-            for i, (dim, rate, eq, bits) in enumerate(rows)
+            f"| {i} | {dim.kind} | {dim.size} | {alg} | {dim.links()} ({used:g}) | {rate:.3f} | "
+            f"{rate * dim.links() / 8:.3f} | {eq:.3f} | {bits:.4g} |"
+            for i, (dim, alg, used, rate, eq, bits) in enumerate(rows)
         ]
         lines.append(
             f"model time ({self.best.overlap}): designed {designed.predicted_s * 1e6:.3f} us, equal split "
@@ -546,7 +547,7 @@ def design_rates(
     equal = design.equal_split(best.weights, best.budget)
     doc = inputs.scenario.model_dump(mode="json")
     candidates = [
-        Candidate(label, design.with_rates(doc, rates), design.model_time(a, rates, overlap))
+        Candidate(label, design.with_rates(doc, rates), design.model_time(a, rates, overlap, best.used))
         for label, rates in (("designed", best.rates_gbps), ("equal split", equal))
     ]
     budget = f"cost budget {cost_budget:g}" if costs is not None else f"{budget_gbps:g} Gb/s"

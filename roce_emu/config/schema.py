@@ -243,6 +243,20 @@ class Mesh(_TopologyBase):
         return dims
 
 
+#: how a hierarchical collective runs inside one dimension of a multi_dim fabric (workload/dim_algorithms.py)
+DimAlgorithm = Literal["ring", "ring_bidir", "direct"]
+#: each dimension kind's algorithm by default: what ASTRA-sim's system files choose there (a ring both ways round on a
+#: ring, direct on a fully connected dimension), so that a collective uses all of an NPU's links in the dimension, as
+#: LIBRA's model assumes
+DIM_ALGORITHM_DEFAULT = {"ring": "ring_bidir", "fully_connected": "direct", "switch": "ring"}
+#: the dimension kinds each algorithm runs on (direct on a ring would cross NPUs on the way)
+DIM_ALGORITHM_KINDS = {
+    "ring": ("ring", "fully_connected", "switch"),
+    "ring_bidir": ("ring", "fully_connected", "switch"),
+    "direct": ("fully_connected", "switch"),
+}
+
+
 class Dimension(Strict):
     """One dimension of a multi-dimensional fabric: how the NPUs that differ only in this
     coordinate are connected, and that link's rate and one-way delay."""
@@ -256,6 +270,14 @@ class Dimension(Strict):
     """Rate of this dimension's links."""
     delay_ns: float = Field(500.0, ge=0, le=1e9)
     """One-way propagation delay of this dimension's links."""
+
+    def links(self) -> int:
+        """An NPU's links in this dimension: a ring has two (one if two NPUs), a full mesh size - 1, a switch one."""
+        if self.kind == "switch":
+            return 1
+        if self.kind == "fully_connected":
+            return self.size - 1
+        return 1 if self.size == 2 else 2
 
 
 class MultiDim(_TopologyBase):
@@ -278,7 +300,38 @@ class MultiDim(_TopologyBase):
     nic: Literal["per_link", "shared"] = "per_link"
     """per_link: a NIC port per dimension link, at that link's rate; shared: one NIC port on the host link, served
     round-robin by the flows of every dimension."""
+    dim_algorithms: Union[DimAlgorithm, list[DimAlgorithm], None] = None
+    """How hierarchical collectives run inside each dimension: ring (one way round), ring_bidir (half of the data each
+    way round), direct (every NPU sends every other its share at once; fully_connected and switch dimensions). One name
+    for every dimension or a list with one per dimension; null: ring_bidir on ring, direct on fully_connected, ring on
+    switch dimensions (ASTRA-sim's choices, every link of the dimension busy)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
+
+    @model_validator(mode="after")
+    def _algorithms_fit(self):
+        given = self.dim_algorithms
+        if isinstance(given, list) and len(given) != len(self.dims):
+            raise ValueError(
+                f"{AT}dim_algorithms has {len(given)} entries for {len(self.dims)} dimensions: give one name for all "
+                f"or one per dimension (allowed: {', '.join(get_args(DimAlgorithm))})"
+            )
+        for k, (dim, algorithm) in enumerate(zip(self.dims, self.algorithms())):
+            if dim.kind not in DIM_ALGORITHM_KINDS[algorithm]:
+                allowed = [a for a, kinds in DIM_ALGORITHM_KINDS.items() if dim.kind in kinds]
+                raise ValueError(
+                    f"{AT}dim_algorithms '{algorithm}' cannot run on dimension {k} (a {dim.kind}; allowed there: "
+                    f"{', '.join(allowed)})"
+                )
+        return self
+
+    def algorithms(self) -> tuple[str, ...]:
+        """The algorithm of each dimension, the defaults filled in."""
+        given = self.dim_algorithms
+        if given is None:
+            return tuple(DIM_ALGORITHM_DEFAULT[d.kind] for d in self.dims)
+        if isinstance(given, str):
+            return (given,) * len(self.dims)
+        return tuple(given)
 
 
 class RailOptimized(_TopologyBase):
