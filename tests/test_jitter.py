@@ -163,8 +163,11 @@ def test_the_literature_defaults_fill_in_a_left_out_mean():
 @pytest.mark.parametrize(
     "value, needle",
     [
-        ("{nic: {distribution: uniform, sd_ns: 5}}", "sd_ns is allowed with distribution: normal only"),
-        ("{switch: {mean_ns: 5}}", "mean_ns needs a distribution"),
+        (
+            "{nic: {distribution: uniform, sd_ns: 5}}",
+            "network.jitter.nic.sd_ns: 5 is not allowed with distribution uniform",
+        ),
+        ("{switch: {mean_ns: 5}}", "network.jitter.switch.mean_ns: 5 is not allowed without a distribution"),
         ("{nic: {distribution: gamma}}", "network.jitter.nic.distribution"),
         ("{nic: {distribution: normal, mean_ns: -1}}", "network.jitter.nic.mean_ns"),
     ],

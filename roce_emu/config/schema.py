@@ -612,9 +612,14 @@ class JitterSource(Strict):
     @model_validator(mode="after")
     def _parameters_fit(self):
         if self.distribution != "normal" and self.sd_ns is not None:
-            raise ValueError(f"{AT}sd_ns is allowed with distribution: normal only, not {self.distribution}")
+            raise ValueError(
+                f"{AT}sd_ns {self.sd_ns:g} is not allowed with distribution {self.distribution}: only normal has one"
+            )
         if self.distribution == "none" and self.mean_ns is not None:
-            raise ValueError(f"{AT}mean_ns needs a distribution: uniform, exponential or normal")
+            raise ValueError(
+                f"{AT}mean_ns {self.mean_ns:g} is not allowed without a distribution: set distribution to uniform, "
+                "exponential or normal"
+            )
         return self
 
     def resolved(self, device: str) -> tuple[str, float, float]:
