@@ -285,7 +285,7 @@ def draw_policy_time(table: PolicyTimes):
         # room beyond the outermost dots for their labels (rotated text about a fifth of the axes tall)
         room = 0.15 if level else 0.45
         axes[0][0].set_ylim(min(extremes) - (room if labels_below else 0.15) * span, max(extremes) + room * span)
-        note = f";\nmean, 95 % interval over {table.seeds} seeds" if table.seeds > 1 else ""
+        note = f"; mean, 95 % interval over {table.seeds} seeds" if table.seeds > 1 else ""
         axes[0][0].set_ylabel(f"{table.metric}\n(ratio to PFC only = 1{note})")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, ncols=min(len(policies), 5), loc="lower center", bbox_to_anchor=(0.5, 1.0))
