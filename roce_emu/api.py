@@ -1,9 +1,6 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
 
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -34,8 +31,8 @@ from .results.iteration import (
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
-from .results.destination import check_directory, check_file, write_marker
-from .results.output import frame, read_summary, replace_dir, table_files, write_csv, write_run_dir
+from .results.destination import check_directory, check_file
+from .results.output import atomic_directory, frame, read_summary, table_files, write_csv, write_run_dir
 from .results.seeds import SEED_COLUMNS, seed_rows, seeds_summary
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
@@ -284,11 +281,8 @@ def run_seeds(
     first = load_scenario(path, overrides)
     target = Path(out) if out is not None else default_out_dir(first)
     check_directory(target, "--out", "run", overwrite=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        write_marker(tmp, "run")
-        runs, rows = [], []
+    runs, rows = [], []
+    with atomic_directory(target) as tmp:
         for seed in range(first.seed, first.seed + n_seeds):
             seeded = (*overrides, f"seed={seed}")
             prepared = prepare_scenario(load_scenario(path, seeded), str(path), seeded)
@@ -300,11 +294,6 @@ def run_seeds(
         info = seeds_summary(rows)
         write_csv(tmp / "seeds.csv", SEED_COLUMNS, seed_rows(rows))
         (tmp / "seeds.json").write_text(json.dumps(info, indent=2) + "\n")
-        os.chmod(tmp, 0o755)
-        replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     for seed, r in zip(range(first.seed, first.seed + n_seeds), runs):
         r.out = target / f"seed-{seed}"
     return SeedsResult(runs, info, target)
