@@ -646,6 +646,65 @@ class Routing(Strict):
     """Time from a link failure or repair until the switches install new tables."""
 
 
+#: the mean hold of each jitter source when its mean_ns is left out, and the standard deviation of a normal one as
+#: a share of its mean (docs/model.md, "Jitter", gives the sources)
+JITTER_DEFAULT_MEAN_NS = {"nic": 100.0, "switch": 50.0}
+JITTER_DEFAULT_SD_SHARE = 0.5
+
+
+class JitterSource(Strict):
+    """The extra time one kind of device holds every packet, drawn afresh per packet (network.jitter.seed):
+    ``uniform`` on [0, 2 mean], ``exponential`` of that mean, or ``normal`` of that mean and standard deviation
+    (a negative draw holds nothing). ``none`` (default) holds nothing and draws nothing."""
+
+    distribution: Literal["none", "uniform", "exponential", "normal"] = "none"
+    """The distribution of the hold."""
+    mean_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """The mean hold (ns); left out, the literature default of the device (nic 100, switch 50: docs/model.md)."""
+    sd_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """normal only: the standard deviation (ns); left out, half the mean."""
+
+    @model_validator(mode="after")
+    def _parameters_fit(self):
+        if self.distribution != "normal" and self.sd_ns is not None:
+            raise ValueError(
+                f"{AT}sd_ns {self.sd_ns:g} is not allowed with distribution {self.distribution}: only normal has one"
+            )
+        if self.distribution == "none" and self.mean_ns is not None:
+            raise ValueError(
+                f"{AT}mean_ns {self.mean_ns:g} is not allowed without a distribution: set distribution to uniform, "
+                "exponential or normal"
+            )
+        return self
+
+    def resolved(self, device: str) -> tuple[str, float, float]:
+        """(distribution, mean ns, standard deviation ns) with the defaults filled in; none if the mean is 0."""
+        mean = JITTER_DEFAULT_MEAN_NS[device] if self.mean_ns is None else self.mean_ns
+        if self.distribution == "none" or mean == 0:
+            return "none", 0.0, 0.0
+        sd = mean * JITTER_DEFAULT_SD_SHARE if self.sd_ns is None else self.sd_ns
+        return self.distribution, mean, sd if self.distribution == "normal" else 0.0
+
+
+class Jitter(Strict):
+    """Per-packet latency jitter where a fabric has it (core/jitter.py): the NIC's processing and PCIe latency, at
+    the NIC that sends a packet and again at the NIC that receives it, and the pipeline latency of every switch a
+    packet crosses. The holds of one link keep its packets in order and take nothing from its rate; PFC frames hold
+    nothing. Both none (default) is the exact model. Run several seeds (``roce-emu run --seeds N``) for the spread."""
+
+    nic: JitterSource = JitterSource()
+    """NIC processing and PCIe: per packet, at the sending and at the receiving NIC."""
+    switch: JitterSource = JitterSource()
+    """Switch pipeline: per packet, at every switch it crosses."""
+    seed: Optional[int] = Field(None, ge=0, le=2**63 - 1)
+    """The seed of the engine's per-packet draws (these holds, ECN marks, losses); left out, the scenario's seed,
+    which also draws the ECMP hashes and the workload's random choices. Set it to vary the draws alone."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.nic.resolved("nic")[0] != "none" or self.switch.resolved("switch")[0] != "none"
+
+
 class Network(Strict):
     """The network's model: frame sizes, switches, NICs, congestion control and rerouting."""
 
@@ -664,6 +723,8 @@ class Network(Strict):
     """Congestion control."""
     routing: Routing = Routing()
     """Rerouting after faults."""
+    jitter: Jitter = Jitter()
+    """Per-packet latency jitter of NICs and switches (none by default)."""
 
     @property
     def frame_bytes(self) -> int:
