@@ -156,11 +156,8 @@ def run(scenario, overrides, out, progress, slice_events, check, n_seeds, overwr
     2 on bad input (one line naming the file and key; nothing written), 130 on Ctrl-C and
     143 on SIGTERM (nothing written).
 
-    With --seeds N the scenario runs N times, with seeds seed, seed + 1, ...: each run's directory is
-    OUT/seed-<seed>, and OUT/seeds.csv (a row per seed) and OUT/seeds.json hold the mean, sample
-    standard deviation and 95 % confidence interval (Student t) of the iteration time, or of the
-    last flow's finish where the workload has no iterations, over the seeds that finished. Seeds
-    differ wherever the model draws: ECN marking, random workloads, and network.jitter.
+    --seeds N runs seeds seed .. seed + N - 1 into OUT/seed-<seed>, with OUT/seeds.csv and seeds.json
+    (mean, s.d. and 95 % Student t interval of the iteration time, else of the last finish).
 
     \b
     Examples:
@@ -178,12 +175,9 @@ def run(scenario, overrides, out, progress, slice_events, check, n_seeds, overwr
         prepared, target = api.prepare_run(scenario, overrides, out, overwrite)
         _echo_notes(prepared.workload.notes, prepared.warnings)
         result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
-    except KeyboardInterrupt:
-        click.echo("interrupted: nothing written", err=True)
-        sys.exit(130)
-    except Terminated:
-        click.echo("terminated: nothing written", err=True)
-        sys.exit(143)
+    except (KeyboardInterrupt, Terminated) as err:
+        click.echo(f"{'terminated' if isinstance(err, Terminated) else 'interrupted'}: nothing written", err=True)
+        sys.exit(143 if isinstance(err, Terminated) else 130)
     s = result.summary
     if not result.ok:
         click.echo(f"error: {s['status']}: {s['reason']} (results in {result.out})", err=True)
@@ -197,7 +191,7 @@ def _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_eve
     """run --seeds: every seed's line as it ends, then the statistics; exit 1 if a seed failed."""
     from . import api
     from .results.console import run_line
-    from .results.seeds import seeds_line
+    from .results.seeds import failed_seed_lines, seeds_line
 
     ended: list = []
 
@@ -208,10 +202,8 @@ def _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_eve
         click.echo(run_line(result.summary, f"seed-{result.summary['seed']}"), err=True)
 
     done = api.run_seeds(scenario, tuple(overrides), n_seeds, out, overwrite, progress, slice_events, check, each)
-    for r in done.runs:
-        if not r.ok:
-            click.echo(f"error: seed {r.summary['seed']}: {r.summary['status']}: {r.summary['reason']}", err=True)
-    click.echo(seeds_line(done.info, done.out), err=True)
+    for line in [*failed_seed_lines(done.runs), seeds_line(done.info, done.out)]:
+        click.echo(line, err=True)
     if not done.ok:
         sys.exit(1)
 
@@ -367,15 +359,9 @@ def plot(directory, out, baseline):
     target = out or directory / "plots"
     names, slowdown = plot_directory(directory, target, list(baseline))
     if slowdown is not None:
-        from .results.compare import table
-        from .results.jobs import SLOWDOWN_COLUMNS
+        from .results.jobs import slowdown_markdown
 
-        click.echo(
-            table(
-                list(SLOWDOWN_COLUMNS),
-                [[f"{float(c):.4g}" if c and i else c for i, c in enumerate(row)] for row in slowdown],
-            )
-        )
+        click.echo(slowdown_markdown(slowdown))
     click.echo(f"{len(names)} figures ({', '.join(names) or 'none'}) -> {target}", err=True)
 
 

@@ -127,6 +127,11 @@ def _finite(x: float) -> float | None:
     return None if x != x else x
 
 
+def failed_seed_lines(runs) -> list[str]:
+    """``run --seeds``: an error line for each seed's run that did not finish (RunResult)."""
+    return [f"error: seed {r.summary['seed']}: {r.summary['status']}: {r.summary['reason']}" for r in runs if not r.ok]
+
+
 def seeds_line(info: dict, out) -> str:
     """The line ``run --seeds`` prints at the end."""
     from .console import fmt_ns
