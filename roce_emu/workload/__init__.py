@@ -18,7 +18,7 @@ from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
 from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
-from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
+from .dag import DagBuilder, FlowTable, GateTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming
 from .training import training_items
@@ -32,6 +32,7 @@ class Workload:
     iteration_ends: list = field(default_factory=list)  # per iteration: {rank: join task id}
     notes: list = field(default_factory=list)  # what an imported trace held that has no equivalent
     units: list = field(default_factory=list)  # (switch, neighbour) of each reduction unit, fabric/reduction.py
+    gates: GateTable | None = None  # streaming in-switch reduction's per-packet gates (core/stream.py)
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -51,7 +52,7 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
     ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
     result if the caller has it (the size count made before building does), else made here."""
     b = DagBuilder()
-    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
+    reductions = Reductions(fabric, scenario.network.switch)
     _add_flows_and_patterns(b, scenario, fabric, source)
     if items is None:
         items = workload_items(scenario, fabric, source)
@@ -80,7 +81,8 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
         c.flows = new_id[c.flows]
         c.end = {r: int(new_id[k]) for r, k in c.end.items()}
     ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
-    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports))
+    gates = b.gate_table(new_id)
+    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports), gates if len(gates) else None)
 
 
 def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:
