@@ -540,7 +540,7 @@ class Switch(Strict):
     reduction: Literal["streaming", "store_and_forward"] = "streaming"
     """How a switch reduces (in_network, nvls, nvls_tree): streaming, packet by packet as they arrive, each reduced
     packet sent on once every branch's has arrived (SHARP, SwitchML, NVLS); store_and_forward, a whole chunk
-    received from every branch before its result is sent on (docs/model.md, In-network reduction)."""
+    received from every branch before its result is sent on (docs/in_network.md)."""
     reduction_slots: Optional[int] = Field(None, ge=1, le=1 << 20)
     """The switch's aggregation slots. streaming: packets of a reduction a member may send ahead of the results it
     got back (its window; at least one result packet's worth); store_and_forward: chunks a switch's reduction holds
