@@ -337,7 +337,7 @@ class World(NamedTuple):
     # streaming in-switch reduction (stream.py); no rows (gate_state of length 0) in a world without it
     gate_off: np.ndarray  # int64[2, flows + 1]: CSR rows per flow: its gates (row 0), the flows it gates (row 1)
     gate_in: np.ndarray  # int64[gates, 2]: per gate (by gate_off[0]) its source flow and window
-    gate_out: np.ndarray  # int64[gates]: the flows each flow gates (by gate_off[1])
+    gate_out: np.ndarray  # int64[gates, 2]: per gate (by gate_off[1]) the flow it holds and its window
     gate_state: np.ndarray  # int64[flows, 2]: GATE_HELD, GATE_LIMIT per flow
 
 

@@ -17,8 +17,8 @@ aggregation slots) ahead of the results the point has brought back to it, as Swi
 SHARP's senders do; the window is at least one result packet's worth of packets (plus one if
 they do not divide), so a reduce-scatter's segments never wait for each other.
 
-When a flow's receiver holds more packets, the flows it gates get their new limit, and the
-NIC port of each one that may now send is kicked. A flow whose sender had nothing in flight
+When a flow's receiver holds more packets, the flows it gates whose limit it set get their new
+limit, and the NIC port of each one that may now send is kicked. A flow whose sender had nothing in flight
 restarts its retransmission timer then: its wait for data is not a loss.
 
 World arrays: reads cfg, flow, gate_off, gate_in, gate_out; writes gate_state, qp, meta, kick.
@@ -39,17 +39,22 @@ def _packets(w, L):
 
 
 @njit
+def _allowed(w, L, source, window, held):
+    """The packets flow L may have sent by one gate, its source holding ``held`` packets."""
+    n, m = _packets(w, L), _packets(w, source)
+    allowed = held * n // m
+    if window > 0:
+        allowed += max(window, (n + m - 1) // m + (1 if n % m != 0 else 0))
+    return allowed
+
+
+@njit
 def _limit(w, L):
     """The packets flow L may have sent by its gates now (GATE_OPEN if none holds it back)."""
     lim = I64(GATE_OPEN)
-    n = _packets(w, L)
     for g in range(w.gate_off[0, L], w.gate_off[0, L + 1]):
-        source, window = w.gate_in[g, 0], w.gate_in[g, 1]
-        m = _packets(w, source)
-        allowed = w.gate_state[source, GATE_HELD] * n // m
-        if window > 0:
-            allowed += max(window, (n + m - 1) // m + (1 if n % m != 0 else 0))
-        lim = min(lim, allowed)
+        source = w.gate_in[g, 0]
+        lim = min(lim, _allowed(w, L, source, w.gate_in[g, 1], w.gate_state[source, GATE_HELD]))
     return lim
 
 
@@ -66,12 +71,15 @@ def on_delivered(w, f, t):
     raise the limits of the flows its flow gates and kick those that may now send."""
     L = w.qp[f]["flow"]
     held = w.qp[f]["rcv_nxt"]
-    if held <= w.gate_state[L, GATE_HELD]:
+    was = w.gate_state[L, GATE_HELD]
+    if held <= was:
         return
     w.gate_state[L, GATE_HELD] = held
     for i in range(w.gate_off[1, L], w.gate_off[1, L + 1]):
-        G = w.gate_out[i]
+        G = w.gate_out[i, 0]
         before = w.gate_state[G, GATE_LIMIT]
+        if _allowed(w, G, L, w.gate_out[i, 1], was) > before:
+            continue  # another gate of G holds it back, not this one
         lim = _limit(w, G)
         if lim <= before:
             continue

@@ -179,7 +179,7 @@ def _gates(gates: GateTable | None, n_flows: int) -> dict:
         return dict(
             gate_off=np.zeros((2, 1), np.int64),
             gate_in=np.zeros((0, 2), np.int64),
-            gate_out=np.zeros(0, np.int64),
+            gate_out=np.zeros((0, 2), np.int64),
             gate_state=np.zeros((0, 2), np.int64),
         )
     by_flow = np.lexsort((gates.source, gates.flow))
@@ -190,7 +190,7 @@ def _gates(gates: GateTable | None, n_flows: int) -> dict:
     return dict(
         gate_off=off,
         gate_in=np.stack([gates.source[by_flow], gates.window[by_flow]], axis=1).astype(np.int64),
-        gate_out=gates.flow[by_source].astype(np.int64),
+        gate_out=np.stack([gates.flow[by_source], gates.window[by_source]], axis=1).astype(np.int64),
         gate_state=np.zeros((n_flows, 2), np.int64),
     )
 
