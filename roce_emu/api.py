@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 
 from . import design
-from . import parallel
+from . import parallelism
 from .config.cc_params import params_from_engine
 from .config import load_scenario
-from .config.load import validate_document
+from .config.load import read_document, validate_document
 from .config.schema import GptModel, MultiDim, Scenario
 from .errors import ScenarioError
 from .core.state import World
 from .fabric.topology import Fabric
-from .importers.scenario_file import write_scenario
+from .results.scenario_file import write_scenario
 from .results.iteration import (
     TASK_COLUMNS,
     TIMELINE_COLUMNS,
@@ -27,6 +27,7 @@ from .results.iteration import (
     task_rows,
     timeline_rows,
 )
+from .results.jobs import JobResult, add_job_columns, baseline_jobs, job_results, jobs_of, slowdown_rows
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
@@ -44,11 +45,11 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import check_inputs, load_inputs, memo_settings, run_warnings, streams
+from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings, streams
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
-from .workload import Workload, collective_flow_mask
+from .workload import Workload, collective_flow_mask, parameter_server
 from .workload.gpt import implied_keys
 from .workload.training import placement
 
@@ -126,6 +127,18 @@ def prepare(path: Path | str, overrides: Sequence[str] = ()) -> Prepared:
     return prepare_scenario(scenario, str(path), tuple(overrides))
 
 
+def prepare_run(
+    path: Path | str, overrides: Sequence[str] = (), out: Path | None = None, overwrite: bool = False
+) -> tuple[Prepared, Path]:
+    """``roce-emu run``'s inputs: the prepared scenario and its run directory (``out``, else
+    default_out_dir), checked before anything is built: new, or with ``overwrite`` a run
+    directory roce-emu wrote, and not holding the scenario (results/destination.py)."""
+    scenario = load_scenario(path, list(overrides))
+    target = Path(out) if out is not None else default_out_dir(scenario)
+    check_directory(target, "--out", "run", overwrite, inputs=[path])
+    return prepare_scenario(scenario, str(path), tuple(overrides)), target
+
+
 def prepare_scenario(scenario: Scenario, source: str = "<scenario>", overrides: tuple = ()) -> Prepared:
     inputs = check_inputs(scenario, source)
     world = build_world(inputs)
@@ -191,11 +204,20 @@ def run(
     info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
+    per_job = job_results(outcome.world, prepared.workload) if prepared.workload.jobs else None
+    if per_job is not None:
+        info["jobs"] = [r.summary for r in per_job]
     info["hottest_links"] = hottest_links(outcome.world, prepared.fabric)
     if outcome.memo is not None:
         info["memo"] = outcome.memo
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
+    if prepared.workload.stragglers:
+        info["stragglers"] = list(prepared.workload.stragglers)
+    training = sc.workload.training
+    if training is not None and training.dp_algorithm == "parameter_server":
+        synchronous = training.staleness_bound == 0
+        info["update_delay"] = parameter_server.update_delays(outcome.world, prepared.workload, synchronous)
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
@@ -204,15 +226,21 @@ def run(
         if "ns3" in sc.output.formats:
             texts["fct.txt"] = fct_text(table, prepared.fabric)
             texts["pfc.txt"] = pfc_text(outcome.world, prepared.fabric, sc.topology, outcome.trace)
-        write_run_dir(target, info, run_tables(prepared, outcome, table, timeline), sc.output.format, texts)
+        tables = run_tables(prepared, outcome, table, timeline, per_job)
+        write_run_dir(target, info, tables, sc.output.format, texts)
     return RunResult(outcome, table, info, target, prepared)
 
 
 def run_tables(
-    prepared: Prepared, outcome: RunOutcome, table: dict, timeline: list[tuple] | None = None
+    prepared: Prepared,
+    outcome: RunOutcome,
+    table: dict,
+    timeline: list[tuple] | None = None,
+    per_job: list[JobResult] | None = None,
 ) -> dict[str, tuple]:
     """Every table of a run directory: flows, tasks, collectives, the rank timeline, traces and
-    links (columns, rows); ``timeline`` is rank_timeline's result if the caller has it."""
+    links (columns, rows), and with jobs, jobs.csv and a job column; ``timeline`` and
+    ``per_job`` are rank_timeline's and job_results' results if the caller has them."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace, prepared.scenario.output.traces)
     written, mine = None, None  # every flow
@@ -230,7 +258,55 @@ def run_tables(
     if by_size:
         tables["fct_by_size.csv"] = (SIZE_BUCKET_COLUMNS, by_size)
     tables["links.csv"] = (LINK_COLUMNS, link_rows(outcome.world, prepared.fabric))
-    return {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
+    tables = {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
+    if workload.jobs:
+        per_job = job_results(outcome.world, workload) if per_job is None else per_job
+        add_job_columns(tables, workload, per_job)
+    return tables
+
+
+def job_slowdowns(directory: Path, baseline: Sequence[str]) -> list[tuple]:
+    """plot --baseline: each job's slowdown rows (results.jobs.slowdown_rows) against its times
+    alone, run now ("alone": jobs_alone) or read from the run directories given."""
+    together = jobs_of(directory)
+    if "alone" in baseline:
+        if len(baseline) > 1:
+            raise ScenarioError(
+                "--baseline", "", "'alone' is not allowed beside run directories: give one or the other"
+            )
+        alone = jobs_alone(directory, progress=None)
+    else:
+        alone = baseline_jobs([Path(b) for b in baseline], [job["job"] for job in together])
+    return slowdown_rows(together, alone)
+
+
+def plot_directory(
+    directory: Path, out_dir: Path, baseline: Sequence[str] = ()
+) -> tuple[list[str], list[tuple] | None]:
+    """roce-emu plot: the figures of a run or sweep directory written to ``out_dir`` (checked
+    first), and with a ``baseline`` each job's slowdown against running alone (job_slowdowns),
+    drawn and written as jobs_slowdown.csv: (the figures' names, the slowdown rows or None)."""
+    from .results.figures import write_figures  # matplotlib, only for figures
+
+    check_directory(out_dir, "--out", "plots")
+    slowdown = job_slowdowns(directory, baseline) if baseline else None
+    return write_figures(directory, out_dir, slowdown), slowdown
+
+
+def jobs_alone(run_dir: Path | str, progress: bool | None = False) -> dict[str, dict]:
+    """Each job of a run directory with jobs run alone, in memory, on the hosts it had in the
+    run (its scenario.yaml, every other job left out): summary.json's entry of the job, by name."""
+    run_dir = Path(run_dir)
+    together = {job["job"]: job for job in jobs_of(run_dir)}
+    source = str(run_dir / "scenario.yaml")
+    doc = read_document(Path(source))
+    alone = {}
+    for spec in doc.get("jobs") or []:
+        hosts = together[spec["name"]]["hosts"]
+        one = {**doc, "jobs": [{**spec, "hosts": hosts, "placement": None, "ranks": None}]}
+        result = run(prepare_scenario(validate_document(one, source), source), write=False, progress=progress)
+        alone[spec["name"]] = result.summary["jobs"][0]
+    return alone
 
 
 def run_scenario(
@@ -283,6 +359,17 @@ def packet_level_s(doc: dict, source: str) -> float:
     return ns_to_s(times[0])
 
 
+def _design_inputs(
+    path: Path | str, overrides: Sequence[str], dest: Path | None, overwrite: bool, suffix: str
+) -> tuple[Inputs, Path]:
+    """A design's scenario, checked and built, and where the chosen one goes (``dest``, default
+    NAME_SUFFIX.yaml), checked before anything is built."""
+    scenario = load_scenario(path, list(overrides))
+    dest = Path(dest) if dest is not None else Path(f"{scenario.name}_{suffix}.yaml")
+    check_file(dest, "--out", overwrite)
+    return check_inputs(scenario, str(path)), dest
+
+
 def choose_design(candidates: list[Candidate], source: str, verify: bool) -> DesignChoice:
     """The design to write: with ``verify``, every candidate runs at packet level and the
     fastest there wins (the model's order breaks ties), since the model leaves contention out;
@@ -311,12 +398,12 @@ class ParallelDesign:
     n_npus: int
     device_memory_gb: float
     searched: int  #: splits searched, fitting or not
-    fitting: list[parallel.Strategy]
+    fitting: list[parallelism.Strategy]
     choice: DesignChoice
     dest: Path  #: where the chosen scenario goes
 
     @property
-    def chosen(self) -> parallel.Strategy:
+    def chosen(self) -> parallelism.Strategy:
         return self.fitting[[c.label for c in self.choice.candidates].index(self.choice.chosen.label)]
 
     def about(self) -> list[str]:
@@ -340,13 +427,13 @@ class ParallelDesign:
         ]
         lines += [
             f"| {i} | {s.tp} | {s.pp} | {s.dp} | {s.micro_batches} | {s.batch_per_rank} | "
-            f"{s.memory_bytes / parallel.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
+            f"{s.memory_bytes / parallelism.GIB:.2f} | {s.predicted_s * 1e3:.3f} |"
             for i, s in enumerate(self.fitting[:top], 1)
         ]
         return lines + self.choice.report(1e3, "ms")
 
 
-def split_label(rank: int, s: parallel.Strategy) -> str:
+def split_label(rank: int, s: parallelism.Strategy) -> str:
     return f"rank {rank} (tp {s.tp}, pp {s.pp}, dp {s.dp}, {s.micro_batches} micro-batches)"
 
 
@@ -359,16 +446,14 @@ def design_parallel(
     overwrite: bool = False,
 ) -> ParallelDesign:
     """Rank the training model's tp x pp x dp splits that fit in ``device_memory_gb`` GiB per NPU
-    (parallel.search) and choose one (choose_design: with ``verify_top`` > 0, the fastest of
+    (parallelism.search) and choose one (choose_design: with ``verify_top`` > 0, the fastest of
     the best ``verify_top`` at packet level). ``dest`` (default NAME_parallel.yaml) is checked
     before anything runs; the caller writes it. Raises ScenarioError for bad input, an existing
     ``dest`` without ``overwrite``, or when no split fits."""
     if not device_memory_gb > 0:
         raise ScenarioError("--device-memory-gb", "", f"{device_memory_gb} is not a positive memory size (GiB)")
-    inputs = load_inputs(path, list(overrides))
-    dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_parallel.yaml")
-    check_file(dest, "--out", overwrite)
-    ranked = parallel.search(inputs.scenario, inputs.fabric, str(path))
+    inputs, dest = _design_inputs(path, overrides, dest, overwrite, "parallel")
+    ranked = parallelism.search(inputs.scenario, inputs.fabric, str(path))
     fitting = [s for s in ranked if s.fits(device_memory_gb)]
     if not fitting:
         least = min(ranked, key=lambda s: s.memory_bytes)
@@ -377,11 +462,11 @@ def design_parallel(
             "",
             f"{device_memory_gb:g} GiB: no split fits; the leanest "
             f"(tp {least.tp}, pp {least.pp}, dp {least.dp}, {least.micro_batches} micro-batches) "
-            f"needs {least.memory_bytes / parallel.GIB:.2f} GiB per NPU",
+            f"needs {least.memory_bytes / parallelism.GIB:.2f} GiB per NPU",
         )
     doc = inputs.scenario.model_dump(mode="json")
     candidates = [
-        Candidate(split_label(i, s), parallel.with_strategy(doc, inputs.scenario, s), s.predicted_s)
+        Candidate(split_label(i, s), parallelism.with_strategy(doc, inputs.scenario, s), s.predicted_s)
         for i, s in enumerate(fitting[: max(verify_top, 1)], 1)
     ]
     choice = choose_design(candidates, str(path), verify_top > 0)
@@ -434,7 +519,7 @@ class RatesDesign:
 
 def write_design(d: "RatesDesign | ParallelDesign", source: str, overwrite: bool = False) -> Path:
     """Write a design's chosen scenario to its ``dest``, headed "Written by roce-emu from SOURCE"
-    and the design's ``about`` lines (importers/scenario_file.py)."""
+    and the design's ``about`` lines (results/scenario_file.py)."""
     return write_scenario(d.choice.chosen.doc, d.dest, [source], [], overwrite, d.about())
 
 
@@ -454,9 +539,7 @@ def design_rates(
     the faster at packet level; else the designed). ``dest`` (default NAME_design.yaml) is
     checked before anything runs; the caller writes it. Raises ScenarioError for bad input or
     an existing ``dest`` without ``overwrite``."""
-    inputs = load_inputs(path, list(overrides))
-    dest = Path(dest) if dest is not None else Path(f"{inputs.scenario.name}_design.yaml")
-    check_file(dest, "--out", overwrite)
+    inputs, dest = _design_inputs(path, overrides, dest, overwrite, "design")
     best, a = design.design(
         inputs.scenario, inputs.workload, str(path), budget_gbps or 0.0, overlap, costs, cost_budget
     )

@@ -12,7 +12,26 @@ from . import __version__
 from .core.cc.registry import NAMES as CC_NAMES
 from .errors import OutputError, ScenarioError
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}
+COUNT = click.IntRange(min=1)
+FILE = click.Path(path_type=Path)
+
+
+class Command(click.Command):
+    """A command whose bad input (ScenarioError) ends as one line and exit code 2, and whose
+    results that cannot be written where asked (OutputError) as one line and exit code 1."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (ScenarioError, OutputError) as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(2 if isinstance(err, ScenarioError) else 1)
+
+
+class Group(click.Group):
+    command_class = Command
+    group_class = type  # sub-groups (import, cache) are Groups too
 
 
 def _usage_error_one_line(self, file=None) -> None:
@@ -36,7 +55,7 @@ set_option = click.option(
 def out_option(help_text: str):
     """``--out``/``-o``: where a command writes; checked before anything is built
     (results/destination.py)."""
-    return click.option("--out", "-o", type=click.Path(path_type=Path), default=None, help=help_text)
+    return click.option("--out", "-o", type=FILE, help=help_text)
 
 
 def progress_option(help_text: str):
@@ -47,7 +66,6 @@ def progress_option(help_text: str):
 overwrite_option = click.option(
     "--overwrite",
     is_flag=True,
-    default=False,
     help="Replace the output if it exists and roce-emu wrote it (a file or folder of yours is never replaced).",
 )
 
@@ -64,19 +82,6 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, _raise_terminated)
 
 
-def _fail_input(err: ScenarioError) -> None:
-    click.echo(f"error: {err}", err=True)
-    sys.exit(2)
-
-
-def _check_out_file(out: Path | None, overwrite: bool) -> None:
-    """A scenario file given with --out can be written (checked before anything is built)."""
-    from .results.destination import check_file
-
-    if out is not None:
-        check_file(out, "--out", overwrite)
-
-
 def _echo_notes(notes, warnings=()) -> None:
     """What an imported input held that roce-emu has no equivalent for, and what the run should
     warn about (run.inputs.run_warnings; both also in summary.json)."""
@@ -91,12 +96,17 @@ def _echo_written(path: Path) -> None:
     click.echo(f"{path}  (run it: roce-emu run {path})", err=True)
 
 
-def _echo_lines(lines) -> None:
-    for line in lines:
-        click.echo(line)
+def _write_imported(out: Path | None, overwrite: bool, read) -> None:
+    """An import command: the scenario written (results/scenario_file.py), what was not
+    carried over and where it went printed."""
+    from .results.scenario_file import import_scenario
+
+    dest, notes = import_scenario(read, out, overwrite)
+    _echo_notes(notes)
+    _echo_written(dest)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="roce-emu")
 def main():
     """Packet-level RoCE congestion-control network emulator.
@@ -119,16 +129,10 @@ def main():
 @out_option("Run directory to write (default: output.dir, else runs/<scenario name>).")
 @progress_option("Progress bar on stderr (default: only on a terminal).")
 @click.option(
-    "--slice-events",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Events per engine slice between progress updates (results do not depend on it).",
+    "--slice-events", type=COUNT, help="Events per engine slice between progress updates (results do not depend on it)."
 )
 @click.option(
-    "--check",
-    is_flag=True,
-    default=False,
-    help="Also run the expensive invariant checks (queues, packet pool) after every slice.",
+    "--check", is_flag=True, help="Also run the expensive invariant checks (queues, packet pool) after every slice."
 )
 @overwrite_option
 def run(scenario, overrides, out, progress, slice_events, check, overwrite):
@@ -151,22 +155,11 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     _stop_on_sigterm()  # first: a signal while the engine's modules load ends as cleanly as one later
     try:
         from . import api
-        from .config import load_scenario
         from .results.console import run_line
-        from .results.destination import check_directory
 
-        try:
-            sc = load_scenario(scenario, list(overrides))
-            target = out if out is not None else api.default_out_dir(sc)
-            check_directory(target, "--out", "run", overwrite, inputs=[scenario])
-            prepared = api.prepare_scenario(sc, scenario, tuple(overrides))
-            _echo_notes(prepared.workload.notes, prepared.warnings)
-            result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
-        except ScenarioError as err:
-            _fail_input(err)
-        except OutputError as err:
-            click.echo(f"error: {err}", err=True)
-            sys.exit(1)
+        prepared, target = api.prepare_run(scenario, overrides, out, overwrite)
+        _echo_notes(prepared.workload.notes, prepared.warnings)
+        result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
     except KeyboardInterrupt:
         click.echo("interrupted: nothing written", err=True)
         sys.exit(130)
@@ -188,8 +181,7 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
 @click.option(
     "--draw",
     "draw_to",
-    type=click.Path(path_type=Path),
-    default=None,
+    type=FILE,
     help="Also draw the fabric to this file (.png, .pdf or .svg; missing folders are created).",
 )
 @overwrite_option
@@ -210,16 +202,11 @@ def topo(scenario, overrides, draw_to, overwrite, list_links):
     from .config import load_scenario
     from .fabric.topology import build_fabric
     from .fabric.summary import describe, draw, link_rows
-    from .results.destination import check_file
+    from .results.destination import check_image
 
-    try:
-        sc = load_scenario(scenario, list(overrides))
-        if draw_to is not None:
-            if draw_to.suffix.lower() not in (".png", ".pdf", ".svg"):
-                raise ScenarioError("--draw", str(draw_to), "must end in .png, .pdf or .svg")
-            check_file(draw_to, "--draw", overwrite)
-    except ScenarioError as err:
-        _fail_input(err)
+    sc = load_scenario(scenario, list(overrides))
+    if draw_to is not None:
+        check_image(draw_to, "--draw", overwrite)
     fabric = build_fabric(sc.topology)
     if list_links:
         click.echo("\n".join(link_rows(fabric)))
@@ -244,25 +231,20 @@ def validate(scenario, overrides, print_normalized):
     Example:
       roce-emu validate scenarios/incast.yaml --print-normalized
     """
-    try:
-        if print_normalized:
-            import yaml
+    if print_normalized:
+        import yaml
 
-            from . import api
+        from . import api
 
-            prepared = api.prepare(scenario, list(overrides))
-            click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
-            return
-        from .run.inputs import load_inputs, run_warnings
+        prepared = api.prepare(scenario, list(overrides))
+        click.echo(yaml.safe_dump(api.normalized_document(prepared), sort_keys=False))
+        return
+    from .run.inputs import load_inputs, run_warnings
 
-        inputs = load_inputs(scenario, list(overrides))
-    except ScenarioError as err:
-        _fail_input(err)
+    inputs = load_inputs(scenario, list(overrides))
     _echo_notes(inputs.workload.notes, run_warnings(inputs.scenario, inputs.fabric, inputs.workload))
-    click.echo(
-        f"{scenario}: ok ({len(inputs.workload.flows)} flows, {len(inputs.workload.tasks)} tasks, "
-        f"{inputs.fabric.n_hosts} hosts)"
-    )
+    w = inputs.workload
+    click.echo(f"{scenario}: ok ({len(w.flows)} flows, {len(w.tasks)} tasks, {inputs.fabric.n_hosts} hosts)")
 
 
 @main.command()
@@ -275,16 +257,10 @@ def validate(scenario, overrides, print_normalized):
     help="A swept key and its values; repeatable (the points are the product).",
 )
 @set_option
-@click.option(
-    "--repeat",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Seeds per point: the scenario's seed, seed + 1, ... (default 1).",
-)
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, help="Local worker processes.")
+@click.option("--repeat", type=COUNT, help="Seeds per point: the scenario's seed, seed + 1, ... (default 1).")
+@click.option("--jobs", "-j", type=COUNT, default=1, help="Local worker processes.")
 @click.option(
     "--scheduler",
-    default=None,
     metavar="ADDRESS",
     help="Run the points on this dask.distributed scheduler (tcp://host:port) instead.",
 )
@@ -306,15 +282,13 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
       roce-emu sweep scenarios/fat_tree_permutation.yaml --grid topology.k=4,8 --repeat 3 -j 2
       roce-emu sweep benchmarks/cc_ablation.yaml --scheduler tcp://10.0.0.5:8786 --out sweeps/ablation
     """
-    from .sweep import run_sweep, sweep_spec
+    from .sweep import default_out_dir, run_sweep, sweep_spec
 
     try:
         spec = sweep_spec(sweep_or_scenario, grid, overrides, repeat)
-        target = out or Path("sweeps") / Path(sweep_or_scenario).stem
         _stop_on_sigterm()
+        target = out or default_out_dir(sweep_or_scenario)
         ran, total, results = run_sweep(spec, target, jobs=jobs, scheduler=scheduler, progress=progress)
-    except ScenarioError as err:
-        _fail_input(err)
     except (KeyboardInterrupt, Terminated) as err:
         click.echo("interrupted: finished points are kept; run the same command to resume", err=True)
         sys.exit(143 if isinstance(err, Terminated) else 130)
@@ -324,42 +298,48 @@ def sweep(sweep_or_scenario, grid, overrides, repeat, jobs, scheduler, out, prog
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @out_option("Folder for the figures: new, empty or an earlier plot's (default: DIRECTORY/plots).")
-def plot(directory, out):
+@click.option(
+    "--baseline",
+    multiple=True,
+    metavar="alone|RUN",
+    help="A run with jobs: each job's slowdown against running alone. 'alone' runs each job alone now, on the "
+    "hosts it had; else run directories (or folders of them) of the jobs alone. Repeatable.",
+)
+def plot(directory, out, baseline):
     """Make the standard figures of a run or sweep directory, each as PDF and PNG.
 
     A sweep (results.csv): time per congestion-control policy per topology normalised to
     PFC only, the iteration breakdown, PFC pauses and ECN marks per policy. A run
     (summary.json): FCT slowdown CDF and percentiles by flow size, the busiest links'
-    utilization, and, with traces, queue occupancy and per-flow rate over time.
+    utilization, and, with traces, queue occupancy and per-flow rate over time. A run with
+    jobs and --baseline: each job's slowdown against running alone (jobs_slowdown, also as
+    jobs_slowdown.csv and a table on stdout).
 
     \b
     Examples:
       roce-emu plot runs/cc_hpcc
       roce-emu plot sweeps/cc_none --out figures/
+      roce-emu plot runs/two_jobs --baseline alone
     """
-    from .results.destination import check_directory, make_directory
-    from .results.figures import figures_for, save
+    from .api import plot_directory
 
     target = out or directory / "plots"
-    try:
-        check_directory(target, "--out", "plots")
-    except ScenarioError as err:
-        _fail_input(err)
-    try:
-        figures = figures_for(directory)
-    except ScenarioError as err:  # a table it cannot read (Parquet without pandas)
-        _fail_input(err)
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        click.echo(f"error: {directory}: cannot plot: {err}", err=True)
-        sys.exit(2)
-    make_directory(target, "plots")
-    for name, fig in figures.items():
-        save(fig, target, name)
-    click.echo(f"{len(figures)} figures ({', '.join(figures) or 'none'}) -> {target}", err=True)
+    names, slowdown = plot_directory(directory, target, list(baseline))
+    if slowdown is not None:
+        from .results.compare import table
+        from .results.jobs import SLOWDOWN_COLUMNS
+
+        click.echo(
+            table(
+                list(SLOWDOWN_COLUMNS),
+                [[f"{float(c):.4g}" if c and i else c for i, c in enumerate(row)] for row in slowdown],
+            )
+        )
+    click.echo(f"{len(names)} figures ({', '.join(names) or 'none'}) -> {target}", err=True)
 
 
 @main.command()
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=FILE)
 @click.option("--differing", is_flag=True, help="Only the summary keys whose values are not the same in all runs.")
 @out_option("Also draw the iteration time (else the last finish) per run to DIR/compare.pdf and .png.")
 def compare(runs, differing, out):
@@ -374,19 +354,15 @@ def compare(runs, differing, out):
       roce-emu compare runs/a runs/b --differing --out figures/
     """
     from .results.compare import compare as compare_runs, load_runs
-    from .results.destination import check_directory, make_directory
+    from .results.destination import check_directory
 
-    try:
-        if out is not None:  # a figure folder like plot's: new, empty, or roce-emu's
-            check_directory(out, "--out", "plots")
-        loaded = load_runs(runs)
-    except ScenarioError as err:
-        _fail_input(err)
+    if out is not None:  # a figure folder like plot's: new, empty, or roce-emu's
+        check_directory(out, "--out", "plots")
+    loaded = load_runs(runs)
     click.echo(compare_runs(loaded, differing))
     if out is not None:
         from .results.figures import save_compare_figure
 
-        make_directory(out, "plots")
         paths = save_compare_figure(loaded, out)
         click.echo(f"figure -> {paths[0]}, {paths[1].name}", err=True)
 
@@ -410,13 +386,7 @@ def cc_command(algorithm):
 
 @main.command()
 @click.argument("name", required=False)
-@click.option(
-    "--to",
-    "dest",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="File or folder to copy the example to (default: ./NAME.yaml).",
-)
+@click.option("--to", "dest", type=click.Path(), help="File or folder (existing, or ending in /) to copy it to.")
 @overwrite_option
 def examples(name, dest, overwrite):
     """List the shipped example scenarios, or copy one out to edit and run.
@@ -429,87 +399,57 @@ def examples(name, dest, overwrite):
       roce-emu examples incast && roce-emu run incast.yaml
       roce-emu examples training_resnet50 --to my_study/
     """
-    from .examples import copy_example, listing
+    from .examples import listing
+    from .results.destination import copy_example
 
-    try:
-        if name is None:
-            _echo_lines(listing())
-            return
-        target = copy_example(name, dest, overwrite)
-    except ScenarioError as err:
-        _fail_input(err)
-    _echo_written(target)
+    if name is None:
+        click.echo("\n".join(listing()))
+    else:
+        _echo_written(copy_example(name, dest, overwrite))
 
 
 @main.command("design")
 @click.argument("scenario")
 @set_option
 @click.option(
-    "--budget-gbps",
-    type=float,
-    default=None,
-    help="Per-NPU bandwidth to split: sum over dimensions of links x rate (Gb/s).",
+    "--budget-gbps", type=float, help="Per-NPU bandwidth to split: sum over dimensions of links x rate (Gb/s)."
 )
 @click.option(
     "--overlap",
     type=click.Choice(["max", "sum"]),
     default="max",
-    show_default=True,
     help="max: dimensions busy at once (Themis-like); sum: one after the other (baseline order).",
 )
-@click.option("--cost", "costs", default=None, metavar="C0,C1,...", help="Cost per Gb/s of each dimension's links.")
-@click.option("--cost-budget", type=float, default=None, help="With --cost: the total cost per NPU to spend.")
+@click.option("--cost", "costs", metavar="C0,C1,...", help="Cost per Gb/s of each dimension's links.")
+@click.option("--cost-budget", type=float, help="With --cost: the total cost per NPU to spend.")
 @out_option("Scenario file to write with the designed rates (default: ./NAME_design.yaml).")
 @overwrite_option
 @click.option(
     "--verify",
     is_flag=True,
-    default=False,
     help="Also run the scenario at packet level with the designed and with equally split rates "
     "(--parallel: the best --verify-top splits).",
 )
 @click.option(
     "--parallel",
     is_flag=True,
-    default=False,
     help="Search tp x pp x dp and micro-batches for the training model instead (docs/parallel.md).",
 )
 @click.option(
     "--device-memory-gb",
+    "memory_gb",
     type=float,
     default=80.0,
-    show_default=True,
     help="--parallel: each NPU's memory (GiB); splits that do not fit are left out.",
 )
-@click.option(
-    "--top",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="--parallel: how many of the fitting splits to list.",
-)
+@click.option("--top", type=COUNT, default=10, help="--parallel: how many of the fitting splits to list.")
 @click.option(
     "--verify-top",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=3,
-    show_default=True,
     help="--parallel --verify: how many of the best splits to run at packet level.",
 )
-def design_command(
-    scenario,
-    overrides,
-    budget_gbps,
-    overlap,
-    costs,
-    cost_budget,
-    out,
-    overwrite,
-    verify,
-    parallel,
-    device_memory_gb,
-    top,
-    verify_top,
-):
+def design_command(scenario, overrides, out, overwrite, verify, parallel, memory_gb, top, verify_top, **rates):
     """Split each NPU's bandwidth budget across a multi_dim fabric's dimensions so that the
     workload's hierarchical all-reduces finish soonest (LIBRA-style, on the alpha-beta model;
     docs/design.md), and write the scenario with those rates. With --parallel, rank the
@@ -527,20 +467,15 @@ def design_command(
     from . import api
     from .design import parse_costs
 
-    try:
-        _check_out_file(out, overwrite)
-        if parallel:
-            d: api.ParallelDesign | api.RatesDesign = api.design_parallel(
-                scenario, overrides, device_memory_gb, verify_top if verify else 0, out, overwrite
-            )
-        else:
-            d = api.design_rates(
-                scenario, overrides, budget_gbps, overlap, parse_costs(costs), cost_budget, verify, out, overwrite
-            )
-        api.write_design(d, scenario, overwrite)
-    except ScenarioError as err:
-        _fail_input(err)
-    _echo_lines(d.report(top) if isinstance(d, api.ParallelDesign) else d.report())
+    if parallel:
+        d: api.ParallelDesign | api.RatesDesign = api.design_parallel(
+            scenario, overrides, memory_gb, verify_top if verify else 0, out, overwrite
+        )
+    else:  # rates: --budget-gbps, --overlap, --cost, --cost-budget
+        rates["costs"] = parse_costs(rates["costs"])
+        d = api.design_rates(scenario, overrides, verify=verify, dest=out, overwrite=overwrite, **rates)
+    api.write_design(d, scenario, overwrite)
+    click.echo("\n".join(d.report(top) if isinstance(d, api.ParallelDesign) else d.report()))
     _echo_written(d.dest)
 
 
@@ -557,20 +492,10 @@ def import_group():
 
 
 @import_group.command("astra-sim")
-@click.argument("network", type=click.Path(path_type=Path))
+@click.argument("network", type=FILE)
+@click.option("--system", type=FILE, help="ASTRA-sim system JSON: the collective algorithms and chunks to use.")
 @click.option(
-    "--system",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="ASTRA-sim system JSON: the collective algorithms and chunks to use.",
-)
-@click.option(
-    "--bytes",
-    "nbytes",
-    type=click.IntRange(min=1),
-    default=64 << 20,
-    show_default=True,
-    help="Bytes per NPU of the all-reduce the scenario runs.",
+    "--bytes", "nbytes", type=COUNT, default=64 << 20, help="Bytes per NPU of the all-reduce the scenario runs."
 )
 @out_option("Scenario file to write (default: ./NETWORK.yaml).")
 @overwrite_option
@@ -585,33 +510,18 @@ def import_astra_sim(network, system, nbytes, out, overwrite):
       roce-emu import astra-sim Ring_8.yml --bytes 1000000
     """
     from .importers import astra_sim
-    from .importers.scenario_file import write_imported
 
-    try:
-        _check_out_file(out, overwrite)
-        doc, notes = astra_sim.scenario(network, system, nbytes)
-        sources = [str(network)] + ([str(system)] if system is not None else [])
-        dest = write_imported(doc, out, sources, notes, overwrite)
-    except ScenarioError as err:
-        _fail_input(err)
-    _echo_notes(notes)
-    _echo_written(dest)
+    _write_imported(out, overwrite, lambda: astra_sim.scenario(network, system, nbytes))
 
 
 @import_group.command("ns3")
-@click.argument("config", type=click.Path(path_type=Path))
+@click.argument("config", type=FILE)
 @click.option(
     "--topology",
-    type=click.Path(path_type=Path),
-    default=None,
+    type=FILE,
     help="Topology file (default: TOPOLOGY_FILE of the configuration, or topology.txt beside it).",
 )
-@click.option(
-    "--flows",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Flow file (default: FLOW_FILE of the configuration, or flow.txt beside it).",
-)
+@click.option("--flows", type=FILE, help="Flow file (default: FLOW_FILE of the configuration, or flow.txt beside it).")
 @out_option("Scenario file to write (default: ./CONFIG.yaml).")
 @overwrite_option
 def import_ns3(config, topology, flows, out, overwrite):
@@ -627,16 +537,8 @@ def import_ns3(config, topology, flows, out, overwrite):
       roce-emu import ns3 config.txt --topology fat.txt --flows flow.txt -o fat.yaml
     """
     from .importers import ns3
-    from .importers.scenario_file import write_imported
 
-    try:
-        _check_out_file(out, overwrite)
-        doc, notes, sources = ns3.scenario(config, topology, flows)
-        dest = write_imported(doc, out, sources, notes, overwrite)
-    except ScenarioError as err:
-        _fail_input(err)
-    _echo_notes(notes)
-    _echo_written(dest)
+    _write_imported(out, overwrite, lambda: ns3.scenario(config, topology, flows))
 
 
 @main.group()
@@ -663,7 +565,5 @@ def cache_clear():
     versions); nothing else in the cache folder is touched."""
     from .core import CACHE_DIR, clear_cache
 
-    removed = clear_cache()
-    click.echo(
-        f"removed {len(removed)} cached engine version{'s' if len(removed) != 1 else ''} from {CACHE_DIR.parent}"
-    )
+    n = len(clear_cache())
+    click.echo(f"removed {n} cached engine version{'s' if n != 1 else ''} from {CACHE_DIR.parent}")

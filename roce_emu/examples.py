@@ -1,11 +1,11 @@
-"""The shipped example scenarios: found wherever roce-emu is installed, listed and copied out.
+"""The shipped example scenarios: found wherever roce-emu is installed, listed, and known again
+once copied out (results/destination.py copies them: copy_example).
 
 A wheel carries them as ``roce_emu/scenarios/*.yaml`` (setup.cfg maps the repository's
 ``scenarios/`` folder there); a source checkout or an editable install reads ``scenarios/``
 beside the package.
 """
 
-import shutil
 from pathlib import Path
 
 from .errors import ScenarioError
@@ -54,22 +54,3 @@ def is_shipped_example(path: Path) -> bool:
     except OSError:
         return False
     return any(p.stat().st_size == len(data) and p.read_bytes() == data for p in examples_dir().glob("*.yaml"))
-
-
-def copy_example(name: str, dest: Path | None = None, overwrite: bool = False) -> Path:
-    """Copy example ``name`` (with or without .yaml) to ``dest`` (a file, or a folder to copy
-    into; default: ./NAME.yaml); an existing file is replaced only with ``overwrite`` and only
-    if roce-emu wrote it (results/destination.py): an edited copy is the user's."""
-    from .results.destination import check_file
-
-    stem = name[:-5] if name.endswith(".yaml") else name
-    names = example_names()
-    if stem not in names:
-        raise ScenarioError("roce-emu examples", name, f"no such example (there are: {', '.join(names)})")
-    dest = Path(dest) if dest is not None else Path(f"{stem}.yaml")
-    if dest.is_dir():
-        dest = dest / f"{stem}.yaml"
-    check_file(dest, "--to", overwrite)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(examples_dir() / f"{stem}.yaml", dest)
-    return dest

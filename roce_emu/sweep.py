@@ -111,6 +111,11 @@ def sweep_spec(
     return spec
 
 
+def default_out_dir(sweep_or_scenario: Path | str) -> Path:
+    """Where a sweep goes without --out: sweeps/<file name without suffix>."""
+    return Path("sweeps") / Path(sweep_or_scenario).stem
+
+
 def points(spec: SweepSpec) -> list[Point]:
     """Every grid point x seed, validated; raises ScenarioError naming the bad key."""
     base = read_document(Path(spec.scenario))

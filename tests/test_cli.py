@@ -327,6 +327,8 @@ def test_examples_lists_and_copies_the_shipped_scenarios(tmp_path):
     assert again.returncode == 2 and len(again.stderr.strip().splitlines()) == 1 and "--overwrite" in again.stderr
     p = cli("examples", "cc_hpcc.yaml", "--to", tmp_path / "study", cwd=tmp_path)
     assert p.returncode == 0 and (tmp_path / "study").read_bytes() == (SCEN / "cc_hpcc.yaml").read_bytes()
+    p = cli("examples", "incast", "--to", "new/folder/", cwd=tmp_path)  # a folder to make, as --help shows
+    assert p.returncode == 0 and (tmp_path / "new" / "folder" / "incast.yaml").is_file(), p.stderr
     bad = cli("examples", "resnet", cwd=tmp_path)
     assert bad.returncode == 2 and "training_resnet50" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 CORE = Path(__file__).resolve().parent.parent / "roce_emu" / "core"
 ARRAYS = (

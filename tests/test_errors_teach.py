@@ -7,7 +7,7 @@ import pytest
 from roce_emu.config import load_scenario
 from roce_emu.errors import ScenarioError
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 INCAST = Path(__file__).resolve().parent.parent / "scenarios" / "incast.yaml"
 

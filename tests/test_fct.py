@@ -5,7 +5,7 @@ import pytest
 from conftest import scenario, simulate
 from roce_emu.core.paths import ser_ps
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 
 def closed_form_fct_ps(size, links, rate_bps, prop_ps, mtu=1000, hdr=62, ack=66, ifg=20):

@@ -253,7 +253,7 @@ def test_the_normalized_scenario_names_the_keys_the_model_sets_and_builds_the_sa
 
 def test_the_parallelisation_search_refuses_a_gpt_model():
     from roce_emu.fabric.topology import build_fabric
-    from roce_emu.parallel import search
+    from roce_emu.parallelism import search
 
     sc = validate_document({"name": "t", **gpt_doc()}, "t.yaml")
     with pytest.raises(ScenarioError, match="workload.training.model: the parallelisation search needs a built-in"):

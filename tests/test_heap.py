@@ -14,7 +14,7 @@ from roce_emu.core.heap import heap_pop, heap_push, heap_rebuild
 from roce_emu.core.kinds import M_EV_COUNT, M_EV_SEQ, M_SIZE
 from roce_emu.core.state import EV_DTYPE
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 # a step pushes an event at this time (>= 0) or pops one (-1). Pushes outnumber pops, so the
 # heap grows several levels deep; the times are few, so ties are many

@@ -10,7 +10,7 @@ from roce_emu.api import prepare_scenario, run
 from roce_emu.core import kinds as K
 from roce_emu.run.invariants import InvariantError, check_world
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 INCAST = scenario(
     topology={"kind": "single_switch", "hosts": 5},

@@ -1,4 +1,4 @@
-"""Parallelisation search (roce_emu/parallel.py, `roce-emu design --parallel`): the memory
+"""Parallelisation search (roce_emu/parallelism.py, `roce-emu design --parallel`): the memory
 model by hand, the fit filter, the ranking against packet level, bad input."""
 
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import scenario
-from roce_emu import parallel
+from roce_emu import parallelism
 from roce_emu.run.inputs import check_inputs
 
 TINY = {"name": "transformer", "layers": 2, "hidden": 64, "sequence": 32, "batch_per_rank": 4, "device_tflops": 1}
@@ -24,7 +24,7 @@ def tiny(schedule="1f1b", model=TINY, **training):
 
 
 def links_of(sc):
-    return parallel._Links(sc, check_inputs(sc).fabric)
+    return parallelism._Links(sc, check_inputs(sc).fabric)
 
 
 @pytest.mark.quick
@@ -36,12 +36,12 @@ def test_memory_of_a_split_by_hand():
     params = 16 * 12 * h * h
     kept = 2 * int(s * b * h * 34 / 2)
     one = tiny()
-    assert parallel.evaluate(one, links_of(one), 1, 2, 4, 1, b).memory_bytes == params + kept
-    assert parallel.evaluate(one, links_of(one), 1, 2, 4, 4, b).memory_bytes == params + kept * 2 // 4
+    assert parallelism.evaluate(one, links_of(one), 1, 2, 4, 1, b).memory_bytes == params + kept
+    assert parallelism.evaluate(one, links_of(one), 1, 2, 4, 4, b).memory_bytes == params + kept * 2 // 4
     gpipe = tiny("gpipe")
-    assert parallel.evaluate(gpipe, links_of(gpipe), 1, 2, 4, 4, b).memory_bytes == params + kept
+    assert parallelism.evaluate(gpipe, links_of(gpipe), 1, 2, 4, 4, b).memory_bytes == params + kept
     # tensor parallelism divides the parameters and the 24 s b h part of the activations
-    split = parallel.evaluate(one, links_of(one), 2, 1, 4, 1, b).memory_bytes
+    split = parallelism.evaluate(one, links_of(one), 2, 1, 4, 1, b).memory_bytes
     assert split == 16 * 2 * 12 * h * h // 2 + 4 * int(s * b * h * (10 + 12) / 2)
 
 
@@ -73,7 +73,7 @@ def test_splits_that_do_not_fit_are_never_listed(tmp_path):
     search had some that did not."""
     sc = tiny()
     limit_gib = 1 / 1024
-    every = parallel.search(sc, check_inputs(sc).fabric, "t.yaml")
+    every = parallelism.search(sc, check_inputs(sc).fabric, "t.yaml")
     assert any(not s.fits(limit_gib) for s in every) and any(s.fits(limit_gib) for s in every)
     p = design(
         write(tmp_path, sc),
@@ -152,7 +152,7 @@ def test_verify_writes_the_fastest_split_at_packet_level(tmp_path, monkeypatch):
     from roce_emu.cli import main
 
     sc = tiny(model=SMALL)
-    fitting = parallel.search(sc, check_inputs(sc).fabric, "t.yaml")
+    fitting = parallelism.search(sc, check_inputs(sc).fabric, "t.yaml")
     measured = iter([3.873e-3, 3.853e-3, 3.9e-3])  # ranks 1, 2, 3
     monkeypatch.setattr(api, "packet_level_s", lambda doc, source: next(measured))
     out = tmp_path / "b.yaml"

@@ -8,7 +8,7 @@ from roce_emu.core.paths import flow_path
 from roce_emu.fabric.routing import build_routes
 from roce_emu.fabric.topology import build_fabric
 
-pytestmark = pytest.mark.quick
+pytestmark = [pytest.mark.quick, pytest.mark.nojit]
 
 
 def _fabric_routes(topology):

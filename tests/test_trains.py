@@ -18,7 +18,7 @@ import yaml
 from conftest import advance_to, assert_conservation, qp_of, scenario, simulate
 from roce_emu.api import prepare, run
 from roce_emu.config.schema import Scenario
-from roce_emu.importers.scenario_file import write_scenario
+from roce_emu.results.scenario_file import write_scenario
 from roce_emu.core import kinds as K
 from roce_emu.core.cc.registry import BY_NAME
 from roce_emu.results.iteration import collective_rows

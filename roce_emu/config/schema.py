@@ -7,6 +7,8 @@ Checks that need the built topology (host ids in range, buffer vs. headroom) liv
 """
 
 import warnings
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import (
@@ -655,7 +657,7 @@ class Network(Strict):
 # ---- workload ---------------------------------------------------------------------------
 MAX_FLOW_BYTES = 1 << 50
 CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "all_to_all"]
-#: every collective algorithm; which kinds each one runs is workload.collectives.ALGORITHMS
+#: every collective algorithm; which kinds each one runs is ALGORITHMS
 CollectiveAlgorithm = Literal[
     "ring",
     "halving_doubling",
@@ -667,6 +669,15 @@ CollectiveAlgorithm = Literal[
     "nvls",
     "nvls_tree",
 ]
+#: the algorithms each collective kind runs by (workload/collectives.py builds them)
+ALGORITHMS = {
+    "all_reduce": get_args(CollectiveAlgorithm),  # every algorithm runs All-Reduce
+    "reduce_scatter": ("ring", "direct", "in_network", "nvls"),
+    "all_gather": ("ring", "direct", "in_network", "nvls"),
+    "all_to_all": ("direct", "ring"),
+}
+#: the flow-size distributions shipped with roce-emu, by name (workload/traffic_cdf/NAME.csv)
+SHIPPED_CDFS = tuple(sorted(p.stem for p in (Path(__file__).parents[1] / "workload" / "traffic_cdf").glob("*.csv")))
 
 
 class Flow(Strict):
@@ -718,9 +729,7 @@ class Pattern(Strict):
     @field_validator("cdf")
     @classmethod
     def _beside_scenario(cls, cdf, info: ValidationInfo):
-        from ..workload.background import BUILTIN
-
-        return cdf if cdf is None or cdf in BUILTIN else input_path(cdf, info)
+        return cdf if cdf is None or cdf in SHIPPED_CDFS else input_path(cdf, info)
 
     @model_validator(mode="after")
     def _keys_of_kind(self):
@@ -1013,8 +1022,16 @@ class Training(Strict):
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
     """The hosts the ranks run on, rank r on hosts[r]; null: every host, rank r on host r. tp x pp x dp must equal
     their number: list them to leave the other hosts out on purpose."""
-    dp_algorithm: CollectiveAlgorithm = "ring"
-    """Algorithm of the gradient All-Reduces."""
+    dp_algorithm: Union[CollectiveAlgorithm, Literal["parameter_server"]] = "ring"
+    """Algorithm of the gradient All-Reduces; parameter_server: no All-Reduce, each rank pushes its gradients to the
+    `servers` and pulls the model from them (docs/howto/parameter_servers.md)."""
+    servers: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """dp_algorithm parameter_server: the hosts that hold the model, in even shards; the ranks run on the other hosts
+    (or on `hosts`)."""
+    staleness_bound: Optional[int] = Field(0, ge=0, le=10_000)
+    """dp_algorithm parameter_server: 0, synchronous (a server sends the next iteration's model once every rank's push
+    has reached it); s > 0, a rank starts iteration k once every push of iteration k - 1 - s has reached the servers;
+    null: asynchronous, no bound."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
@@ -1046,6 +1063,16 @@ class Training(Strict):
     def _one_source(self):
         if (self.model is None) == (not self.layers):
             raise ValueError("give either model or layers")
+        return self
+
+    @model_validator(mode="after")
+    def _servers_with_parameter_server(self):
+        if (self.servers is None) != (self.dp_algorithm != "parameter_server"):
+            raise ValueError(
+                f"{AT}servers is what dp_algorithm parameter_server needs, and only it: give both or neither"
+            )
+        if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
+            raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
         return self
 
 
@@ -1100,6 +1127,48 @@ class Workload(Strict):
         return self
 
 
+JOB_PLACEMENTS = ("packed", "spread", "random")
+
+
+class Job(Strict):
+    """One job of a shared cluster: its own workload on its own hosts. Inside the job, host ids
+    are the job's ranks: rank r is the job's r-th host, and ``all`` (or a null ``hosts``) means
+    the job's hosts, so the workload reads as if the job ran alone on a fabric of its size."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)
+    """Names the job in every table (the `job` column) and in jobs.csv."""
+    workload: Workload
+    """What the job runs, with host ids counted from 0 within the job (its ranks)."""
+    hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """The fabric hosts the job runs on, rank r on hosts[r] (give hosts or placement)."""
+    placement: Optional[Literal["packed", "spread", "random"]] = None
+    """How the job's `ranks` hosts are chosen among those no other job uses: packed, the lowest-numbered free hosts
+    (filling a leaf before the next); spread, one per leaf (edge switch) in turn; random, seeded by `seed`."""
+    ranks: Optional[int] = Field(None, ge=1, le=1 << 20)
+    """How many hosts `placement` picks (with hosts: their number, if given)."""
+    start_ns: float = Field(0.0, ge=0, le=1e15)
+    """Nothing of the job starts before this time; its flows' own start_ns count from it."""
+    priority: Optional[int] = Field(None, ge=1, le=7)
+    """Priority (PFC class) of the job's data packets, unless a flow sets its own; null: network.nic.data_priority."""
+    share: StrictBool = False
+    """Let other jobs that also say share: true run on the same hosts (refused otherwise)."""
+
+    @model_validator(mode="after")
+    def _hosts_or_placement(self):
+        if (self.hosts is None) == (self.placement is None):
+            raise ValueError("give either hosts or placement (with ranks)")
+        if self.placement is not None and self.ranks is None:
+            raise ValueError(f"{AT}ranks is required with placement: how many hosts to place the job on")
+        if self.hosts is not None and self.ranks is not None and self.ranks != len(self.hosts):
+            raise ValueError(f"{AT}ranks {self.ranks} is not allowed: hosts lists {len(self.hosts)} hosts")
+        return self
+
+    @property
+    def size(self) -> int:
+        """The number of hosts the job runs on."""
+        return len(self.hosts) if self.hosts is not None else int(self.ranks or 0)
+
+
 # ---- faults in the modelled network -------------------------------------------------------
 FAULT_KINDS = ("link_down", "slow_link", "lossy_port")
 #: the keys each kind needs, beside kind, at_ns and until_ns
@@ -1150,6 +1219,47 @@ class Fault(Strict):
         nodes = self.link if self.link is not None else self.port
         assert nodes is not None, "every kind needs link or port (_keys_of_kind)"
         return nodes
+
+
+# ---- stragglers: slower compute on chosen ranks, and compute that varies ----------------------
+#: the most a straggler may slow its ranks' compute down (and the largest jitter cv): beyond it the
+#: run models a rank that has stopped, which a fault or a shorter hosts list says better
+MAX_STRAGGLER_FACTOR = 1000.0
+
+
+class Straggler(Strict):
+    """Ranks whose compute runs ``factor`` times slower: every compute task on the host of ``rank``, or of a seeded
+    ``fraction`` of the ranks (give one of them). Ranks are the training's (rank r on ``workload.training.hosts[r]``,
+    default host r), the Chakra trace's (host ``workload.chakra.ranks[r]``), or else host ids. Entries that pick the
+    same rank multiply their factors. With ``jobs``, ranks are host ids. Slower links are ``faults`` of kind
+    ``slow_link``."""
+
+    rank: Optional[int] = Field(None, ge=0)
+    """The rank that straggles."""
+    fraction: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False)
+    """Instead of rank: this share of the ranks (rounded half up, at least one), chosen at random from the scenario's
+    seed."""
+    factor: float = Field(ge=1, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """How many times longer each of its compute tasks takes (1: as fast as the others)."""
+
+    @model_validator(mode="after")
+    def _rank_or_fraction(self):
+        if (self.rank is None) == (self.fraction is None):
+            raise ValueError("give rank or fraction, one of them")
+        return self
+
+
+class ComputeJitter(Strict):
+    """Each compute task's duration times a random draw of mean 1 and coefficient of variation ``cv``, one draw per
+    task (per rank, layer, micro-batch and iteration), from the scenario's seed. normal and uniform draws below 0
+    are taken as 0 (a task takes no time), which raises the mean a little for cv above about 0.3 (normal) or 0.58
+    (uniform)."""
+
+    distribution: Literal["lognormal", "normal", "uniform"] = "lognormal"
+    """lognormal: exp of a normal (never negative, skewed towards long tasks); normal; uniform: even on
+    [1 - cv·√3, 1 + cv·√3]."""
+    cv: float = Field(ge=0, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """Standard deviation of the draw over its mean; 0: no jitter."""
 
 
 # ---- run control and output -----------------------------------------------------------------
@@ -1231,6 +1341,13 @@ class Output(Strict):
         return "pfc" in self.traces or "ns3" in self.formats
 
 
+def parquet_missing() -> str:
+    """Why output.format parquet cannot be written or read here ('' if it can)."""
+    if find_spec("pandas") and find_spec("pyarrow"):
+        return ""
+    return "'parquet' needs pandas and pyarrow: pip install 'roce-emu[parquet]'"
+
+
 class Scenario(Strict):
     """A scenario file."""
 
@@ -1250,6 +1367,13 @@ class Scenario(Strict):
     """What the run writes."""
     faults: list[Fault] = Field([], max_length=10_000)
     """Faults in the modelled network, each for a time window."""
+    jobs: list[Job] = Field([], max_length=1024)
+    """Several jobs sharing the fabric, each with its own workload and hosts, instead of `workload`
+    (docs/howto/jobs.md)."""
+    stragglers: list[Straggler] = Field([], max_length=10_000)
+    """Ranks whose compute is slower than the others' (slower links: faults of kind slow_link)."""
+    compute_jitter: Optional[ComputeJitter] = None
+    """Random variation of every compute task's duration; null: every task takes its given time."""
     _deprecated: tuple[str, ...] = PrivateAttr(())
 
     @property
@@ -1275,6 +1399,21 @@ class Scenario(Strict):
                 f"{AT}sim.fast_forward 'exact' is not allowed with the PFC log: it jumps over repeated PFC frames, "
                 "which the log (output.traces: [pfc], output.formats: [ns3]) records one by one: use off or trains"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _jobs_or_workload(self):
+        if self.jobs and self.workload != Workload():
+            raise ValueError(
+                f"{AT}workload is not allowed beside jobs: each job has its own workload (give jobs or workload)"
+            )
+        seen: dict[str, int] = {}
+        for i, job in enumerate(self.jobs):
+            if job.name in seen:
+                raise ValueError(
+                    f"{AT}jobs.{i}.name '{job.name}' is not allowed: jobs.{seen[job.name]} has that name already"
+                )
+            seen[job.name] = i
         return self
 
     @model_validator(mode="after")

@@ -5,8 +5,9 @@
 - ``chakra`` and ``chakra_schema``: Chakra execution traces (MLCommons), read into plain
   node records; ``roce_emu/workload/chakra.py`` makes them the task DAG.
 - ``ns3``: the HPCC ns-3 simulator's configuration, topology and flow files.
-- ``scenario_file``: writing an imported scenario, with where it came from and what was left
-  out, atomically.
+
+They read other tools' files into scenario documents and sections (the configuration reads a
+topology ``file`` through them); writing the scenario file is results/scenario_file.py.
 
 docs/importers.md documents each mapping.
 """

@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 
 from ..config.load import load_yaml
+from ..config.schema import ALGORITHMS
 from ..errors import ScenarioError
-from ..workload.collectives import ALGORITHMS
 
 #: ASTRA-sim's building blocks and roce-emu's dimension kinds
 BLOCKS = {"ring": "ring", "fullyconnected": "fully_connected", "switch": "switch"}
@@ -147,10 +147,10 @@ def read_system(path: Path | str) -> tuple[dict, int | None, list[str]]:
 
 def scenario(
     network: Path | str, system: Path | str | None = None, nbytes: int = 64 << 20, name: str | None = None
-) -> tuple[dict, list[str]]:
+) -> tuple[dict, list[str], list[str]]:
     """A scenario document for the network file (its fabric written out as multi_dim) with one
-    all-reduce of ``nbytes`` per NPU, run the way the system file says; and the notes of what
-    was not carried over."""
+    all-reduce of ``nbytes`` per NPU, run the way the system file says; the notes of what was
+    not carried over; and the files read (as importers/ns3.py's scenario)."""
     network = Path(network)
     algorithms, chunks, notes = read_system(system) if system is not None else ({}, None, [])
     dims = network_dims(network)
@@ -160,4 +160,4 @@ def scenario(
         collective["chunks"] = chunks
     stem = name or network.stem.replace(" ", "_")
     doc = {"name": stem, "topology": {"kind": "multi_dim", "dims": dims}, "workload": {"collectives": [collective]}}
-    return doc, notes
+    return doc, notes, [str(network)] + ([str(system)] if system is not None else [])

@@ -1,5 +1,5 @@
-"""The line ``roce-emu run`` prints when a run ends: its iteration times, flows, drops, pauses
-and events, in the units a reader takes in at a glance (us or ms)."""
+"""The line ``roce-emu run`` prints when a run ends: its iteration times (or its jobs' times),
+flows, drops, pauses and events, in the units a reader takes in at a glance (us or ms)."""
 
 from pathlib import Path
 
@@ -25,11 +25,20 @@ def iterations_text(summary: dict) -> str:
     return ""
 
 
+def jobs_text(summary: dict) -> str:
+    """With jobs, each job's time from its start to its last finish; else nothing."""
+    jobs = summary.get("jobs")
+    if not jobs:
+        return ""
+    return "jobs " + ", ".join(f"{j['job']} {fmt_ns(j['time_ns'])}" for j in jobs) + ", "
+
+
 def run_line(summary: dict, out: Path | str) -> str:
     """A finished run's summary (summary.json's fields) in one line, ending with where it was written."""
     s = summary
     return (
-        f"{s['scenario']}: {iterations_text(s)}{s['flows_finished']}/{s['flows']} flows finished, last at "
+        f"{s['scenario']}: {iterations_text(s)}{jobs_text(s)}"
+        f"{s['flows_finished']}/{s['flows']} flows finished, last at "
         f"{fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
         f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "
         f"-> {out}"

@@ -20,18 +20,21 @@ What roce-emu may replace (``--overwrite``), and add to:
 
 A destination's deepest existing folder must be a directory roce-emu can write to (probed
 with a temporary file, so a read-only or virtual file system such as /proc fails here too);
-the missing folders below it are created when the results are written.
+the missing folders below it are created when the results are written. ``copy_example`` copies
+a shipped example out under the same rules.
 """
 
 import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ScenarioError
+from ..examples import example_names, examples_dir, is_shipped_example
 from ..images import is_roce_emu_image
 
 #: the marker file of a directory roce-emu wrote
@@ -176,6 +179,13 @@ def check_file(path: Path, option: str, overwrite: bool = False) -> None:
     check_writable(path, option)
 
 
+def check_image(path: Path, option: str, overwrite: bool = False) -> None:
+    """An image (.png, .pdf or .svg) may be drawn at ``path`` (check_file)."""
+    if Path(path).suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ScenarioError(option, str(path), "must end in .png, .pdf or .svg")
+    check_file(path, option, overwrite)
+
+
 def make_directory(path: Path, kind: str) -> None:
     """Create the directory of ``kind`` (and its missing parents) with roce-emu's marker; an
     existing empty one, and a sweep directory without its marker, get the marker too; any
@@ -189,6 +199,23 @@ def make_directory(path: Path, kind: str) -> None:
 def written_by_roce_emu(path: Path) -> bool:
     """The file is a scenario roce-emu wrote and nobody edited since, a shipped example copied
     out unchanged, or an image roce-emu drew."""
-    from ..examples import is_shipped_example
-
     return is_stamped(path) or is_shipped_example(path) or is_roce_emu_image(path)
+
+
+def copy_example(name: str, dest: str | Path | None = None, overwrite: bool = False) -> Path:
+    """Copy example ``name`` (with or without .yaml) to ``dest`` (a file, or a folder to copy
+    into: one that exists, or a path ending in a separator, made if need be; default:
+    ./NAME.yaml); an existing file is replaced only with ``overwrite`` and only if roce-emu wrote
+    it (written_by_roce_emu): an edited copy is the user's."""
+    stem = name[:-5] if name.endswith(".yaml") else name
+    names = example_names()
+    if stem not in names:
+        raise ScenarioError("roce-emu examples", name, f"no such example (there are: {', '.join(names)})")
+    folder = dest is not None and str(dest).endswith(("/", os.sep))
+    dest = Path(dest) if dest is not None else Path(f"{stem}.yaml")
+    if folder or dest.is_dir():
+        dest = dest / f"{stem}.yaml"
+    check_file(dest, "--to", overwrite)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(examples_dir() / f"{stem}.yaml", dest)
+    return dest

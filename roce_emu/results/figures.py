@@ -22,10 +22,13 @@ import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402  (matplotlib's own dependency)
 
 from ..core.cc.registry import ALGORITHMS  # noqa: E402
+from ..errors import ScenarioError  # noqa: E402
 from ..images import image_metadata  # noqa: E402
 from .console import fmt_ns  # noqa: E402
+from .destination import check_directory, make_directory  # noqa: E402
+from .jobs import SLOWDOWN_COLUMNS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
-from .output import read_rows, read_table  # noqa: E402
+from .output import read_rows, read_table, write_csv  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -539,17 +542,20 @@ def timeline_figure(run_dir: Path, max_ranks: int = 64):
             for h, spans in bars.items():
                 ax.broken_barh(spans, (lane[h] - 0.4, 0.8), facecolors=color, lw=0)
             ax.bar(0, 0, color=color, label=name)  # legend entry only
-        by_iteration: dict[str, float] = {}
+        by_iteration: dict[tuple, float] = {}  # (job, iteration) -> its end; a run with jobs has a job column
         for r in rows:
-            by_iteration[r["iteration"]] = max(by_iteration.get(r["iteration"], 0.0), _num(r["end_ns"]))
+            key = (r.get("job", ""), r["iteration"])
+            by_iteration[key] = max(by_iteration.get(key, 0.0), _num(r["end_ns"]))
         for end in sorted(by_iteration.values()):
             ax.axvline(end / 1e6, color="0.2", lw=0.8, ls="--")
-        ax.set_yticks(range(len(hosts)), [str(h) for h in hosts], fontsize=6 if len(hosts) > 16 else 8)
+        job = {int(r["host"]): r["job"] for r in rows if r.get("job")}  # with jobs, the job on each host
+        labels = [f"{h} ({job[h]})" if h in job else str(h) for h in hosts]
+        ax.set_yticks(range(len(hosts)), labels, fontsize=6 if len(hosts) > 16 else 8)
         ax.set_ylim(-0.6, len(hosts) - 0.4)
         ax.invert_yaxis()
         ax.grid(axis="y", visible=False)
         ax.set_xlabel("time (ms); dashed: end of each iteration")
-        ax.set_ylabel("rank (host)")
+        ax.set_ylabel("rank (host)" if not job else "host (job)")
         _legend_above(ax, ncols=3, fontsize=8)
     return fig
 
@@ -685,6 +691,37 @@ def compare_figure(labels: list[str], summaries: list[dict]):
 
 
 Maker = Callable[[Path], Any]  # a directory -> its Figure, or None when it has nothing to show
+
+
+def jobs_slowdown_figure(rows: list[tuple]):
+    """Each job's slowdown against running alone (results/jobs.py slowdown_rows): its time from
+    start to last finish and its mean iteration time, as ratios to alone (the line at 1), drawn
+    as dots with their value; under each job, its time alone."""
+    names = [r[0] for r in rows]
+    x = np.arange(len(names))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(3.6, 1.1 * len(names) + 1.6), 3.4))
+        ax.axhline(1.0, color="0.2", lw=0.9)
+        top = 1.0
+        for offset, column, label in ((-0.12, 3, "job time (start to last finish)"), (0.12, 6, "mean iteration")):
+            ratio = np.array([_num(r[column]) for r in rows])
+            if np.isnan(ratio).all():
+                continue
+            ax.plot(x + offset, ratio, "o", markersize=6, label=label)
+            for xi, m in zip(x + offset, ratio):
+                if m == m:
+                    top = max(top, m)
+                    ax.annotate(f"{m:.2f}", (xi, m), xytext=(0, 4), textcoords="offset points", ha="center", fontsize=8)
+        alone = [fmt_ns(_num(r[1])) if r[1] != "" else "" for r in rows]
+        ax.set_xticks(x, [f"{n}\nalone: {a}" for n, a in zip(names, alone)], fontsize=8)
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        ax.set_ylim(min(0.95, ax.get_ylim()[0]), top + 0.12 * max(top - 1.0, 0.1))
+        ax.set_ylabel("slowdown against alone (ratio, alone = 1)")
+        ax.set_xlabel("job")
+        _legend_above(ax, ncols=2, fontsize=8)
+    return fig
+
+
 SWEEP_FIGURES: dict[str, Maker] = {
     "policy_time": policy_time_figure,
     "comm_breakdown": breakdown_figure,
@@ -719,8 +756,32 @@ def figures_for(directory: Path) -> dict:
     return out
 
 
+def write_figures(directory: Path, out_dir: Path, slowdown: list[tuple] | None = None) -> list[str]:
+    """``roce-emu plot``: every figure the run or sweep ``directory`` can make (figures_for),
+    written to ``out_dir`` (new, empty or an earlier plot folder, checked before anything is
+    drawn) as PDF and PNG; their names. With ``slowdown`` (a run with jobs: results.jobs.
+    slowdown_rows), also jobs_slowdown_figure and the rows as jobs_slowdown.csv. Raises
+    ScenarioError for an ``out_dir`` that may not be written or a ``directory`` that cannot be
+    plotted."""
+    check_directory(out_dir, "--out", "plots")
+    try:
+        figures = figures_for(directory)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise ScenarioError(str(directory), "", f"cannot plot: {err}") from None
+    if slowdown is not None:
+        figures["jobs_slowdown"] = jobs_slowdown_figure(slowdown)
+    make_directory(out_dir, "plots")
+    for name, fig in figures.items():
+        save(fig, out_dir, name)
+    if slowdown is not None:
+        write_csv(out_dir / "jobs_slowdown.csv", SLOWDOWN_COLUMNS, slowdown)
+    return list(figures)
+
+
 def save_compare_figure(runs: list, out_dir: Path) -> list[Path]:
-    """compare_figure of the runs (compare.load_runs), written to out_dir/compare.pdf and .png."""
+    """compare_figure of the runs (compare.load_runs), written to out_dir/compare.pdf and .png;
+    out_dir is made a roce-emu plot folder (check it first: destination.check_directory)."""
+    make_directory(out_dir, "plots")
     return save(compare_figure([r.label for r in runs], [r.summary for r in runs]), out_dir, "compare")
 
 

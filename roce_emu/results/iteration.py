@@ -251,7 +251,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     for hi in ends:
         if hi < 0:
             break
-        windows.append((windows[-1][1] if windows else 0, hi))
+        windows.append((windows[-1][1] if windows else workload.start_ps, hi))
     if not windows:
         return []
     t = workload.tasks
@@ -260,7 +260,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
     start, finish = task["start_ps"].astype(np.int64), task["finish_ps"].astype(np.int64)
     is_collective = np.zeros(len(t), bool)
     is_collective[: len(workload.flows)] = collective_flow_mask(workload)
-    compute = np.flatnonzero((t.role == ROLE_CODE[ROLE_COMPUTE]) & (start >= 0) & (finish >= 0))
+    compute = np.flatnonzero((t.role == ROLE_CODE[ROLE_COMPUTE]) & workload.own_tasks() & (start >= 0) & (finish >= 0))
     comm = np.flatnonzero(is_collective & (start >= 0) & (finish >= 0))
     computing = _covered_per_host(t.host[compute], start[compute], finish[compute])
     # a collective flow occupies its sender and its receiver, when they are ranks (not the
@@ -279,7 +279,7 @@ def rank_timeline(world: World, workload: Workload) -> list[tuple]:
         busy_c = computing.get(h, [])
         busy_m = communicating.get(h, [])
         exposed = _subtract(busy_m, busy_c)
-        idle = _subtract([(0, windows[-1][1])], _covered(busy_c + busy_m))
+        idle = _subtract([(windows[0][0], windows[-1][1])], _covered(busy_c + busy_m))
         # the three states' segments are disjoint: sorted by start, their ends are sorted too
         segments = sorted(
             [(s, e, "compute") for s, e in busy_c]
@@ -325,7 +325,7 @@ def iteration_summary(world: World, workload: Workload, timeline: list[tuple] | 
         cells = [v for (i, _), v in per.items() if i == it]
         for key in keys:
             breakdown[key].append(ps_to_ns(float(np.mean([c[key] for c in cells]))))
-    bounds = [0] + ends
+    bounds = [workload.start_ps] + ends
     iteration_ns = [ps_to_ns(bounds[i + 1] - bounds[i]) for i in range(len(ends))]
     return {
         "iterations": len(ends),

@@ -6,10 +6,9 @@ import json
 import os
 import shutil
 import tempfile
-from importlib.util import find_spec
 from pathlib import Path
 
-from ..config.schema import FORMER_NAMES
+from ..config.schema import FORMER_NAMES, parquet_missing
 from ..errors import OutputError
 from .destination import check_directory, write_marker
 
@@ -25,13 +24,6 @@ def write_csv(path: Path, columns, rows) -> None:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(columns)
             writer.writerows(rows)
-
-
-def parquet_missing() -> str:
-    """Why output.format parquet cannot be written here ('' if it can)."""
-    if find_spec("pandas") and find_spec("pyarrow"):
-        return ""
-    return "'parquet' needs pandas and pyarrow: pip install 'roce-emu[parquet]'"
 
 
 def frame(columns, rows):

@@ -7,8 +7,9 @@ from ..config.cc_params import params_from_engine
 from ..core import kinds as K
 from ..core.ideal import flow_hops_and_ideal_fcts
 from ..core.paths import flow_path
-from ..core.state import QP_COUNTERS, World
+from ..core.state import World
 from ..fabric.topology import Fabric
+from ..run.world import flows_now
 from ..units import format_ps_as_ns, ps_to_ns
 from .metrics import io_streaming, size_buckets
 
@@ -39,20 +40,6 @@ def flow_paths(world: World, f: int) -> tuple[np.ndarray, np.ndarray]:
     fwd = flow_path(*args, int(r["src"]), int(r["dst"]), int(r["ecmp_hash"]))
     rev = flow_path(*args, int(r["dst"]), int(r["src"]), int(r["ecmp_hash"]))
     return fwd, rev
-
-
-def flows_now(world: World) -> np.ndarray:
-    """Every flow's record (FLOW_DTYPE) as of now: a flow still in flight (a run that stopped
-    early) takes its counters from its open queue pair. Without such flows, the world's own
-    array (not a copy: read it, do not write it)."""
-    live = np.flatnonzero(world.flow["qp"] >= 0)
-    if not len(live):
-        return world.flow
-    flow = world.flow.copy()
-    qp = world.qp[flow["qp"][live]]
-    for name in QP_COUNTERS:
-        flow[name][live] = qp[name]
-    return flow
 
 
 def flow_table(world: World) -> dict[str, np.ndarray]:

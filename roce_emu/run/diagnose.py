@@ -7,8 +7,8 @@ from ..core import kinds as K
 from ..core.paths import flow_path
 from ..core.state import World
 from ..fabric.topology import Fabric
-from ..results.tables import flows_now
 from ..units import ps_to_ns
+from .world import flows_now
 
 
 def _links_down(world: World, names: list[str]) -> list[str]:

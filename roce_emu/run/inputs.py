@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import load_scenario
-from ..config.schema import Scenario
+from ..config.schema import Scenario, parquet_missing
 from ..core.cc.registry import BY_NAME
 from ..errors import ScenarioError
 from ..fabric.faults import LinkPlan, compile_faults
@@ -18,7 +18,6 @@ from ..fabric.records import node_records, port_records
 from ..fabric.reduction import place_units
 from ..fabric.routing import build_routes
 from ..fabric.topology import Fabric, build_fabric, fabric_size
-from ..results.output import parquet_missing
 from ..workload import Workload, build_workload, workload_items
 from ..workload.collectives import HIERARCHICAL, Collective
 from ..workload.size import WorkloadSize, workload_size
@@ -147,7 +146,7 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
             f"takes as long as off (docs/fast_forward.md, The model)."
         ]
     reasons = []
-    if scenario.workload.training is not None:
+    if any(w.training is not None for w in [scenario.workload, *(job.workload for job in scenario.jobs)]):
         reasons.append("a training workload")
     longest = max((_ring_ranks(fabric, c) for c in workload.collectives), default=0)
     if longest > TRAINS_RING_RANKS and scenario.network.nic.ack_every_packets < TRAINS_ACK_EVERY:

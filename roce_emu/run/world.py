@@ -1,4 +1,5 @@
-"""Compile checked inputs into the engine's world: flat arrays with capacities, and growing them."""
+"""Compile checked inputs into the engine's world: flat arrays with capacities, growing them, and
+reading its flows as of now (flows_now, for the results and the stall report)."""
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from ..core.state import (
     PKT_DTYPE,
     PQ_DTYPE,
     QP_DTYPE,
+    QP_COUNTERS,
     QTASK_DTYPE,
     QUEUE_DTYPE,
     TASK_DTYPE,
@@ -26,7 +28,9 @@ from ..core.state import (
 )
 from ..fabric.topology import Fabric
 from ..units import bps_to_gbps, ns_to_ps
-from ..workload.dag import FlowTable, GateTable, QueueTable, TaskTable
+from ..workload import Workload
+from ..workload.dag import GateTable, QueueTable, TaskTable
+from ..workload.jobs import job_seed
 from .inputs import Inputs, why_no_trains
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
@@ -116,7 +120,7 @@ def build_world(inputs: Inputs) -> World:
     route_off, route_ports = plan.route_off, plan.route_ports
     cfg = config_slots(inputs)
     port, node = inputs.port, inputs.node
-    flow = _flows(scenario, fabric, flows, route_off[0], route_ports)
+    flow = _flows(scenario, fabric, workload, route_off[0], route_ports)
     n_qps = first_qp_slots(len(flows), fabric.n_endpoints)
     base_rtt_ps, max_switch_hops = route_extremes(inputs, cfg)
     ccp = cc_parameters(inputs, base_rtt_ps)
@@ -296,11 +300,27 @@ def _new_packets(n: int) -> np.ndarray:
     return pkt
 
 
-def _flows(scenario: Scenario, fabric: Fabric, table: FlowTable, route_off, route_ports) -> np.ndarray:
+def ecmp_hashes(scenario: Scenario, workload: Workload) -> np.ndarray:
+    """Each flow's ECMP hash, seeded: a job's flows from the job's own stream (workload/jobs.py),
+    so that they take the same paths alone as among other jobs."""
+    F = len(workload.flows)
+    if workload.job is None:
+        return np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2,))).integers(
+            0, 2**62, F, dtype=np.int64
+        )
+    hashes = np.zeros(F, np.int64)
+    job = workload.job[:F]
+    for i, part in enumerate(workload.jobs):
+        mine = job == i
+        rng = np.random.default_rng(job_seed(scenario, part.name).spawn(1)[0])
+        hashes[mine] = rng.integers(0, 2**62, int(mine.sum()), dtype=np.int64)
+    return hashes
+
+
+def _flows(scenario: Scenario, fabric: Fabric, workload: Workload, route_off, route_ports) -> np.ndarray:
+    table = workload.flows
     F = len(table)
-    hashes = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2,))).integers(
-        0, 2**62, F, dtype=np.int64
-    )
+    hashes = ecmp_hashes(scenario, workload)
     flow = np.zeros(F, FLOW_DTYPE)
     flow["src"] = table.src
     flow["dst"] = table.dst
@@ -352,3 +372,17 @@ def grow_qps(world: World) -> World:
         int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]),
         trace=trace,
     )
+
+
+def flows_now(world: World) -> np.ndarray:
+    """Every flow's record (FLOW_DTYPE) as of now: a flow still in flight (a run that stopped
+    early) takes its counters from its open queue pair. Without such flows, the world's own
+    array (not a copy: read it, do not write it)."""
+    live = np.flatnonzero(world.flow["qp"] >= 0)
+    if not len(live):
+        return world.flow
+    flow = world.flow.copy()
+    qp = world.qp[flow["qp"][live]]
+    for name in QP_COUNTERS:
+        flow[name][live] = qp[name]
+    return flow

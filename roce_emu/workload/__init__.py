@@ -6,22 +6,23 @@ its ``after`` (the same rank's part, or the whole item if the rank took no part)
 item without ``after`` waits for the rank's previous iteration.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
 
-from ..config.schema import Scenario
+from ..config.schema import ALGORITHMS, Scenario
 from ..errors import ScenarioError
 from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
-from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
+from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, GateTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming
-from .training import training_items
+from .stragglers import compute_durations, straggling_ranks
+from .training import training_hosts, training_items
 
 
 @dataclass
@@ -33,9 +34,19 @@ class Workload:
     notes: list = field(default_factory=list)  # what an imported trace held that has no equivalent
     units: list = field(default_factory=list)  # (switch, neighbour) of each reduction unit, fabric/reduction.py
     gates: GateTable | None = None  # streaming in-switch reduction's per-packet gates (core/stream.py)
+    #: scenario jobs (workload/jobs.py): each task's job, an index into ``jobs`` (final ids); None without jobs
+    job: np.ndarray | None = None
+    jobs: list = field(default_factory=list)  # jobs.JobPart per job
+    start_ps: int = 0  # the first iteration's window starts here (a job's start)
+    own: np.ndarray | None = None  # a job's view (jobs.job_view): the tasks that are the job's; None: all
+    stragglers: list = field(default_factory=list)  # {rank, host, factor} of each straggling rank (stragglers.py)
 
     def __len__(self) -> int:
         return len(self.flows)
+
+    def own_tasks(self) -> np.ndarray:
+        """True for each task this workload (or this job's view of it) counts as its own."""
+        return np.ones(len(self.tasks), bool) if self.own is None else self.own
 
 
 def collective_flow_mask(workload: Workload) -> np.ndarray:
@@ -46,13 +57,48 @@ def collective_flow_mask(workload: Workload) -> np.ndarray:
     return mask
 
 
+NOTHING_TO_DO = "nothing to do: give flows, patterns, collectives, compute, training or chakra"
+
+
 def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None) -> Workload:
     """Expand the workload into the task DAG; check host ids, names and sizes against the fabric.
     In-network collectives name the switch reduction units they use by provisional ids, listed in
     ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
-    result if the caller has it (the size count made before building does), else made here."""
-    b = DagBuilder()
-    reductions = Reductions(fabric, scenario.network.switch)
+    result if the caller has it (the size count made before building does), else made here. A
+    scenario with jobs is built job by job (jobs.build_jobs). The scenario's stragglers and
+    compute jitter then set the compute tasks' durations (stragglers.py)."""
+    if scenario.jobs:
+        from .jobs import build_jobs  # which builds each job with this module
+
+        workload = build_jobs(scenario, fabric, source)
+    else:
+        b = DagBuilder()
+        reductions = Reductions(fabric, scenario.network.switch)
+        part = add_workload(b, scenario, fabric, source, reductions, items)
+        if len(b) == 0:
+            raise ScenarioError(source, "workload", NOTHING_TO_DO)
+        workload = finish_workload(b, source, reductions, [part])[0]
+    workload.stragglers = straggling_ranks(scenario, fabric.n_hosts, source)
+    durations = compute_durations(workload.tasks, scenario, workload.stragglers, source)
+    if durations is not None:
+        workload.tasks = replace(workload.tasks, duration_ps=durations)
+    return workload
+
+
+@dataclass
+class WorkloadPart:
+    """What add_workload added to a DagBuilder, in provisional task ids."""
+
+    collectives: list
+    iteration_ends: list
+    notes: list
+
+
+def add_workload(
+    b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions: Reductions, items: list[Item] | None
+) -> WorkloadPart:
+    """Add the scenario's workload section to ``b``: flows and patterns, then the iterations of
+    its collectives, compute and training, or of its Chakra trace."""
     _add_flows_and_patterns(b, scenario, fabric, source)
     if items is None:
         items = workload_items(scenario, fabric, source)
@@ -70,19 +116,30 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
             source,
             reductions,
         )
-    if len(b) == 0:
-        raise ScenarioError(
-            source, "workload", "nothing to do: give flows, patterns, collectives, compute, training or chakra"
-        )
+    return WorkloadPart(collectives, iteration_ends, notes)
+
+
+def finish_workload(
+    b: DagBuilder, source: str, reductions: Reductions, parts: list[WorkloadPart]
+) -> tuple[Workload, np.ndarray]:
+    """Build the DAG ``b`` holds (refused if its tasks wait for each other in a cycle), each
+    part's collectives and iteration ends renumbered (in place) to the final task ids. The
+    workload has every part's collectives and notes, and the iteration ends of a single part
+    (jobs keep theirs per job); with it, each provisional id's final id."""
     flows, tasks, new_id = b.build()
     if not b.in_creation_order() and has_cycle(tasks):
         raise ScenarioError(source, "workload", "the tasks wait for each other in a cycle")
-    for c in collectives:
-        c.flows = new_id[c.flows]
-        c.end = {r: int(new_id[k]) for r, k in c.end.items()}
-    ends = [{r: int(new_id[k]) for r, k in e.items()} for e in iteration_ends]
+    for part in parts:
+        for c in part.collectives:
+            c.flows = new_id[c.flows]
+            c.end = {r: int(new_id[k]) for r, k in c.end.items()}
+        part.iteration_ends = [{r: int(new_id[k]) for r, k in e.items()} for e in part.iteration_ends]
+    collectives = [c for part in parts for c in part.collectives]
+    notes = [note for part in parts for note in part.notes]
+    ends = parts[0].iteration_ends if len(parts) == 1 else []
     gates = b.gate_table(new_id)
-    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports), gates if len(gates) else None)
+    workload = Workload(flows, tasks, collectives, ends, notes, list(reductions.ports), gates if len(gates) else None)
+    return workload, new_id
 
 
 def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:
@@ -176,7 +233,7 @@ def scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item
         )
     training = scenario.workload.training
     if training is not None:
-        hosts = checked_hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
+        hosts = checked_hosts(source, "workload.training", training_hosts(training, H), H, 1)
         node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
         items.extend(training_items(training, hosts, H, source, node_size, scenario.seed))
     return items
@@ -234,7 +291,8 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
         if item.kind == "collective":
             for group in item.groups:
                 check_collective(source, item, group, fabric)
-    collectives, ends = [], []
+    collectives: list[Collective] = []
+    ends: list[dict[int, int]] = []  # per iteration: rank -> the join that ends its part
     previous: dict[int, int] = {}
     timing = dim_timing(scenario, fabric)
     for it in range(scenario.workload.iterations):
@@ -254,16 +312,29 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     out.append(whole[other])
             return out
 
+        def pull_waits(server, rank, item):
+            out = [previous[rank]] if rank in previous else []
+            back = it - 1 - item.staleness if item.staleness is not None else -1
+            if back >= 0 and server in ends[back]:
+                out.append(ends[back][server])
+            return out
+
         for item in items:
             if item.kind == "compute":
                 done[item.name] = {
                     h: b.compute(h, item.duration_ps, item.name, it, after=waits(h, item)) for h in item.hosts
                 }
             elif item.kind == "send":
-                done[item.name] = {}
+                sent: dict[int, list[int]] = {}  # rank -> the flows it sends or receives
                 for src, dst in item.pairs:
-                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=waits(src, item))
-                    done[item.name][src] = done[item.name][dst] = k
+                    after = pull_waits(src, dst, item) if item.pull else waits(src, item)
+                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=after)
+                    sent.setdefault(src, []).append(k)
+                    sent.setdefault(dst, []).append(k)
+                # a rank in several pairs (a parameter server) is done with the item once all its flows are
+                done[item.name] = {
+                    r: ks[0] if len(ks) == 1 else b.join(item.name, it, after=ks) for r, ks in sent.items()
+                }
             else:
                 done[item.name] = {}
                 for g, group in enumerate(item.groups):

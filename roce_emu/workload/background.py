@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.schema import SHIPPED_CDFS as BUILTIN
 from ..errors import ScenarioError
 
 CDF_DIR = Path(__file__).resolve().parent / "traffic_cdf"
-BUILTIN = tuple(sorted(p.stem for p in CDF_DIR.glob("*.csv")))
 
 
 def cdf_path(name: str) -> Path:

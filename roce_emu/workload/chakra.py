@@ -24,10 +24,11 @@ from collections import Counter, defaultdict, deque
 
 import numpy as np
 
+from ..config.schema import ALGORITHMS
 from ..errors import ScenarioError
 from ..importers.chakra import COLLECTIVES, TraceNode, read_traces
 from ..fabric.reduction import check_reducing
-from .collectives import ALGORITHMS, HIERARCHICAL, Collective, expand
+from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder
 
 PS_PER_US = 1_000_000

@@ -36,23 +36,15 @@ dispatch does with uneven expert loads) runs directly, in one chunk and channel.
 """
 
 from dataclasses import dataclass, field
-from typing import get_args
 
 import numpy as np
 
-from ..config.schema import CollectiveAlgorithm
 from ..fabric.reduction import NVLS
 from .dag import DagBuilder
 from .stage_model import DimTiming
 from .themis import keeps_baseline, plan
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-ALGORITHMS = {
-    "all_reduce": get_args(CollectiveAlgorithm),  # every algorithm runs All-Reduce
-    "reduce_scatter": ("ring", "direct", "in_network", "nvls"),
-    "all_gather": ("ring", "direct", "in_network", "nvls"),
-    "all_to_all": ("direct", "ring"),
-}
 #: the algorithms that run phase by phase through a fabric's dimensions (they need grid coordinates)
 HIERARCHICAL = ("hierarchical", "hierarchical_bidir")
 #: NCCL's bus-bandwidth factor f(n): busBW = algBW * f
@@ -101,6 +93,15 @@ class _Expansion:
         self.singles: list[tuple] = []  # (id, src, dst) of flows added one at a time
         self.dim_of: list[tuple] = []  # hierarchical: (ids, dimension) per ring
         self.channel = 0  # the channel being added
+        self.entered: dict = {}  # rank -> the task its first sends wait for (None: nothing), see starts
+
+    def starts(self, ranks) -> dict:
+        """rank -> the one task a chunk's first sends of that rank wait for (a join of its ready
+        tasks if it has several, None if none); the first chunk's are also the rank's entry."""
+        out = {r: _start_join(self.b, self.c, self.ready.get(r, [])) for r in ranks}
+        for r, task in out.items():
+            self.entered.setdefault(r, task)
+        return out
 
     def flow(self, src: int, dst: int, nbytes: int, after) -> int:
         k = self.b.flow(
@@ -151,6 +152,7 @@ def expand(
     # each rank's part is done when every flow it sends or receives is (in_network: flows
     # between switches' units come before some rank's flow)
     ids, src, dst = x.all_flows()
+    _wait_to_enter(b, ids, src, dst, x.entered)
     c.end = {r: b.join(c.name, c.iteration) for r in c.ranks}
     end_of = _by_rank(c.end)
     for end in (src, dst):
@@ -164,10 +166,27 @@ def expand(
     return c
 
 
+def _wait_to_enter(b: DagBuilder, ids: np.ndarray, src: np.ndarray, dst: np.ndarray, entered: dict) -> None:
+    """Each flow waits for its sender and its receiver to have entered the collective (``entered``:
+    rank -> the task its first sends wait for, or None): a rank takes part only once it has
+    called the collective, its data ready. It forwards nothing before then, and, as NCCL's
+    receivers post the buffers their senders write into when they enter, nothing is sent to it
+    before then either. Where every rank enters at once this changes nothing; a late rank (a
+    straggler) holds back what passes through it."""
+    wait = np.full(max(entered, default=-1) + 1, -1, np.int64)
+    for r, task in entered.items():
+        if task is not None:
+            wait[r] = task
+    for end in (src, dst):
+        mine = end < len(wait)  # in_network: a switch's reduction unit has not a rank's id
+        mine[mine] = wait[end[mine]] >= 0
+        b.edges(wait[end[mine]], ids[mine])
+
+
 def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coords, dims, timing, reductions):
     """One channel of collective x.c: its share of ``nbytes`` over ``ranks`` in their order,
     its chunks pipelined (each channel chains its own chunks)."""
-    b, c = x.b, x.c
+    c = x.c
     x.channel = channel
     p = len(ranks)
     per_chunk = split(nbytes, c.chunks)
@@ -177,7 +196,7 @@ def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coor
         planned = _hierarchical_planned(x, ranks, per_chunk, ready, coords, dims, timing)
     for chunk in range(0 if planned else c.chunks):
         size = per_chunk[chunk]
-        starts = {r: _start_join(b, c, ready.get(r, [])) for r in ranks}
+        starts = x.starts(ranks)
         if c.algorithm == "hierarchical":
             _hierarchical(x, ranks, size, starts, prev, coords, dims)
         elif c.algorithm == "hierarchical_bidir":
@@ -207,7 +226,8 @@ def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
     an end join, plus each algorithm's joins between phases; per flow, the step it forwards,
     the previous chunk's flow and its two ranks' end joins, plus a receive join between
     phases (hierarchical) or the previous exchange (pairwise all-to-all), or a second child's
-    (tree). Each channel adds its chunks' flows as another chunk would."""
+    (tree). Each channel adds its chunks' flows as another chunk would. The edges from each
+    flow's two ranks' entries (_wait_to_enter) are size.workload_size's to count."""
     p, chunks = len(c.ranks), c.chunks * c.channels
     extra_edges, extra_joins = 0, 0
     if c.algorithm in HIERARCHICAL:
@@ -427,7 +447,7 @@ def _hierarchical_planned(x: _Expansion, ranks, per_chunk, ready, coords, dims, 
     if keeps_baseline(dims, stages):
         return False
     held = [{r: per_chunk[k] for r in ranks} for k in range(c.chunks)]
-    done = [{r: _start_join(x.b, c, ready.get(r, [])) for r in ranks} for _ in range(c.chunks)]
+    done = [x.starts(ranks) for _ in range(c.chunks)]
     smallest_first = c.scheduler == "themis_scf"
     for stage in stages:  # in the order the plan starts them: ties in the queues go that way
         done[stage.chunk] = _dimension_phase(

@@ -6,6 +6,7 @@ The counts follow the builder (workload/__init__.py) item by item and iteration 
 flows exactly (each collective's own count, collectives.dag_size), tasks and edges as the
 most the builder adds. An imported Chakra trace is counted only once it is built."""
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ..config.schema import Scenario
@@ -29,6 +30,11 @@ class WorkloadSize:
         """The size of a built workload."""
         return cls(len(workload.flows), len(workload.tasks), len(workload.tasks.succ))
 
+    @classmethod
+    def total(cls, sizes: "list[WorkloadSize]") -> "WorkloadSize":
+        """The size of several workloads in one DAG (a scenario's jobs)."""
+        return cls(*(sum(getattr(s, name) for s in sizes) for name in ("flows", "tasks", "edges", "single_flows")))
+
 
 def workload_size(
     scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None
@@ -36,7 +42,13 @@ def workload_size(
     """The flows, tasks and edges build_workload will make, counted without making them (None
     for a Chakra trace, which only its import can count). Raises the ScenarioError the builder
     would for a host, name or collective it refuses. ``items``: workload_items' result if the
-    caller has it (to hand the same to build_workload), else made here."""
+    caller has it (to hand the same to build_workload), else made here. A scenario with jobs
+    counts each job's."""
+    if scenario.jobs:
+        from .jobs import job_inputs  # which builds on this package
+
+        sizes = [workload_size(job.scenario, fabric, source, job.items) for job in job_inputs(scenario, fabric, source)]
+        return None if None in sizes else WorkloadSize.total([s for s in sizes if s is not None])
     if scenario.workload.chakra is not None:
         return None
     patterns = _pattern_flows(scenario, fabric, source)
@@ -47,6 +59,9 @@ def workload_size(
     singles = 0  # per iteration
     ranks: set[int] = set()  # every rank an iteration's join waits for
     taking_part = 0  # (item, rank) pairs: the edges into the iteration's joins
+    # edges from each collective flow's two ranks' entries (collectives._wait_to_enter), per
+    # iteration, and of them those the first iteration has (an item without after waits for nothing there)
+    entries, first_entries = 0, 0
     for item in items:
         waits = max(1, len(item.after))
         if item.kind == "compute":
@@ -58,6 +73,8 @@ def workload_size(
             flows += len(item.pairs)
             edges += waits * len(item.pairs)
             ends = {r for pair in item.pairs for r in pair}
+            several = [n for n in Counter(r for pair in item.pairs for r in pair).values() if n > 1]
+            tasks, edges = tasks + len(several), edges + sum(several)  # a join per rank in several pairs
             ranks.update(ends)
             taking_part += len(ends)
         else:
@@ -68,6 +85,8 @@ def workload_size(
                 f, joins, e = dag_size(c, fabric.dims, reductions)
                 starts = len(group) * item.chunks * item.channels  # a start join per rank, chunk and channel
                 flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * starts
+                entries += 2 * f
+                first_entries += 2 * f if item.after else 0
                 singles += f if one_at_a_time(c) else 0
                 ranks.update(group)
                 taking_part += len(group)
@@ -75,7 +94,8 @@ def workload_size(
     edges += taking_part + len(items) * len(ranks)
     its = scenario.workload.iterations if items else 0
     flows = len(scenario.workload.flows) + patterns + its * flows
-    return WorkloadSize(flows, flows + its * tasks, its * edges, patterns + its * singles)
+    edges = its * edges + (its - 1) * entries + first_entries if its else 0
+    return WorkloadSize(flows, flows + its * tasks, edges, patterns + its * singles)
 
 
 def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:

@@ -1,16 +1,17 @@
-"""Write an imported scenario: validated first, with a header naming its sources and what was
-not carried over and roce-emu's stamp, atomically (a reader never sees half a file), never over a
-file unless asked and roce-emu wrote it."""
+"""Write a scenario roce-emu made (``import``, ``design``): validated first, with a header naming
+its sources and what was not carried over (or, for a design, what was chosen and why) and
+roce-emu's stamp, atomically (a reader never sees half a file), never over a file unless asked
+and roce-emu wrote it."""
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import yaml
 
 from ..config.load import validate_document, with_current_names
-from ..results.destination import check_file, stamped
+from .destination import check_file, stamped
 
 
 def write_scenario(
@@ -47,3 +48,15 @@ def write_imported(doc: dict, dest: Path | None, sources: list[str], notes: list
     """write_scenario for an importer's document: to ``dest``, by default ./NAME.yaml after the
     document's name."""
     return write_scenario(doc, Path(dest or f"{doc['name']}.yaml"), sources, notes, overwrite)
+
+
+def import_scenario(
+    read: Callable[[], tuple[dict, list[str], list[str]]], dest: Path | None, overwrite: bool = False
+) -> tuple[Path, list[str]]:
+    """``roce-emu import``: ``dest`` (when given) checked first, then the other tool's files read
+    (``read()``: the document, what was not carried over, the files read) and the scenario
+    written (write_imported). Returns where it went and the notes."""
+    if dest is not None:
+        check_file(Path(dest), "--out", overwrite)
+    doc, notes, sources = read()
+    return write_imported(doc, dest, sources, notes, overwrite), notes
