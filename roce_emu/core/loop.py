@@ -3,7 +3,7 @@
 The Python driver calls it in slices; every stopping test happens before an event
 is taken, so slicing never changes the result.
 
-World arrays: reads cfg, pkt, node, flow, qp, trace, task; writes stats, meta, ev, port, gate_state.
+World arrays: reads cfg, pkt, node, flow, qp, trace, task, gate_state; writes stats, meta, ev, port.
 """
 
 from .cc import dispatch as cc

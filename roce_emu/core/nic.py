@@ -19,7 +19,7 @@ cut short is settled by credits that later trains repay. A data packet of anothe
 a switch port that passes a long train on cuts that train at its NIC too. docs/fast_forward.md
 gives the model and its error.
 
-World arrays: reads cfg, pq, node; writes stats, meta, ev, pkt, port, qp, ccs.
+World arrays: reads cfg, pq, node, gate_state; writes stats, meta, ev, pkt, port, qp, ccs.
 """
 
 import numpy as np
