@@ -47,7 +47,7 @@ from .results.tables import (
 )
 from .run.diagnose import stall_report
 from .run.driver import Limits, RunOutcome, simulate
-from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings
+from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings, streams
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
@@ -198,8 +198,8 @@ def run(
         progress=progress,
         label=sc.name,
         check=check,
-        exact_jumps=sc.sim.fast_forward == "exact",
-        memo=memo_settings(sc),
+        exact_jumps=sc.sim.fast_forward == "exact" and not streams(prepared.workload),
+        memo=memo_settings(sc, prepared.workload),
     )
     if outcome.status == "invariant" and not outcome.reason:
         outcome.reason = broken_invariant_message(outcome.world, prepared.fabric)

@@ -39,6 +39,10 @@ ARRAYS = (
     "qtask",
     "queue",
     "link_plan",
+    "gate_off",
+    "gate_in",
+    "gate_out",
+    "gate_state",
 )
 #: no World access of their own (constants, the registry, the JIT switch, the generator's kernels),
 #: the World's definition, the heap (handed its arrays) and the fast-forward kernels (every array: their docstrings)

@@ -1,6 +1,6 @@
-"""In-network collectives (algorithm: in_network): traffic, timing against the alpha-beta
-model derived in docs/in_network.md, trees over two levels, bounded reduction state, PFC,
-determinism and bad input."""
+"""In-network collectives (algorithm: in_network): traffic, store-and-forward timing against the
+alpha-beta model derived in docs/in_network.md, trees over two levels, bounded reduction state,
+PFC, determinism and bad input. Streaming reduction: tests/test_in_network_streaming.py."""
 
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ MTU, DATA, ACK = 1000, 1082, 86  # payload, data frame and ACK frame on the wire
 RATE = 100 * 10**9
 PROP = 1_000_000  # ps: the default link delay
 D = 8_000_000
+SF = {"switch": {"reduction": "store_and_forward"}}  # network section: whole chunks at a time
 
 
 def all_reduce(topology, algorithm="in_network", nbytes=D, chunks=1, kind="all_reduce", network=None, **extra):
@@ -66,10 +67,10 @@ def test_single_switch_time_matches_alpha_beta():
     """One chunk: up, then down, each one step with no ACKs against the data. C chunks pipeline:
     the first chunk's way up and the last one's way down alone, C - 1 steps in between with
     both directions busy."""
-    one = iteration_ps(simulate(all_reduce(single())))
+    one = iteration_ps(simulate(all_reduce(single(), network=SF)))
     assert one == pytest.approx(2 * step_ps(D, False), rel=0.02)
     c = 8
-    piped = iteration_ps(simulate(all_reduce(single(), chunks=c)))
+    piped = iteration_ps(simulate(all_reduce(single(), chunks=c, network=SF)))
     s = D / c
     assert piped == pytest.approx(2 * step_ps(s, False) + (c - 1) * step_ps(s, True), rel=0.02)
     ring = iteration_ps(simulate(all_reduce(single(), algorithm="ring", chunks=c)))
@@ -79,8 +80,8 @@ def test_single_switch_time_matches_alpha_beta():
 @pytest.mark.parametrize("kind, up, down", [("reduce_scatter", D, D // 8), ("all_gather", D // 8, D)])
 def test_reduce_scatter_and_all_gather_move_their_parts(kind, up, down):
     """Reduce-scatter sends the whole buffer up and each rank's segment down; all-gather each
-    rank's segment up and the whole buffer down."""
-    res = simulate(all_reduce(single(), kind=kind))
+    rank's segment up and the whole buffer down (store-and-forward: one after the other)."""
+    res = simulate(all_reduce(single(), kind=kind, network=SF))
     t = res.flow_table
     assert t["bytes"][t["src"] == 3].sum() == up
     assert t["bytes"][t["dst"] == 3].sum() == down
@@ -130,10 +131,10 @@ def test_full_reduction_slots_hold_the_senders():
     """With one slot, a switch holds one chunk: the next chunk waits at the NPUs until the
     result went down, so nothing pipelines and the time is that of one chunk, C times."""
     c = 4
-    net = {"switch": {"reduction_slots": 1}}
+    net = {"switch": {"reduction": "store_and_forward", "reduction_slots": 1}}
     held = iteration_ps(simulate(all_reduce(single(), chunks=c, network=net)))
     assert held == pytest.approx(c * 2 * step_ps(D / c, False), rel=0.02)
-    free = iteration_ps(simulate(all_reduce(single(), chunks=c)))
+    free = iteration_ps(simulate(all_reduce(single(), chunks=c, network=SF)))
     assert held > 1.3 * free
 
 
@@ -196,7 +197,7 @@ def test_fast_forward_exact_is_identical_and_trains_stay_close():
     trains stay within 1 % on the iteration, the accuracy ``trains`` promises where it does not warn."""
     topo = fred(375.0)
     off, exact, trains = (
-        simulate(all_reduce(topo, chunks=4, nbytes=2_000_000, sim={"fast_forward": ff}))
+        simulate(all_reduce(topo, chunks=4, nbytes=2_000_000, network=SF, sim={"fast_forward": ff}))
         for ff in ("off", "exact", "trains")
     )
     assert np.array_equal(off.flow_table["fct_ps"], exact.flow_table["fct_ps"])

@@ -25,6 +25,7 @@ INTO_GPU = NVLINK + NIC  # the link into a GPU: both of its ports' rates
 NVLINK_PS, RAIL_PS = 150_000, 1_000_000
 G = 4  # GPUs a node
 S = 8_000_000  # bytes per rank
+SF = {"switch": {"reduction": "store_and_forward"}}  # the NVSwitch reduces whole chunks (the steps below)
 
 
 def rail(nodes):
@@ -67,8 +68,9 @@ def nvls_ps(nbytes, nodes=1):
     return nvls + (tree_one_chunk_ps(nodes, nbytes / G, alpha_ps(ONE_LEAF), NIC) if nodes > 1 else 0)
 
 
-def run(nodes, **collective):
-    res = simulate(scenario(topology=rail(nodes), workload={"collectives": [{"name": "c", **collective}]}))
+def run(nodes, network=None, **collective):
+    sections = dict(topology=rail(nodes), workload={"collectives": [{"name": "c", **collective}]})
+    res = simulate(scenario(**sections, **({"network": network} if network else {})))
     assert res.outcome.status == "finished" and res.summary["data_packets_dropped"] == 0
     return res, res.summary["iteration_ns"][0] * 1000
 
@@ -97,7 +99,7 @@ def test_nvls_sends_each_buffer_into_the_nvswitch_once():
     slice up once and the switch multicasts it to every GPU. Four steps one after the other:
     S up, S / g down, S / g up, S down. Each GPU's NVLink carries (1 + 1/g) S each way (and the
     ACKs of as much the other way), not a ring's 2 (g - 1) / g S, and nothing goes over a rail."""
-    res, measured = run(2, kind="all_reduce", algorithm="nvls", bytes=S, hosts=list(range(G)))
+    res, measured = run(2, SF, kind="all_reduce", algorithm="nvls", bytes=S, hosts=list(range(G)))
     predicted = nvls_ps(S)
     print(f"nvls: {measured / 1e6:.2f} us, alpha-beta {predicted / 1e6:.2f} us")
     assert measured == pytest.approx(predicted, rel=0.02)
@@ -112,7 +114,7 @@ def test_nvls_sends_each_buffer_into_the_nvswitch_once():
 def test_nvls_reduce_scatter_and_all_gather_are_one_step_each_way(kind, up, down):
     """NVLS Reduce-Scatter: the buffer up, the GPU's reduced segment down; All-Gather: the
     segment up, the NVSwitch's multicast of all of them down."""
-    res, measured = run(1, kind=kind, algorithm="nvls", bytes=S)
+    res, measured = run(1, SF, kind=kind, algorithm="nvls", bytes=S)
     assert measured == pytest.approx(step_ps(UP, up) + step_ps(DOWN, down), rel=0.02)
     assert sent(res, "gpu2", "nvs0") == up // MTU * DATA + down // MTU * ACK
 
@@ -123,7 +125,7 @@ def test_nvls_tree_reduces_in_the_nodes_and_across_them_per_rail():
     rank sending and receiving half the slice in each: tests/test_collectives.py
     tree_one_chunk_ps over the rail's path), then the NVLS all-gather (S / g up, S down). A
     GPU's rail carries its slice S / g each way, its NVLink (1 + 1/g) S; no byte crosses a spine."""
-    res, measured = run(2, kind="all_reduce", algorithm="nvls_tree", bytes=S)
+    res, measured = run(2, SF, kind="all_reduce", algorithm="nvls_tree", bytes=S)
     predicted = nvls_ps(S, nodes=2)
     print(f"nvls_tree: {measured / 1e6:.2f} us, alpha-beta {predicted / 1e6:.2f} us")
     assert measured == pytest.approx(predicted, rel=0.02)
@@ -143,10 +145,10 @@ def test_nvls_tree_chunks_pipeline_towards_the_busiest_rail():
     rate). With 8 chunks the time lies between that link's work and its work plus one chunk's
     trip through every step (the pipeline's fill and drain); one chunk takes the sum of its
     steps."""
-    _, measured = run(4, kind="all_reduce", algorithm="nvls_tree", bytes=S)
+    _, measured = run(4, SF, kind="all_reduce", algorithm="nvls_tree", bytes=S)
     assert measured == pytest.approx(nvls_ps(S, nodes=4), rel=0.02)
     chunks = 8
-    res, measured = run(4, kind="all_reduce", algorithm="nvls_tree", bytes=S, chunks=chunks)
+    res, measured = run(4, SF, kind="all_reduce", algorithm="nvls_tree", bytes=S, chunks=chunks)
     for h in range(4 * G):
         node, gpu = divmod(h, G)
         assert sent(res, f"gpu{h}", f"rail{gpu}.leaf0") == wire((2 if node in (1, 2) else 1) * S // G)

@@ -671,8 +671,7 @@ SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
     [
         ("training_resnet50", True),  # measured +0.73 % and +1.11 % per iteration
         ("training_dlrm", True),  # +2.5 % and +5.2 %
-        ("allreduce_in_network", False),  # the rest within 0.1 % (docs/fast_forward.md, "Accuracy")
-        ("allreduce_multi_dim", False),
+        ("allreduce_multi_dim", False),  # the rest within 0.1 % (docs/fast_forward.md, "Accuracy")
         ("cc_dcqcn", False),
         ("fat_tree_permutation", False),
         ("single_flow", False),

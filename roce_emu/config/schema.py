@@ -592,9 +592,24 @@ class Switch(Strict):
     ack_queue: Literal["control", "data"] = "control"
     """Where switches queue ACKs and NACKs: the strict-priority control queue, or with their flow's data (buffered,
     paused by PFC, as the HPCC ns-3 simulator's switches do)."""
-    reduction_slots: int = Field(16, ge=1, le=1 << 20)
-    """in_network collectives: chunks a switch's reduction holds at once; a chunk beyond them waits at its senders
-    until the oldest one has been sent down."""
+    reduction: Literal["streaming", "store_and_forward"] = "streaming"
+    """How a switch reduces (in_network, nvls, nvls_tree): streaming, packet by packet as they arrive, each reduced
+    packet sent on once every branch's has arrived (SHARP, SwitchML, NVLS); store_and_forward, a whole chunk
+    received from every branch before its result is sent on (docs/in_network.md)."""
+    reduction_slots: Optional[int] = Field(None, ge=1, le=1 << 20)
+    """The switch's aggregation slots. streaming: packets of a reduction a member may send ahead of the results it
+    got back (its window; at least one result packet's worth); store_and_forward: chunks a switch's reduction holds
+    at once, a chunk beyond them waiting at its senders until the oldest one has been sent down. null: 256 packets
+    streaming (a 400 Gb/s link's worth over a 5 us round trip through a two-level tree, 1000-byte packets), 16
+    chunks store_and_forward."""
+
+    #: reduction_slots when null, per reduction
+    DEFAULT_SLOTS: ClassVar[dict[str, int]] = {"streaming": 256, "store_and_forward": 16}
+
+    @property
+    def slots(self) -> int:
+        """reduction_slots, or its default for the reduction."""
+        return self.reduction_slots or self.DEFAULT_SLOTS[self.reduction]
 
 
 class Nic(Strict):

@@ -3,7 +3,7 @@
 The Python driver calls it in slices; every stopping test happens before an event
 is taken, so slicing never changes the result.
 
-World arrays: reads cfg, pkt, node, flow, qp, trace, task; writes stats, meta, ev, port.
+World arrays: reads cfg, pkt, node, flow, qp, trace, task, gate_state; writes stats, meta, ev, port.
 """
 
 from .cc import dispatch as cc
@@ -40,6 +40,7 @@ from .kinds import (
     M_QP_FREE,
     M_TRACE_ROWS,
     NO_ARG,
+    PK_DATA,
     POOL_MARGIN,
     ST_BUDGET,
     ST_FLOW_START,
@@ -61,6 +62,7 @@ from . import pfc
 from .packets import pkt_free, pkt_lose
 from .pfc import is_pfc
 from .port import drain_kicks, kick, on_switch_arrive, on_tx_done
+from .stream import on_delivered, open_gates
 from .tasks import schedule_roots, task_done
 from .trace import rows_per_event, rows_per_sample, sample
 
@@ -87,6 +89,8 @@ def _on_arrive(w, k, arg, t):
                 push_take(w, k, p_in, due)
                 return
         p = on_host_arrive(w, k, node, t)
+        if kind == PK_DATA and w.gate_state.shape[0] > 0:
+            on_delivered(w, I64(pk["qp"]), t)
         pkt_free(w, k)
         if p >= 0:
             kick(w, p)
@@ -170,10 +174,12 @@ def advance(w, t_limit_ps, max_events):
 
 @njit
 def schedule_start(w):
-    """Schedule the link plan (first, so a fault wins ties), release the DAG's roots (flows and
-    compute without predecessors), and put the first trace sample at the earliest of them if
-    sampled traces are on (the PFC log needs no samples)."""
+    """Schedule the link plan (first, so a fault wins ties), open the streaming reduction's gates
+    (stream.open_gates), release the DAG's roots (flows and compute without predecessors), and
+    put the first trace sample at the earliest of them if sampled traces are on (the PFC log
+    needs no samples)."""
     schedule_link_plan(w)
+    open_gates(w)
     schedule_roots(w)
     first = -1
     for k in range(w.task.shape[0]):

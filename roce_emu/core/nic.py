@@ -19,7 +19,7 @@ cut short is settled by credits that later trains repay. A data packet of anothe
 a switch port that passes a long train on cuts that train at its NIC too. docs/fast_forward.md
 gives the model and its error.
 
-World arrays: reads cfg, pq, node; writes stats, meta, ev, pkt, port, qp, ccs.
+World arrays: reads cfg, pq, node, gate_state; writes stats, meta, ev, pkt, port, qp, ccs.
 """
 
 import numpy as np
@@ -73,6 +73,7 @@ from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .pfc import is_paused
 from .qp import qp_open
 from .rng import mix64
+from .state import GATE_LIMIT
 from .tasks import task_done
 
 TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
@@ -156,11 +157,13 @@ def ring_remove(w, p, f):
 def next_data_packet(w, p, t):
     """Build the next data packet the host port p may send at t, or return -1.
 
-    If queue pairs wait only for their pacing time, schedule a wake-up for the earliest."""
+    If queue pairs wait only for their pacing time, schedule a wake-up for the earliest (one
+    held back by its gates is kicked when they open, stream.on_delivered)."""
     qps = w.qp
     pt = w.port[p]
     f = pt["act_head"]
     mtu = w.cfg[CFG_MTU]
+    gated = w.gate_state.shape[0] > 0
     earliest = -1
     for _ in range(pt["act_count"]):
         r = qps[f]
@@ -168,6 +171,8 @@ def next_data_packet(w, p, t):
         eligible = not is_paused(w, p, r["prio"])
         if eligible and r["window_bytes"] > 0:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
+        if eligible and gated:  # streaming in-switch reduction: as far as its gates let it (stream.py)
+            eligible = r["snd_nxt"] < w.gate_state[r["flow"], GATE_LIMIT]
         if eligible and r["next_tx_ps"] > t:
             if earliest < 0 or r["next_tx_ps"] < earliest:
                 earliest = r["next_tx_ps"]

@@ -52,6 +52,13 @@ INT_QLEN = 2  # bytes queued at the egress port (all priorities) after this pack
 INT_PORT = 3  # the egress port (its rate is the hop's B)
 INT_FIELDS = 4
 
+#: streaming in-switch reduction (stream.py), World.gate_state[L, GATE_*]: the packets flow L's receiver holds in
+#: order, and the packets its sender may have sent (its gates' limit)
+GATE_HELD = 0
+GATE_LIMIT = 1
+#: the limit of a flow no gate holds back
+GATE_OPEN = 1 << 62
+
 #: per-queue-pair congestion-control timers, World.timer[f, TM_*]: the deadline, and 1 while an event is queued
 TIMER_DUE = 0
 TIMER_ARMED = 1
@@ -329,6 +336,11 @@ class World(NamedTuple):
     qtask: np.ndarray  # QTASK_DTYPE: the runtime-queue part of the tasks that have one
     queue: np.ndarray  # QUEUE_DTYPE: the runtime queues
     link_plan: np.ndarray  # LINK_PLAN_DTYPE: the scenario's faults as timed actions, in time order
+    # streaming in-switch reduction (stream.py); no rows (gate_state of length 0) in a world without it
+    gate_off: np.ndarray  # int64[2, flows + 1]: CSR rows per flow: its gates (row 0), the flows it gates (row 1)
+    gate_in: np.ndarray  # int64[gates, 2]: per gate (by gate_off[0]) its source flow and window
+    gate_out: np.ndarray  # int64[gates, 2]: per gate (by gate_off[1]) the flow it holds and its window
+    gate_state: np.ndarray  # int64[flows, 2]: GATE_HELD, GATE_LIMIT per flow
 
 
 class FastForward(NamedTuple):

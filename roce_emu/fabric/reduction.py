@@ -148,11 +148,14 @@ class Tree:
 
 
 class Reductions:
-    """The reduction trees of a fabric (without units yet), the switches' reduction slots, and
-    the units the trees use, in the order they were first asked for (``ports``)."""
+    """The reduction trees of a fabric (without units yet), the switches' reduction slots, whether
+    they stream (``network.switch.reduction``), and the units the trees use, in the order they
+    were first asked for (``ports``)."""
 
-    def __init__(self, fabric: Fabric, slots: int):
-        self.fabric, self.slots = fabric, slots
+    def __init__(self, fabric: Fabric, switch):
+        """``switch``: the scenario's network.switch (config.schema.Switch)."""
+        self.fabric, self.slots = fabric, switch.slots
+        self.streaming = switch.reduction == "streaming"
         self.ports: dict[tuple[int, int], int] = {}  # (switch, neighbour) -> unit index
         self._switch_graph = fabric.switch_graph()
         self._trees = lru_cache(maxsize=None)(self._tree)

@@ -63,12 +63,19 @@ TRAINS_RING_RANKS = 16
 TRAINS_ACK_EVERY = 4
 
 
-def why_no_trains(scenario: Scenario) -> str:
+#: why no fast-forward applies to a workload with streaming in-switch reduction (core/stream.py)
+STREAMING = "the switches reduce packet by packet (network.switch.reduction: streaming)"
+
+
+def why_no_trains(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
     packet apart ACK trains would stall, faults (every fault is a link action), whose losses
-    and detours trains do not model, or jitter, which holds each packet of a train for its own
-    time. world.train_limit turns trains off then, and accuracy_warnings says so."""
+    and detours trains do not model, jitter, which holds each packet of a train for its own
+    time, or a streaming in-switch reduction, whose packets go one by one as their gates open.
+    world.train_limit turns trains off then, and accuracy_warnings says so."""
+    if streams(workload):
+        return STREAMING
     algorithm = scenario.network.cc.algorithm
     if BY_NAME[algorithm].windowed:
         return f"{algorithm} is clocked by a window (network.cc.algorithm)"
@@ -89,12 +96,21 @@ class MemoSettings:
     enabled: bool = True
 
 
-def why_no_memo(scenario: Scenario) -> str:
+def streams(workload: Workload | None) -> bool:
+    """Whether the workload has a streaming in-switch reduction (its flows gated packet by
+    packet, core/stream.py), which no fast-forward models: the run is the exact engine."""
+    return workload is not None and workload.gates is not None
+
+
+def why_no_memo(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
     may: faults (a link action would act on flows that are not in the engine), connection queue
     pairs (a flow waits for another one of its connection, outside its component), sampled
-    traces (replayed flows have no samples), or jitter (every packet draws from the generator, which makes
-    a trial run volatile)."""
+    traces (replayed flows have no samples), jitter (every packet draws from the generator, which makes
+    a trial run volatile), or a streaming in-switch reduction (its flows wait for each other packet by
+    packet)."""
+    if streams(workload):
+        return STREAMING
     if scenario.faults:
         return "the scenario has faults, which act on flows the memo replays"
     if scenario.network.nic.queue_pair == "connection":
@@ -106,11 +122,11 @@ def why_no_memo(scenario: Scenario) -> str:
     return ""
 
 
-def memo_settings(scenario: Scenario) -> MemoSettings | None:
+def memo_settings(scenario: Scenario, workload: Workload | None = None) -> MemoSettings | None:
     """The memo's settings for a scenario with sim.fast_forward: memo, else None."""
     if scenario.sim.fast_forward != "memo":
         return None
-    return MemoSettings(scenario.sim.memo_sample_per_mille, scenario.seed, not why_no_memo(scenario))
+    return MemoSettings(scenario.sim.memo_sample_per_mille, scenario.seed, not why_no_memo(scenario, workload))
 
 
 def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
@@ -120,13 +136,15 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
     acknowledged more often than every TRAINS_ACK_EVERY packets. Elsewhere they stay within 1 %
     (docs/fast_forward.md, "Accuracy"; benchmarks/fast_forward_accuracy.py)."""
     if scenario.sim.fast_forward == "memo":
-        why = why_no_memo(scenario)
+        why = why_no_memo(scenario, workload)
         if why:
             return [f"sim.fast_forward: memo replays nothing here: {why}. The run is the exact engine."]
         return []
+    if scenario.sim.fast_forward == "exact" and streams(workload):
+        return [f"sim.fast_forward: exact jumps over nothing here: {STREAMING}. The run is the exact engine."]
     if scenario.sim.fast_forward != "trains":
         return []
-    why = why_no_trains(scenario)
+    why = why_no_trains(scenario, workload)
     if why:
         return [
             f"sim.fast_forward: trains sends no packet trains here: {why}. The run is the exact engine and "

@@ -29,16 +29,16 @@ from ..core.state import (
 from ..fabric.topology import Fabric
 from ..units import bps_to_gbps, ns_to_ps
 from ..workload import Workload
-from ..workload.dag import QueueTable, TaskTable
+from ..workload.dag import GateTable, QueueTable, TaskTable
 from ..workload.jobs import job_seed
 from .inputs import Inputs, why_no_trains
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
 
-def train_limit(scenario: Scenario) -> int:
+def train_limit(scenario: Scenario, workload=None) -> int:
     """Packets a steady flow may send as one train: sim.train_max_packets with fast_forward: trains,
     0 (every packet alone) otherwise, and where trains do not apply (inputs.why_no_trains)."""
-    if scenario.sim.fast_forward != "trains" or why_no_trains(scenario):
+    if scenario.sim.fast_forward != "trains" or why_no_trains(scenario, workload):
         return 0
     return scenario.sim.train_max_packets
 
@@ -75,7 +75,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
         | (K.TRACE_PFC_ON if scenario.output.logs_pfc else 0)
     )
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
-    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario)
+    cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, workload)
     cfg[K.CFG_ACK_WITH_DATA] = int(net.switch.ack_queue == "data")
     for device, source, slots in (
         ("nic", net.jitter.nic, (K.CFG_JITTER_NIC, K.CFG_JITTER_NIC_MEAN_PS, K.CFG_JITTER_NIC_SD_PS)),
@@ -178,9 +178,33 @@ def build_world(inputs: Inputs) -> World:
         qtask=_queued_tasks(queues),
         queue=_queues(queues),
         link_plan=plan.actions,
+        **_gates(workload.gates, len(flows)),
     )
     schedule_start(world)
     return world
+
+
+def _gates(gates: GateTable | None, n_flows: int) -> dict:
+    """World.gate_*: the streaming reduction's gates (core/stream.py) as CSR rows per flow, of
+    the gates on it and of the flows it gates; no rows without gates."""
+    if gates is None:
+        return dict(
+            gate_off=np.zeros((2, 1), np.int64),
+            gate_in=np.zeros((0, 2), np.int64),
+            gate_out=np.zeros((0, 2), np.int64),
+            gate_state=np.zeros((0, 2), np.int64),
+        )
+    by_flow = np.lexsort((gates.source, gates.flow))
+    by_source = np.lexsort((gates.flow, gates.source))
+    off = np.zeros((2, n_flows + 1), np.int64)
+    np.cumsum(np.bincount(gates.flow, minlength=n_flows), out=off[0, 1:])
+    np.cumsum(np.bincount(gates.source, minlength=n_flows), out=off[1, 1:])
+    return dict(
+        gate_off=off,
+        gate_in=np.stack([gates.source[by_flow], gates.window[by_flow]], axis=1).astype(np.int64),
+        gate_out=np.stack([gates.flow[by_source], gates.window[by_source]], axis=1).astype(np.int64),
+        gate_state=np.zeros((n_flows, 2), np.int64),
+    )
 
 
 #: first size of the fast-forward signature: fields per port, per flow in flight

@@ -19,7 +19,7 @@ from ..units import ns_to_ps
 from .background import poisson_flows
 from . import dim_algorithms
 from .collectives import HIERARCHICAL, Collective, expand
-from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
+from .dag import DagBuilder, FlowTable, GateTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming
 from .stragglers import compute_durations, straggling_ranks
@@ -34,6 +34,7 @@ class Workload:
     iteration_ends: list = field(default_factory=list)  # per iteration: {rank: join task id}
     notes: list = field(default_factory=list)  # what an imported trace held that has no equivalent
     units: list = field(default_factory=list)  # (switch, neighbour) of each reduction unit, fabric/reduction.py
+    gates: GateTable | None = None  # streaming in-switch reduction's per-packet gates (core/stream.py)
     #: scenario jobs (workload/jobs.py): each task's job, an index into ``jobs`` (final ids); None without jobs
     job: np.ndarray | None = None
     jobs: list = field(default_factory=list)  # jobs.JobPart per job
@@ -73,7 +74,7 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
         workload = build_jobs(scenario, fabric, source)
     else:
         b = DagBuilder()
-        reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
+        reductions = Reductions(fabric, scenario.network.switch)
         part = add_workload(b, scenario, fabric, source, reductions, items)
         if len(b) == 0:
             raise ScenarioError(source, "workload", NOTHING_TO_DO)
@@ -137,7 +138,9 @@ def finish_workload(
     collectives = [c for part in parts for c in part.collectives]
     notes = [note for part in parts for note in part.notes]
     ends = parts[0].iteration_ends if len(parts) == 1 else []
-    return Workload(flows, tasks, collectives, ends, notes, list(reductions.ports)), new_id
+    gates = b.gate_table(new_id)
+    workload = Workload(flows, tasks, collectives, ends, notes, list(reductions.ports), gates if len(gates) else None)
+    return workload, new_id
 
 
 def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str) -> None:

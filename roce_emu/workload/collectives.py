@@ -259,12 +259,16 @@ def dag_size(c: Collective, dims=None, reductions=None, algorithms=()) -> tuple[
         g, n = len(nodes[0]), len(nodes)
         # per chunk: the reduce-scatter and the all-gather, a flow up and one down per rank; the trees per rail
         switch_flows, tree_flows = chunks * 4 * p, chunks * 4 * g * (n - 1)
+        if reductions.streaming and n == 1:  # per chunk: a start join per rank, an arrival join per phase
+            return switch_flows, p + chunks * (p + 2), _streaming_edges(switch_flows // 2, switch_flows // 2, c.chunks)
         # per chunk: a start and a ready join per rank, an arrival and a freed join per node and phase
         joins = p + chunks * (2 * p + 4 * n)
         return switch_flows + tree_flows, joins, 4 * switch_flows + 6 * tree_flows
     elif c.algorithm in ("in_network", "nvls"):
         trees = [reductions.tree(c.ranks, k).inputs for k in range(chunks)]
         branches, points = sum(sum(map(len, tree.values())) for tree in trees), sum(map(len, trees))
+        if reductions.streaming:  # a join per point, before its flows out
+            return 2 * branches, p + chunks * p + points, _streaming_edges(branches, chunks * p, c.chunks)
         return 2 * branches, p + chunks * p + 2 * points, 4 * 2 * branches  # a join per point up and down
     else:  # ring, direct, all-to-all: every rank sends every other rank one share per ring step
         per_chunk = (2 if c.kind == "all_reduce" else 1) * p * (p - 1)
@@ -273,6 +277,14 @@ def dag_size(c: Collective, dims=None, reductions=None, algorithms=()) -> tuple[
     flows = chunks * per_chunk
     edges = flows * (3 + extra_edges) + (chunks - 1) * per_chunk
     return flows, p + chunks * (p + extra_joins), edges
+
+
+def _streaming_edges(branches: int, ranks: int, chunks: int) -> int:
+    """The most edges a streaming in-switch reduction adds for ``branches`` branches (a flow up and
+    one down each), ``ranks`` of them a rank's, of collectives cut in ``chunks`` per channel: each
+    flow waits for its start (one task) and, but in a channel's first chunk, the previous chunk's
+    flow; the point's join waits for as many as the flow up; a rank's flows end at its end join."""
+    return -(-branches * 3 * (2 * chunks - 1) // chunks) + 2 * ranks
 
 
 def one_at_a_time(c: Collective) -> bool:
@@ -627,22 +639,34 @@ def _double_tree(x: _Expansion, ranks, size, starts, prev) -> dict:
     return done
 
 
-def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int, phase="in_network") -> dict:
+def _in_network(
+    x: _Expansion, kind, ranks, size, starts, prev, reductions, chunk: int, phase="in_network", fed=None
+) -> dict:
     """One chunk up its reduction tree and down again (fabric/reduction.py); returns, per rank,
     the flow that brings it its result.
 
     Up: every branch of a point sends the point its data: a rank its chunk, a point below its
-    reduced chunk once all of that point's branches arrived. Down: the root's result goes to
-    every branch, and a point below passes it on once it arrived. All-reduce moves the chunk
-    up and down every branch; reduce-scatter sends down only the segments of the ranks under
-    the branch, all-gather sends up only theirs (the switch concatenates). Flows keep their
-    sender's chunk order (each waits for the previous chunk's flow between the same two ends
-    in the same ``phase``), and a point holds at most ``reductions.slots`` chunks of a phase: a
-    chunk's flows into a point wait until the point sent the result of the chunk that many
-    before it down."""
+    reduced chunk. Down: the root's result goes to every branch, and a point below passes it
+    on. All-reduce moves the chunk up and down every branch; reduce-scatter sends down only the
+    segments of the ranks under the branch, all-gather sends up only theirs (the switch
+    concatenates). Flows keep their sender's chunk order (each waits for the previous chunk's
+    flow between the same two ends in the same ``phase``).
+
+    Streaming (reductions.streaming): a point's flows out start with its flows in and are
+    gated packet by packet (DagBuilder.gate, core/stream.py): a point below sends up, and the
+    root sends down, as far as every branch's data has arrived; a point below sends down as
+    far as the result has come down to it. A member (rank, or point below) sends at most
+    ``reductions.slots`` packets ahead of the result that point has sent back to it. ``fed``
+    (rank -> flow): a rank's data arrives at it by that flow, and it sends it up as it comes.
+
+    Store-and-forward: a point sends its result once all of it arrived from every branch, and
+    holds at most ``reductions.slots`` chunks of a phase: a chunk's flows into a point wait
+    until the point sent the result of the chunk that many before it down."""
     tree = reductions.tree(ranks, chunk)
     seg = dict(zip(ranks, split(size, len(ranks))))
-    delivered = {}
+    streaming = reductions.streaming
+    delivered: dict = {}
+    into: dict = {}  # point -> the flows of chunk into it, in its branches' order
 
     def part(v):
         return sum(seg[r] for r in tree.ranks[v])
@@ -654,34 +678,43 @@ def _in_network(x: _Expansion, kind, ranks, size, starts, prev, reductions, chun
         return src if src in seg else tree.uplink[src]
 
     def gather(q):
-        """Flows of chunk into point q from its branches; returns the join of their arrival."""
-        arrived = []
+        """Flows of chunk into point q from its branches; returns what the flows out of q wait
+        for: the join of their arrival, or (streaming) of everything they wait for to start."""
+        into[q], waited = [], []
         for neighbour, src in tree.inputs[q]:
             waits = [starts[src]] if src in seg else [gather(src)]
             sender, unit = sender_of(src), reductions.unit(q, neighbour)
-            k = x.flow(
-                sender,
-                unit,
-                up_bytes(src),
-                waits + [prev.get((phase, "up", sender, unit)), prev.get((phase, "free", q, chunk - reductions.slots))],
-            )
+            waits.append(prev.get((phase, "up", sender, unit)))
+            if not streaming:
+                waits.append(prev.get((phase, "free", q, chunk - reductions.slots)))
+            k = x.flow(sender, unit, up_bytes(src), waits)
             prev[(phase, "up", sender, unit)] = k
-            arrived.append(k)
-        return x.b.join(x.c.name, x.c.iteration, after=arrived)
+            if streaming and src not in seg:
+                x.b.gate(k, into[src])
+            elif streaming and fed:
+                x.b.gate(k, [fed[src]])
+            into[q].append(k)
+            waited += [w for w in waits if w is not None]
+        return x.b.join(x.c.name, x.c.iteration, after=waited if streaming else into[q])
 
-    def scatter(q, ready):
-        """Flows of chunk's result from point q down to its branches, after ``ready``."""
+    def scatter(q, ready, feed=None):
+        """Flows of chunk's result from point q down to its branches, after ``ready``; ``feed``:
+        the flow that brings q's result down to it (None at the root)."""
         sent = []
-        for neighbour, src in tree.inputs[q]:
+        for (neighbour, src), up in zip(tree.inputs[q], into[q]):
             unit, receiver = reductions.unit(q, neighbour), sender_of(src)
             k = x.flow(unit, receiver, down_bytes(src), [ready, prev.get((phase, "down", unit, receiver))])
             prev[(phase, "down", unit, receiver)] = k
             sent.append(k)
+            if streaming:
+                x.b.gate(k, into[q] if feed is None else [feed])
+                x.b.gate(up, [k], reductions.slots)
             if src in seg:
                 delivered[src] = k
             else:
-                scatter(src, k)
-        prev[(phase, "free", q, chunk)] = x.b.join(x.c.name, x.c.iteration, after=sent)
+                scatter(src, ready if streaming else k, k)
+        if not streaming:
+            prev[(phase, "free", q, chunk)] = x.b.join(x.c.name, x.c.iteration, after=sent)
 
     scatter(tree.root, gather(tree.root))
     return delivered
@@ -715,6 +748,9 @@ def _nvls_all_reduce(x: _Expansion, nodes, size, starts, prev, reductions, chunk
         for i, part in enumerate(split(size, len(nodes[0]))):
             heads = [node[i] for node in nodes]
             held.update(_double_tree(x, heads, part, {r: _start_join(x.b, x.c, held[r]) for r in heads}, prev))
+    if reductions.streaming and len(nodes) == 1:  # the slices go up again as they come down
+        _in_network(x, "all_gather", nodes[0], size, starts, prev, reductions, chunk, "nvls_ag", fed=got)
+        return
     ready = {r: _start_join(x.b, x.c, tasks) for r, tasks in held.items()}
     for node in nodes:
         _in_network(x, "all_gather", node, size, ready, prev, reductions, chunk, phase="nvls_ag")

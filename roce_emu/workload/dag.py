@@ -43,6 +43,21 @@ class QueueTable:
 
 
 @dataclass(frozen=True)
+class GateTable:
+    """Streaming in-switch reduction (core/stream.py): flow ``flow[i]`` may send no further than
+    flow ``source[i]`` has delivered, scaled by their sizes in packets, plus ``window[i]`` packets
+    (0: a data edge, the flow forwards what the source brings; > 0: a credit edge, a member's
+    window of aggregation slots, opened by the results the source brings back)."""
+
+    flow: np.ndarray  # int64 flow ids (final)
+    source: np.ndarray  # int64 flow ids (final)
+    window: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.flow)
+
+
+@dataclass(frozen=True)
 class TaskTable:
     """All tasks, flows first. ``succ_off``/``succ`` is the CSR of each task's successors."""
 
@@ -119,6 +134,7 @@ class DagBuilder:
         self._edges = _Rows(2)  # before, after
         self._waits = _Rows(4)  # task, runtime queue, key, gate task (-1)
         self._frees = _Rows(2)  # task, dispatch queue
+        self._gates = _Rows(3)  # gated flow, source flow, window (GateTable)
         self._queues: dict = {}  # a caller's queue name -> (queue id, ordered)
         self._labels: dict[tuple, int] = {}  # (name, iteration, role) -> label id
 
@@ -178,6 +194,17 @@ class DagBuilder:
         """A zero-length task that finishes when everything in ``after`` has."""
         self._computes.add((-1, 0))
         return self._add(False, len(self._computes) - 1, self._label(name, iteration, ROLE_JOIN), after)
+
+    def gate(self, flow: int, sources, window: int = 0) -> None:
+        """Flow ``flow`` sends packet by packet no further than each of ``sources`` (flow tasks)
+        has delivered, plus ``window`` packets (GateTable)."""
+        for source in sources:
+            self._gates.add((flow, source, window))
+
+    def gate_table(self, new_id: np.ndarray) -> GateTable:
+        """The gates with final flow ids (``new_id``: build's renumbering)."""
+        flow, source, window = self._gates.columns()
+        return GateTable(new_id[flow], new_id[source], window)
 
     def edge(self, before: int, after: int) -> None:
         self._edges.add((before, after))

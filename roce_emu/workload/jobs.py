@@ -196,7 +196,7 @@ def build_jobs(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
     starts before its start_ns."""
     jobs = job_inputs(scenario, fabric, source)
     b = DagBuilder()
-    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
+    reductions = Reductions(fabric, scenario.network.switch)
     parts: list[WorkloadPart] = []
     bounds = [0]
     for i, one in enumerate(jobs):

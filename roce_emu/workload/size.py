@@ -55,7 +55,7 @@ def workload_size(
     flows, tasks, edges = 0, 0, 0  # of one iteration
     if items is None:
         items = workload_items(scenario, fabric, source)
-    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)  # a copy: counting names units
+    reductions = Reductions(fabric, scenario.network.switch)  # a copy: counting names units
     singles = 0  # per iteration
     ranks: set[int] = set()  # every rank an iteration's join waits for
     taking_part = 0  # (item, rank) pairs: the edges into the iteration's joins
