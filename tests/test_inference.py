@@ -182,6 +182,34 @@ def test_load_queues_requests_behind_each_other():
     assert heavy["latency_p99_ns"] > 2 * light["latency_p99_ns"]
 
 
+def test_a_workers_device_computes_one_layer_at_a_time_oldest_request_first():
+    """Requests closer together than their compute, no exchange: each worker's compute tasks
+    never overlap, and they run in the order of the requests' arrivals per layer."""
+    sc = inference(
+        topology_hosts=2,
+        layers=[8, 8, 8],
+        workers=2,
+        exchange=[[[0, 0], [0, 0]]] * 2,
+        compute_ns=[3_000, 5_000],
+        requests_per_s=1e6,
+        duration_ns=20_000,
+    )
+    result = simulate(sc)
+    world, tasks = result.outcome.world, result.prepared.workload.tasks
+    compute = np.flatnonzero(tasks.role == ROLE_CODE[ROLE_COMPUTE])
+    for host in (0, 1):
+        mine = compute[tasks.host[compute] == host]
+        start, finish = world.task["start_ps"][mine], world.task["finish_ps"][mine]
+        order = np.argsort(start)
+        assert (start[order][1:] >= finish[order][:-1]).all(), "one layer at a time"
+        for layer in (1, 2):
+            of_layer = order[[tasks.name(k) == f"inference.layer{layer}" for k in mine[order]]]
+            assert (np.diff(tasks.iteration[mine[of_layer]]) > 0).all(), "oldest request first"
+    summary = result.summary["inference"]
+    assert summary["finished"] == summary["requests"] > 5
+    assert summary["latency_p99_ns"] > 3 * 8_000, "requests waited for the device"
+
+
 def test_an_inference_job_runs_beside_a_training_job_on_its_own_hosts():
     start_ns = 20_000
     layer = {"name": "l0", "forward_ns": 10_000, "backward_ns": 20_000, "weight_grad_bytes": 200_000}

@@ -137,6 +137,8 @@ def add_inference(b: DagBuilder, spec: Inference, hosts: list[int], prio: int, s
     durations = compute_ps(spec, values)
     nbytes = [v * spec.batch * spec.bytes_per_value for v in values]
     W = spec.workers
+    # each worker's device: one layer at a time, the oldest request's first
+    device = b.queue_ids([("inference device", h) for h in hosts], ordered=False) if durations.any() else None
     first, end = [], []
     for r, arrival in enumerate(arrivals_ns(spec, seed).tolist()):
         arrival_ps = ns_to_ps(arrival)
@@ -154,9 +156,8 @@ def add_inference(b: DagBuilder, spec: Inference, hosts: list[int], prio: int, s
                     done[v] = b.join(name, r, after=after)
                     continue
                 done[v] = b.compute(hosts[v], int(durations[i, v]), name, r, after=after)
-                # the worker's device: one layer at a time, the oldest request's first
-                queue = b.queue_ids([("inference device", hosts[v])], ordered=False)
-                b.dispatched([done[v]], queue, [arrival_ps], [done[v]])
+                assert device is not None
+                b.dispatched([done[v]], device[v : v + 1], [arrival_ps], [done[v]])
         first.append(start)
         end.append(b.join(REQUEST, r, after=done))
     return Requests(np.array(first, np.int64), np.array(end, np.int64))
