@@ -134,8 +134,16 @@ def main():
 @click.option(
     "--check", is_flag=True, help="Also run the expensive invariant checks (queues, packet pool) after every slice."
 )
+@click.option(
+    "--seeds",
+    "n_seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    help="Run with the scenario's seed, seed + 1, ..., this many: each seed in OUT/seed-<seed>, and seeds.csv and "
+    "seeds.json with the mean, standard deviation and 95 % interval of the iteration time (else the last finish).",
+)
 @overwrite_option
-def run(scenario, overrides, out, progress, slice_events, check, overwrite):
+def run(scenario, overrides, out, progress, slice_events, check, n_seeds, overwrite):
     """Simulate a scenario; write flows.csv and summary.json to the run directory.
 
     The directory is written atomically: it is complete or absent. An existing run
@@ -148,15 +156,25 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     2 on bad input (one line naming the file and key; nothing written), 130 on Ctrl-C and
     143 on SIGTERM (nothing written).
 
+    With --seeds N the scenario runs N times, with seeds seed, seed + 1, ...: each run's directory is
+    OUT/seed-<seed>, and OUT/seeds.csv (a row per seed) and OUT/seeds.json hold the mean, sample
+    standard deviation and 95 % confidence interval (Student t) of the iteration time, or of the
+    last flow's finish where the workload has no iterations, over the seeds that finished. Seeds
+    differ wherever the model draws: ECN marking, random workloads, and network.jitter.
+
     \b
-    Example:
+    Examples:
       roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
+      roce-emu run scenarios/training_resnet50.yaml --set network.jitter.nic.distribution=exponential --seeds 5
     """
     _stop_on_sigterm()  # first: a signal while the engine's modules load ends as cleanly as one later
     try:
         from . import api
         from .results.console import run_line
 
+        if n_seeds > 1:
+            _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_events, check)
+            return
         prepared, target = api.prepare_run(scenario, overrides, out, overwrite)
         _echo_notes(prepared.workload.notes, prepared.warnings)
         result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
@@ -173,6 +191,29 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
     click.echo(run_line(s, result.out), err=True)
+
+
+def _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_events, check) -> None:
+    """run --seeds: every seed's line as it ends, then the statistics; exit 1 if a seed failed."""
+    from . import api
+    from .results.console import run_line
+    from .results.seeds import seeds_line
+
+    ended: list = []
+
+    def each(result) -> None:
+        if not ended:  # the notes and warnings are every seed's: once
+            _echo_notes(result.prepared.workload.notes, result.prepared.warnings)
+        ended.append(result)
+        click.echo(run_line(result.summary, f"seed-{result.summary['seed']}"), err=True)
+
+    done = api.run_seeds(scenario, tuple(overrides), n_seeds, out, overwrite, progress, slice_events, check, each)
+    for r in done.runs:
+        if not r.ok:
+            click.echo(f"error: seed {r.summary['seed']}: {r.summary['status']}: {r.summary['reason']}", err=True)
+    click.echo(seeds_line(done.info, done.out), err=True)
+    if not done.ok:
+        sys.exit(1)
 
 
 @main.command()

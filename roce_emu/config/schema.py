@@ -243,6 +243,20 @@ class Mesh(_TopologyBase):
         return dims
 
 
+#: how a hierarchical collective runs inside one dimension of a multi_dim fabric (workload/dim_algorithms.py)
+DimAlgorithm = Literal["ring", "ring_bidir", "direct"]
+#: each dimension kind's algorithm by default: what ASTRA-sim's system files choose there (a ring both ways round on a
+#: ring, direct on a fully connected dimension), so that a collective uses all of an NPU's links in the dimension, as
+#: LIBRA's model assumes
+DIM_ALGORITHM_DEFAULT = {"ring": "ring_bidir", "fully_connected": "direct", "switch": "ring"}
+#: the dimension kinds each algorithm runs on (direct on a ring would cross NPUs on the way)
+DIM_ALGORITHM_KINDS = {
+    "ring": ("ring", "fully_connected", "switch"),
+    "ring_bidir": ("ring", "fully_connected", "switch"),
+    "direct": ("fully_connected", "switch"),
+}
+
+
 class Dimension(Strict):
     """One dimension of a multi-dimensional fabric: how the NPUs that differ only in this
     coordinate are connected, and that link's rate and one-way delay."""
@@ -256,6 +270,14 @@ class Dimension(Strict):
     """Rate of this dimension's links."""
     delay_ns: float = Field(500.0, ge=0, le=1e9)
     """One-way propagation delay of this dimension's links."""
+
+    def links(self) -> int:
+        """An NPU's links in this dimension: a ring has two (one if two NPUs), a full mesh size - 1, a switch one."""
+        if self.kind == "switch":
+            return 1
+        if self.kind == "fully_connected":
+            return self.size - 1
+        return 1 if self.size == 2 else 2
 
 
 class MultiDim(_TopologyBase):
@@ -278,7 +300,38 @@ class MultiDim(_TopologyBase):
     nic: Literal["per_link", "shared"] = "per_link"
     """per_link: a NIC port per dimension link, at that link's rate; shared: one NIC port on the host link, served
     round-robin by the flows of every dimension."""
+    dim_algorithms: Union[DimAlgorithm, list[DimAlgorithm], None] = None
+    """How hierarchical collectives run inside each dimension: ring (one way round), ring_bidir (half of the data each
+    way round), direct (every NPU sends every other its share at once; fully_connected and switch dimensions). One name
+    for every dimension or a list with one per dimension; null: ring_bidir on ring, direct on fully_connected, ring on
+    switch dimensions (ASTRA-sim's choices, every link of the dimension busy)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
+
+    @model_validator(mode="after")
+    def _algorithms_fit(self):
+        given = self.dim_algorithms
+        if isinstance(given, list) and len(given) != len(self.dims):
+            raise ValueError(
+                f"{AT}dim_algorithms has {len(given)} entries for {len(self.dims)} dimensions: give one name for all "
+                f"or one per dimension (allowed: {', '.join(get_args(DimAlgorithm))})"
+            )
+        for k, (dim, algorithm) in enumerate(zip(self.dims, self.algorithms())):
+            if dim.kind not in DIM_ALGORITHM_KINDS[algorithm]:
+                allowed = [a for a, kinds in DIM_ALGORITHM_KINDS.items() if dim.kind in kinds]
+                raise ValueError(
+                    f"{AT}dim_algorithms '{algorithm}' cannot run on dimension {k} (a {dim.kind}; allowed there: "
+                    f"{', '.join(allowed)})"
+                )
+        return self
+
+    def algorithms(self) -> tuple[str, ...]:
+        """The algorithm of each dimension, the defaults filled in."""
+        given = self.dim_algorithms
+        if given is None:
+            return tuple(DIM_ALGORITHM_DEFAULT[d.kind] for d in self.dims)
+        if isinstance(given, str):
+            return (given,) * len(self.dims)
+        return tuple(given)
 
 
 class RailOptimized(_TopologyBase):
@@ -593,6 +646,65 @@ class Routing(Strict):
     """Time from a link failure or repair until the switches install new tables."""
 
 
+#: the mean hold of each jitter source when its mean_ns is left out, and the standard deviation of a normal one as
+#: a share of its mean (docs/model.md, "Jitter", gives the sources)
+JITTER_DEFAULT_MEAN_NS = {"nic": 100.0, "switch": 50.0}
+JITTER_DEFAULT_SD_SHARE = 0.5
+
+
+class JitterSource(Strict):
+    """The extra time one kind of device holds every packet, drawn afresh per packet (network.jitter.seed):
+    ``uniform`` on [0, 2 mean], ``exponential`` of that mean, or ``normal`` of that mean and standard deviation
+    (a negative draw holds nothing). ``none`` (default) holds nothing and draws nothing."""
+
+    distribution: Literal["none", "uniform", "exponential", "normal"] = "none"
+    """The distribution of the hold."""
+    mean_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """The mean hold (ns); left out, the literature default of the device (nic 100, switch 50: docs/model.md)."""
+    sd_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """normal only: the standard deviation (ns); left out, half the mean."""
+
+    @model_validator(mode="after")
+    def _parameters_fit(self):
+        if self.distribution != "normal" and self.sd_ns is not None:
+            raise ValueError(
+                f"{AT}sd_ns {self.sd_ns:g} is not allowed with distribution {self.distribution}: only normal has one"
+            )
+        if self.distribution == "none" and self.mean_ns is not None:
+            raise ValueError(
+                f"{AT}mean_ns {self.mean_ns:g} is not allowed without a distribution: set distribution to uniform, "
+                "exponential or normal"
+            )
+        return self
+
+    def resolved(self, device: str) -> tuple[str, float, float]:
+        """(distribution, mean ns, standard deviation ns) with the defaults filled in; none if the mean is 0."""
+        mean = JITTER_DEFAULT_MEAN_NS[device] if self.mean_ns is None else self.mean_ns
+        if self.distribution == "none" or mean == 0:
+            return "none", 0.0, 0.0
+        sd = mean * JITTER_DEFAULT_SD_SHARE if self.sd_ns is None else self.sd_ns
+        return self.distribution, mean, sd if self.distribution == "normal" else 0.0
+
+
+class Jitter(Strict):
+    """Per-packet latency jitter where a fabric has it (core/jitter.py): the NIC's processing and PCIe latency, at
+    the NIC that sends a packet and again at the NIC that receives it, and the pipeline latency of every switch a
+    packet crosses. The holds of one link keep its packets in order and take nothing from its rate; PFC frames hold
+    nothing. Both none (default) is the exact model. Run several seeds (``roce-emu run --seeds N``) for the spread."""
+
+    nic: JitterSource = JitterSource()
+    """NIC processing and PCIe: per packet, at the sending and at the receiving NIC."""
+    switch: JitterSource = JitterSource()
+    """Switch pipeline: per packet, at every switch it crosses."""
+    seed: Optional[int] = Field(None, ge=0, le=2**63 - 1)
+    """The seed of the engine's per-packet draws (these holds, ECN marks, losses); left out, the scenario's seed,
+    which also draws the ECMP hashes and the workload's random choices. Set it to vary the draws alone."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.nic.resolved("nic")[0] != "none" or self.switch.resolved("switch")[0] != "none"
+
+
 class Network(Strict):
     """The network's model: frame sizes, switches, NICs, congestion control and rerouting."""
 
@@ -611,6 +723,8 @@ class Network(Strict):
     """Congestion control."""
     routing: Routing = Routing()
     """Rerouting after faults."""
+    jitter: Jitter = Jitter()
+    """Per-packet latency jitter of NICs and switches (none by default)."""
 
     @property
     def frame_bytes(self) -> int:

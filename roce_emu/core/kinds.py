@@ -160,7 +160,23 @@ CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's da
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
 CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
 CFG_STOP_AT_START = 24  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
-CFG_SIZE = 25
+# network.jitter (jitter.py): per role (a NIC, a switch) the JD_* distribution of a packet's hold, its mean and
+# its standard deviation (normal only); JD_NONE everywhere = no hold and no random draw
+CFG_JITTER_NIC = 25
+CFG_JITTER_NIC_MEAN_PS = 26
+CFG_JITTER_NIC_SD_PS = 27
+CFG_JITTER_SWITCH = 28
+CFG_JITTER_SWITCH_MEAN_PS = 29
+CFG_JITTER_SWITCH_SD_PS = 30
+CFG_SIZE = 31
+
+# ---- jitter distributions: cfg[CFG_JITTER_NIC], cfg[CFG_JITTER_SWITCH] (network.jitter.*.distribution) --------
+_dist = _Codes(I64)
+JD_NONE = _dist("none")
+JD_UNIFORM = _dist("uniform")  #: uniform on [0, 2 mean]
+JD_EXPONENTIAL = _dist("exponential")
+JD_NORMAL = _dist("normal")  #: mean and sd; a draw below zero holds nothing
+JITTER_DISTRIBUTIONS = tuple(_dist.names)
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

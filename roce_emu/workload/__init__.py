@@ -17,6 +17,7 @@ from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
+from . import dim_algorithms
 from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .inference import Requests, add_inference, inference_hosts
@@ -367,6 +368,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                         fabric.dims,
                         timing,
                         reductions,
+                        fabric.dim_algorithms,
                     )
                     collectives.append(c)
                     done[item.name].update(c.end)
@@ -392,12 +394,15 @@ def dim_timing(scenario: Scenario, fabric: Fabric) -> DimTiming:
     )
     host_ports = np.flatnonzero(fabric.port_node < fabric.n_hosts)
     single = len(host_ports) == fabric.n_hosts
+    algorithms, links = dim_algorithms.of_fabric(fabric)
     return DimTiming(
         tuple(fabric.dim_rates_bps),
         step,
         wire=net.frame_bytes / net.mtu_bytes,
         in_order=net.nic.queue_pair == "connection",
         nic_bps=float(fabric.port_rate_bps[host_ports].min()) if single else 0.0,
+        links=links,
+        direct=tuple(a == "direct" for a in algorithms),
     )
 
 

@@ -84,7 +84,7 @@ def workload_size(
                 check_collective(source, item, group, fabric)
                 c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, 0)
                 c.channels = item.channels
-                f, joins, e = dag_size(c, fabric.dims, reductions)
+                f, joins, e = dag_size(c, fabric.dims, reductions, fabric.dim_algorithms)
                 starts = len(group) * item.chunks * item.channels  # a start join per rank, chunk and channel
                 flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * starts
                 entries += 2 * f
