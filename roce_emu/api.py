@@ -31,6 +31,7 @@ from .results.iteration import (
 from .results.jobs import JobResult, add_job_columns, baseline_jobs, job_results, jobs_of, slowdown_rows
 from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
+from .results.requests import inference_summary, request_rows
 from .results.console import fmt_ns
 from .results.destination import check_directory, check_file
 from .results.output import atomic_directory, frame, read_summary, table_files, write_csv, write_run_dir
@@ -211,6 +212,7 @@ def run(
     info = summary(outcome.world, prepared.fabric, sc, outcome, table)
     timeline = rank_timeline(outcome.world, prepared.workload)
     info.update(iteration_summary(outcome.world, prepared.workload, timeline))
+    info.update(inference_summary(outcome.world, prepared.workload))
     per_job = job_results(outcome.world, prepared.workload) if prepared.workload.jobs else None
     if per_job is not None:
         info["jobs"] = [r.summary for r in per_job]
@@ -245,8 +247,8 @@ def run_tables(
     timeline: list[tuple] | None = None,
     per_job: list[JobResult] | None = None,
 ) -> dict[str, tuple]:
-    """Every table of a run directory: flows, tasks, collectives, the rank timeline, traces and
-    links (columns, rows), and with jobs, jobs.csv and a job column; ``timeline`` and
+    """Every table of a run directory: flows, tasks, collectives, the rank timeline, traces,
+    links and inference requests (columns, rows), and with jobs, jobs.csv and a job column; ``timeline`` and
     ``per_job`` are rank_timeline's and job_results' results if the caller has them."""
     workload = prepared.workload
     tables = trace_tables(outcome.world, prepared.fabric, outcome.trace, prepared.scenario.output.traces)
@@ -265,6 +267,8 @@ def run_tables(
     if by_size:
         tables["fct_by_size.csv"] = (SIZE_BUCKET_COLUMNS, by_size)
     tables["links.csv"] = (LINK_COLUMNS, link_rows(outcome.world, prepared.fabric))
+    if len(workload.requests):
+        tables["requests.csv"] = request_rows(outcome.world, workload)
     tables = {"flows.csv": (FLOW_COLUMNS, flow_rows(table, written)), **tables}
     if workload.jobs:
         per_job = job_results(outcome.world, workload) if per_job is None else per_job

@@ -154,7 +154,7 @@ def test_the_scenario_reference_describes_every_key():
 
 
 def test_the_outputs_page_names_every_column():
-    from roce_emu.results import iteration, links, tables
+    from roce_emu.results import iteration, links, requests, tables
 
     page = (DOCS / "reference" / "outputs.md").read_text()
     columns = [
@@ -167,6 +167,7 @@ def test_the_outputs_page_names_every_column():
         *iteration.COLLECTIVE_COLUMNS,
         *iteration.TIMELINE_COLUMNS,
         *links.LINK_COLUMNS,
+        *requests.REQUEST_COLUMNS,
     ]
     missing = [c for c in columns if not re.search(rf"\b{c}\b", page)]
     assert not missing, f"docs/reference/outputs.md does not name the columns {missing}"
@@ -220,7 +221,7 @@ def test_the_runnable_block_convention(tmp_path):
 
 
 def test_the_outputs_page_names_every_summary_key():
-    """Every key a run's summary.json holds (with faults, collectives and training) is on the page."""
+    """Every key a run's summary.json holds (with faults, collectives, training and inference) is on the page."""
     from roce_emu import api
 
     page = (DOCS / "reference" / "outputs.md").read_text()
@@ -228,9 +229,10 @@ def test_the_outputs_page_names_every_summary_key():
     for scenario, overrides in (
         ("link_failure.yaml", ["workload.collectives.0.bytes=1e5"]),
         ("training_dlrm.yaml", ["workload.iterations=1", "workload.training.model.batch_per_rank=1"]),
+        ("inference_repurpose.yaml", ["workload.inference.duration_ns=100000"]),
     ):
         summary = api.run_scenario(ROOT / "scenarios" / scenario, overrides, write=False).summary
-        keys |= set(summary) | set(summary["provenance"])
+        keys |= set(summary) | set(summary["provenance"]) | set(summary.get("inference", ()))
     missing = sorted(k for k in keys if f"`{k}`" not in page)
     assert not missing, f"docs/reference/outputs.md does not describe the summary.json keys {missing}"
 

@@ -367,7 +367,7 @@ def test_a_fred_rate_that_would_be_ignored_is_refused(section):
 @pytest.mark.quick
 def test_the_empty_workload_error_names_every_kind():
     line = _error(INCAST, ["workload.flows=[]", "workload.patterns=[]"])
-    assert "nothing to do: give flows, patterns, collectives, compute, training or chakra" in line
+    assert "nothing to do: give flows, patterns, collectives, compute, training, chakra or inference" in line
 
 
 @pytest.mark.quick

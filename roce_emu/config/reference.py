@@ -22,6 +22,7 @@ from . import schema
 
 #: the unit a key's name ends in (the scenario's convention: units are in the names)
 UNITS = {
+    "_per_s": "1/s",
     "_ns": "ns",
     "_us": "us",
     "_s": "s",

@@ -1210,6 +1210,76 @@ class Chakra(Strict):
         return input_path(prefix, info)
 
 
+class Inference(Strict):
+    """Distributed inference of a trained model (docs/howto/inference.md): the model's layers,
+    neurons split over ``workers`` hosts; requests arrive as a Poisson stream and run the layers
+    in order. Before each layer is computed, every worker sends the previous layer's
+    activations that other workers need (``partition``, or the ``exchange`` matrices)."""
+
+    layers: list[Annotated[int, Field(ge=1, le=1 << 30)]] = Field(min_length=2, max_length=4096)
+    """Neurons of each layer, input first: layer 0 is the request's input, held by the workers like every other
+    layer; layers 1 on are computed."""
+    workers: int = Field(ge=1, le=4096)
+    """How many hosts the model is split over."""
+    hosts: Optional[list[Annotated[int, Field(ge=0)]]] = None
+    """The hosts the workers run on, worker w on hosts[w]; null: hosts 0 to workers - 1."""
+    partition: Literal["contiguous", "repurpose"] = "contiguous"
+    """contiguous: each worker holds a contiguous slice of every layer's neurons and, the layers being dense, sends its
+    slice of each layer to every other worker; repurpose: neurons rearranged so that only `cross_fraction` of the
+    cross-worker edges remain, and each worker sends that fraction of its slice to each other worker."""
+    cross_fraction: Optional[float] = Field(None, gt=0, le=1)
+    """partition repurpose: the fraction of the cross-worker edges (and of the activations sent) that remain."""
+    exchange: Optional[list[list[list[Annotated[int, Field(ge=0)]]]]] = None
+    """Instead of a partition: per layer but the last, a workers x workers matrix, [w][v] the activations worker w
+    sends to worker v (the diagonal 0); each worker holds a contiguous slice of every layer."""
+    batch: int = Field(1, ge=1, le=1 << 20)
+    """Inputs per request: every activation is sent batch times."""
+    bytes_per_value: int = Field(2, ge=1, le=64)
+    """Bytes of one activation value (2: fp16)."""
+    requests_per_s: float = Field(gt=0, le=1e12)
+    """Mean arrival rate of the Poisson stream of requests."""
+    duration_ns: float = Field(gt=0, le=1e15)
+    """Requests arrive during this time."""
+    start_ns: float = Field(0.0, ge=0, le=1e15)
+    """The first request arrives after this time."""
+    device_tflops: Optional[float] = Field(None, gt=0, le=1e6)
+    """A worker's compute rate: a layer takes 2 x batch x its neurons there x the inputs each reads FLOPs (give this,
+    compute_ns or neither: no compute time)."""
+    compute_ns: Optional[list[Annotated[float, Field(ge=0, le=1e15)]]] = None
+    """Compute time of each computed layer (layers 1 on) on each worker (give this, device_tflops or neither)."""
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        computed = len(self.layers) - 1
+        if self.hosts is not None and len(self.hosts) != self.workers:
+            raise ValueError(f"{AT}hosts lists {len(self.hosts)} hosts: give one per worker ({self.workers})")
+        if self.partition == "repurpose" and self.cross_fraction is None:
+            raise ValueError(
+                f"{AT}cross_fraction is required by partition repurpose: the fraction of edges kept, in (0, 1]"
+            )
+        if self.partition != "repurpose" and self.cross_fraction is not None:
+            raise ValueError(f"{AT}cross_fraction is used by partition repurpose only")
+        if self.exchange is not None:
+            if "partition" in self.model_fields_set:
+                raise ValueError(f"{AT}exchange is not allowed beside partition: give one or the other")
+            if len(self.exchange) != computed:
+                raise ValueError(
+                    f"{AT}exchange has {len(self.exchange)} matrices: give one per layer but the last ({computed})"
+                )
+            for i, matrix in enumerate(self.exchange):
+                if len(matrix) != self.workers or any(len(row) != self.workers for row in matrix):
+                    raise ValueError(f"{AT}exchange.{i} must be {self.workers} x {self.workers} (workers x workers)")
+                if any(matrix[w][w] for w in range(self.workers)):
+                    raise ValueError(f"{AT}exchange.{i} sends to the worker itself: its diagonal must be 0")
+        if self.device_tflops is not None and self.compute_ns is not None:
+            raise ValueError(f"{AT}compute_ns is not allowed beside device_tflops: give one or the other")
+        if self.compute_ns is not None and len(self.compute_ns) != computed:
+            raise ValueError(
+                f"{AT}compute_ns has {len(self.compute_ns)} times: give one per computed layer ({computed})"
+            )
+        return self
+
+
 class Workload(Strict):
     """What runs over the fabric. Everything becomes one task DAG: flows, compute tasks and the
     dependencies between them; a flow with predecessors starts when the last one finishes."""
@@ -1226,6 +1296,8 @@ class Workload(Strict):
     """Training iterations as compute and collectives."""
     chakra: Optional[Chakra] = None
     """A Chakra execution trace as the iteration, instead of collectives, compute and training."""
+    inference: Optional[Inference] = None
+    """Distributed inference: requests through a model split over workers (docs/howto/inference.md)."""
     iterations: int = Field(1, ge=1, le=10_000)
     """The collectives, compute, training or trace run this many times."""
 

@@ -1,5 +1,6 @@
 """The line ``roce-emu run`` prints when a run ends: its iteration times (or its jobs' times),
-flows, drops, pauses and events, in the units a reader takes in at a glance (us or ms)."""
+its inference requests' latency, flows, drops, pauses and events, in the units a reader takes
+in at a glance (us or ms)."""
 
 from pathlib import Path
 
@@ -33,11 +34,22 @@ def jobs_text(summary: dict) -> str:
     return "jobs " + ", ".join(f"{j['job']} {fmt_ns(j['time_ns'])}" for j in jobs) + ", "
 
 
+def requests_text(summary: dict) -> str:
+    """With inference requests, how many finished and their latency's median and 99th percentile; else nothing."""
+    inference = summary.get("inference")
+    if not inference:
+        return ""
+    return (
+        f"requests {inference['finished']}/{inference['requests']}, latency p50 "
+        f"{fmt_ns(inference['latency_p50_ns'])} p99 {fmt_ns(inference['latency_p99_ns'])}, "
+    )
+
+
 def run_line(summary: dict, out: Path | str) -> str:
     """A finished run's summary (summary.json's fields) in one line, ending with where it was written."""
     s = summary
     return (
-        f"{s['scenario']}: {iterations_text(s)}{jobs_text(s)}"
+        f"{s['scenario']}: {iterations_text(s)}{jobs_text(s)}{requests_text(s)}"
         f"{s['flows_finished']}/{s['flows']} flows finished, last at "
         f"{fmt_ns(s['last_finish_ns'])}, {s['data_packets_dropped']} drops, "
         f"{s['pfc_pauses_sent']} PFC pauses, {s['events']} events in {s['wall_s']:.2f} s "

@@ -17,6 +17,7 @@ from ..units import format_ps_as_ns, ps_to_ns
 from ..workload import Workload
 from .output import read_summary
 from .iteration import TIMELINE_COLUMNS, iteration_summary, rank_timeline, timeline_rows
+from .requests import inference_summary
 
 JOB_COLUMNS = (
     "job",
@@ -39,7 +40,7 @@ class JobResult:
 
 
 def job_view(workload: Workload, i: int) -> Workload:
-    """Job i's part of a workload: its collectives, iteration ends and start, its tasks marked own."""
+    """Job i's part of a workload: its collectives, iteration ends, requests and start, its tasks marked own."""
     part = workload.jobs[i]
     assert workload.job is not None
     return replace(
@@ -48,12 +49,13 @@ def job_view(workload: Workload, i: int) -> Workload:
         iteration_ends=part.iteration_ends,
         start_ps=part.start_ps,
         own=workload.job == i,
+        requests=workload.requests.picked(workload.job[workload.requests.first] == i),
     )
 
 
 def job_results(world: World, workload: Workload) -> list[JobResult]:
     """Each job's summary (where it ran, its last finish, its time from start to last finish,
-    and its iteration times with their breakdown) and rank timeline."""
+    its iteration times with their breakdown, and its inference requests' latency) and rank timeline."""
     out = []
     # a flow's task finishes when its receiver has the last byte, the flow when its last ACK is
     # back (summary.json's last_finish_ns): a job's last finish is the later
@@ -73,6 +75,7 @@ def job_results(world: World, workload: Workload) -> list[JobResult]:
             "last_finish_ns": ps_to_ns(last) if last >= 0 else None,
             "time_ns": ps_to_ns(last - part.start_ps) if last >= 0 else None,
             **iteration_summary(world, view, timeline),
+            **inference_summary(world, view),
         }
         out.append(JobResult(summary, timeline, part.start_ps, last))
     return out

@@ -20,6 +20,7 @@ from .background import poisson_flows
 from . import dim_algorithms
 from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, GateTable, TaskTable, has_cycle
+from .inference import Requests, add_inference, inference_hosts
 from .items import Item
 from .stage_model import DimTiming
 from .stragglers import compute_durations, straggling_ranks
@@ -41,6 +42,7 @@ class Workload:
     start_ps: int = 0  # the first iteration's window starts here (a job's start)
     own: np.ndarray | None = None  # a job's view (jobs.job_view): the tasks that are the job's; None: all
     stragglers: list = field(default_factory=list)  # {rank, host, factor} of each straggling rank (stragglers.py)
+    requests: Requests = field(default_factory=Requests)  # inference requests (inference.py), final task ids
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -58,7 +60,7 @@ def collective_flow_mask(workload: Workload) -> np.ndarray:
     return mask
 
 
-NOTHING_TO_DO = "nothing to do: give flows, patterns, collectives, compute, training or chakra"
+NOTHING_TO_DO = "nothing to do: give flows, patterns, collectives, compute, training, chakra or inference"
 
 
 def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[Item] | None = None) -> Workload:
@@ -93,13 +95,14 @@ class WorkloadPart:
     collectives: list
     iteration_ends: list
     notes: list
+    requests: Requests = field(default_factory=Requests)
 
 
 def add_workload(
     b: DagBuilder, scenario: Scenario, fabric: Fabric, source: str, reductions: Reductions, items: list[Item] | None
 ) -> WorkloadPart:
     """Add the scenario's workload section to ``b``: flows and patterns, then the iterations of
-    its collectives, compute and training, or of its Chakra trace."""
+    its collectives, compute and training, or of its Chakra trace; and its inference requests."""
     _add_flows_and_patterns(b, scenario, fabric, source)
     if items is None:
         items = workload_items(scenario, fabric, source)
@@ -117,7 +120,12 @@ def add_workload(
             source,
             reductions,
         )
-    return WorkloadPart(collectives, iteration_ends, notes)
+    requests = Requests()
+    inference = scenario.workload.inference
+    if inference is not None:
+        hosts = inference_hosts(inference, fabric.n_hosts, source)
+        requests = add_inference(b, inference, hosts, scenario.network.nic.data_priority, scenario.seed)
+    return WorkloadPart(collectives, iteration_ends, notes, requests)
 
 
 def finish_workload(
@@ -125,7 +133,7 @@ def finish_workload(
 ) -> tuple[Workload, np.ndarray]:
     """Build the DAG ``b`` holds (refused if its tasks wait for each other in a cycle), each
     part's collectives and iteration ends renumbered (in place) to the final task ids. The
-    workload has every part's collectives and notes, and the iteration ends of a single part
+    workload has every part's collectives, notes and requests, and the iteration ends of a single part
     (jobs keep theirs per job); with it, each provisional id's final id."""
     flows, tasks, new_id = b.build()
     if not b.in_creation_order() and has_cycle(tasks):
@@ -140,6 +148,7 @@ def finish_workload(
     ends = parts[0].iteration_ends if len(parts) == 1 else []
     gates = b.gate_table(new_id)
     workload = Workload(flows, tasks, collectives, ends, notes, list(reductions.ports), gates if len(gates) else None)
+    workload.requests = Requests.joined([part.requests.renumbered(new_id) for part in parts])
     return workload, new_id
 
 

@@ -71,23 +71,28 @@ def poisson_flows(
     host h's link rate."""
     sizes, cum = read_cdf(pattern.cdf, source, f"{key}.cdf")
     mean = mean_size(sizes, cum)
-    start, end = pattern.start_ns, pattern.start_ns + pattern.duration_ns
     out = []
     host_ids = np.asarray(hosts)
     for h in host_ids.tolist():
-        per_s = _per_second(pattern, rate_bps[h], mean)
-        expected = per_s * pattern.duration_ns * 1e-9
-        n = max(16, int(expected + 6 * np.sqrt(expected) + 16))  # enough gaps to pass the end, almost surely
-        t = start + np.cumsum(rng.exponential(1e9 / per_s, n))
-        while t[-1] < end:  # extend in the rare case it is not
-            t = np.concatenate((t, t[-1] + np.cumsum(rng.exponential(1e9 / per_s, n))))
-        t = t[t < end]
+        t = poisson_times(rng, _per_second(pattern, rate_bps[h], mean), pattern.start_ns, pattern.duration_ns)
         others = host_ids[host_ids != h]
         dst = others[rng.integers(0, len(others), len(t))]
         out.append((np.full(len(t), h), dst, draw_sizes(sizes, cum, rng.random(len(t))), t))
     src, dst, nbytes, t = (np.concatenate(c) for c in zip(*out))
     order = np.argsort(t, kind="stable")
     return src[order], dst[order], nbytes[order], t[order]
+
+
+def poisson_times(rng: np.random.Generator, per_s: float, start_ns: float, duration_ns: float) -> np.ndarray:
+    """The arrival times (ns) of a Poisson process of ``per_s`` arrivals per second in
+    [start_ns, start_ns + duration_ns): exponential gaps from ``rng``, drawn in blocks."""
+    end_ns = start_ns + duration_ns
+    expected = per_s * duration_ns * 1e-9
+    n = max(16, int(expected + 6 * np.sqrt(expected) + 16))  # enough gaps to pass the end, almost surely
+    t = start_ns + np.cumsum(rng.exponential(1e9 / per_s, n))
+    while t[-1] < end_ns:  # extend in the rare case it is not
+        t = np.concatenate((t, t[-1] + np.cumsum(rng.exponential(1e9 / per_s, n))))
+    return t[t < end_ns]
 
 
 def _per_second(pattern, rate_bps: float, mean_bytes: float) -> float:

@@ -129,7 +129,7 @@ class _Rows:
 class DagBuilder:
     def __init__(self):
         self._flows = _Rows(5)  # src, dst, bytes, earliest start, priority
-        self._computes = _Rows(2)  # host (-1 for a join), duration
+        self._computes = _Rows(3)  # host (-1 for a join), duration, earliest start
         self._nodes = _Rows(3)  # is flow, index into its rows, label
         self._edges = _Rows(2)  # before, after
         self._waits = _Rows(4)  # task, runtime queue, key, gate task (-1)
@@ -187,12 +187,12 @@ class DagBuilder:
             self._waits.extend(tasks, queues, 0, gates)
 
     def compute(self, host: int, duration_ps: int, name: str, iteration: int = 0, after=()) -> int:
-        self._computes.add((host, duration_ps))
+        self._computes.add((host, duration_ps, 0))
         return self._add(False, len(self._computes) - 1, self._label(name, iteration, ROLE_COMPUTE), after)
 
-    def join(self, name: str, iteration: int = 0, after=()) -> int:
-        """A zero-length task that finishes when everything in ``after`` has."""
-        self._computes.add((-1, 0))
+    def join(self, name: str, iteration: int = 0, after=(), earliest_ps: int = 0) -> int:
+        """A zero-length task that finishes when everything in ``after`` has, not before ``earliest_ps``."""
+        self._computes.add((-1, 0, earliest_ps))
         return self._add(False, len(self._computes) - 1, self._label(name, iteration, ROLE_JOIN), after)
 
     def gate(self, flow: int, sources, window: int = 0) -> None:
@@ -233,13 +233,14 @@ class DagBuilder:
             prio=prio.astype(np.int8),
         )
         n = len(node_is_flow)
-        compute_host, compute_duration = self._computes.columns()
+        compute_host, compute_duration, compute_earliest = self._computes.columns()
         host = np.full(n, -1, np.int32)
         host[n_flows:] = compute_host
         duration = np.zeros(n, np.int64)
         duration[n_flows:] = compute_duration
         earliest = np.zeros(n, np.int64)
         earliest[:n_flows] = start_ps
+        earliest[n_flows:] = compute_earliest
         before, after = self._edges.columns()
         # the successors in (task, successor) order, as one key per edge: a stable sort (timsort)
         # is quick on keys that come nearly in order, as a workload's edges do

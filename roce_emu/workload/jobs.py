@@ -144,6 +144,16 @@ def job_workload(spec: WorkloadSpec, hosts: list[int], source: str, key: str) ->
         if training.hosts is None and servers is not None:
             ranks = [h for h in ranks if h not in servers]
         update["training"] = training.model_copy(update={"hosts": ranks, "servers": servers})
+    if spec.inference is not None:
+        inference = spec.inference
+        if inference.hosts is None and inference.workers > n:
+            raise ScenarioError(
+                source, f"{key}.inference.workers", f"{inference.workers} is not allowed: the job runs on {n} hosts"
+            )
+        workers = (
+            many(inference.hosts, "inference.hosts") if inference.hosts is not None else hosts[: inference.workers]
+        )
+        update["inference"] = inference.model_copy(update={"hosts": workers})
     if spec.chakra is not None:
         update["chakra"] = spec.chakra.model_copy(update={"ranks": many(spec.chakra.ranks, "chakra.ranks")})
     return spec.model_copy(update=update)

@@ -4,7 +4,8 @@ scenario that would not fit before the builder (dag.DagBuilder) allocates anythi
 
 The counts follow the builder (workload/__init__.py) item by item and iteration by iteration:
 flows exactly (each collective's own count, collectives.dag_size), tasks and edges as the
-most the builder adds. An imported Chakra trace is counted only once it is built."""
+most the builder adds; inference requests as many as are drawn. An imported Chakra trace is
+counted only once it is built."""
 
 from collections import Counter
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from ..fabric.topology import Fabric
 from . import Workload, check_collective, checked_hosts, host_rates, neighbour_pairs, workload_items
 from .background import expected_flows
 from .collectives import Collective, dag_size, one_at_a_time
+from .inference import inference_size
 from .items import Item
 
 
@@ -95,7 +97,11 @@ def workload_size(
     its = scenario.workload.iterations if items else 0
     flows = len(scenario.workload.flows) + patterns + its * flows
     edges = its * edges + (its - 1) * entries + first_entries if its else 0
-    return WorkloadSize(flows, flows + its * tasks, edges, patterns + its * singles)
+    size = WorkloadSize(flows, flows + its * tasks, edges, patterns + its * singles)
+    if scenario.workload.inference is None:
+        return size
+    f, t, e = inference_size(scenario.workload.inference, scenario.seed)  # flows added one at a time
+    return WorkloadSize.total([size, WorkloadSize(f, t, e, f)])
 
 
 def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:
