@@ -46,11 +46,17 @@ def test_a_lone_flow_keeps_its_timing_with_fewer_acks(every):
     assert res.summary["events"] < base.summary["events"]
 
 
+def _python(kernel):
+    """The plain-Python function of a jitted kernel (itself when NUMBA_DISABLE_JIT=1), so that it can
+    be called with stand-ins for the World arrays."""
+    return getattr(kernel, "py_func", kernel)
+
+
 def test_acks_are_due_at_multiples_at_the_end_and_for_marks():
     class W:  # the one World array the rule reads: an ACK every four packets
         cfg = {CFG_ACK_EVERY: 4}
 
-    due = _acks_due.py_func
+    due = _python(_acks_due)
     assert [due(W, k, k + 1, 10, 0) for k in range(10)] == [0, 0, 0, 1, 0, 0, 0, 1, 0, 1]
     assert due(W, 0, 9, 10, 0) == 2  # a train of nine passes 4 and 8
     assert due(W, 4, 5, 10, 1) == 1  # a mark to echo: at once
@@ -60,7 +66,7 @@ def test_a_trains_acks_are_the_packets_exact_acks():
     """The ACKs an ACK train stands for (nic._train_acks): as many as the receiver owes the
     train's packets one by one (_acks_due), at the first and last of the packets it answers;
     a train that passes no multiple is taken at its last packet."""
-    train_acks, due = _train_acks.py_func, _acks_due.py_func
+    train_acks, due = _python(_train_acks), _python(_acks_due)
 
     class W:  # the World arrays _train_acks reads
         cfg = {CFG_ACK_EVERY: 1}
