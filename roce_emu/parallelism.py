@@ -25,7 +25,7 @@ Time (first order, every collective a ring):
   once its send is done.
 - exposed(s) is how long stage s's gradient all-reduces outlast its last backward. Its layers'
   gradients form buckets in backward order, as workload/training.py forms them
-  (``bucket_bytes``). Each all-reduce starts when its bucket's last layer is done (or when the
+  (``Training.bucket_caps``). Each all-reduce starts when its bucket's last layer is done (or when the
   one before it ends) and runs alone on the links.
 - R and a are those of the group's slowest link. On a multi_dim, torus or mesh fabric, that is
   the dimensions its ranks differ in (the link delays between two routers and a frame's
@@ -141,7 +141,7 @@ def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: in
             if c is not None and c.group == "tp"
         )
         stage_s.append(compute + tp_comm)
-        exposed.append(_exposed_s(stage, m, dp_group, training.bucket_bytes, links))
+        exposed.append(_exposed_s(stage, m, dp_group, training.bucket_caps(), links))
     send = max(
         (
             links.send_s(_handed_bytes(stage[-1]) / m, [host(0, s, 0), host(0, s + 1, 0)])
@@ -153,18 +153,20 @@ def evaluate(scenario: Scenario, links: _Links, tp: int, pp: int, dp: int, m: in
     return Strategy(tp, pp, dp, m, batch, int(memory), predicted)
 
 
-def _exposed_s(stage, m: int, dp_group, bucket_bytes: int, links) -> float:
-    """How long the stage's gradient all-reduces outlast its last micro-batch's backward."""
+def _exposed_s(stage, m: int, dp_group, caps: tuple[int, int], links) -> float:
+    """How long the stage's gradient all-reduces outlast its last micro-batch's backward; ``caps``: the
+    first bucket's size and the later ones' (``Training.bucket_caps``)."""
     if len(dp_group) < 2:
         return 0.0
     clock = free = 0.0  # the backward's progress; when the links are free again
-    bucket = 0
+    bucket = launched = 0
     for layer in stage[::-1]:
         clock += ns_to_s(layer.backward_ns) / m
         bucket += layer.weight_grad_bytes
-        if bucket and bucket >= bucket_bytes:
+        if bucket and bucket >= caps[min(launched, 1)]:
             free = max(free, clock) + links.ring_s(bucket, dp_group)
             bucket = 0
+            launched += 1
     if bucket:
         free = max(free, clock) + links.ring_s(bucket, dp_group)
     return max(0.0, free - clock)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from conftest import scenario, simulate
 from roce_emu.api import prepare_scenario, run
-from roce_emu.config.schema import Model
+from roce_emu.config.schema import Model, Training
 from roce_emu.results.iteration import _covered, _covered_per_host, collective_rows, task_rows
 from roce_emu.core.paths import ser_ps
 from roce_emu.workload.models import dlrm, resnet50, transformer
@@ -119,7 +119,8 @@ def test_training_workloads_are_deterministic():
 
 def test_resnet50_gradients_go_in_ddp_buckets():
     """Default 25 MiB buckets (PyTorch DDP's bucket_cap_mb): backward-ordered, contiguous, each
-    closed once it holds 25 MiB, the rest in the last; together every gradient byte once."""
+    closed once it holds 25 MiB (the first once it holds 1 MiB: fc1000 alone), the rest in the last;
+    together every gradient byte once."""
     sc = scenario(
         topology={"kind": "single_switch", "hosts": 2}, workload={"training": {"model": {"name": "resnet50"}}}
     )
@@ -128,7 +129,8 @@ def test_resnet50_gradients_go_in_ddp_buckets():
     layers = [layer for layer in resnet50(Model(name="resnet50")) if layer.weight_grad_bytes][::-1]
     assert sum(sizes) == sum(layer.weight_grad_bytes for layer in layers) == 102_011_648
     cap = 25 * 1024 * 1024
-    assert all(size >= cap for size in sizes[:-1]) and sizes[-1] < cap
+    assert sizes[0] == 8_192_000  # fc1000's gradients fill DDP's 1 MiB first bucket alone
+    assert all(size >= cap for size in sizes[1:-1]) and sizes[-1] < cap
     # each bucket is a run of consecutive layers in backward order, named by its first and last
     i = 0
     for c in p.workload.collectives:
@@ -185,6 +187,39 @@ def test_a_bucket_starts_when_its_last_layer_backward_ends():
     assert float(colls["grad_ar.l2-l1"]["start_ns"]) == bwd_end["l1"] == 300 * US + 400 * US
     assert float(colls["grad_ar.l0"]["start_ns"]) == bwd_end["l0"] == 300 * US + 600 * US
     assert [c["name"] for c in run_three(0)[1]] == ["grad_ar.l2", "grad_ar.l1", "grad_ar.l0"]
+
+
+def test_the_first_bucket_closes_at_ddps_1_mib():
+    """PyTorch DDP's first bucket holds 1 MiB (first_bucket_bytes), the later ones bucket_bytes: four
+    layers of 600 kB go as l3-l2 (1.2 MB, past 1 MiB) and then l1-l0 at the end of the backward pass.
+    first_bucket_bytes as large as bucket_bytes sends all four in one; gpt and moe models (Megatron-LM)
+    have no small first bucket."""
+
+    def names(**training):
+        prepared = prepare_scenario(
+            scenario(
+                topology={"kind": "single_switch", "hosts": 2},
+                workload={
+                    "training": {
+                        "layers": [
+                            {"name": f"l{i}", "forward_ns": US, "backward_ns": US, "weight_grad_bytes": 600_000}
+                            for i in range(4)
+                        ],
+                        **training,
+                    }
+                },
+            )
+        )
+        world = run(prepared, write=False, progress=False).outcome.world
+        return [c["name"] for c in collective_rows(world, prepared.workload)]
+
+    assert names() == ["grad_ar.l3-l2", "grad_ar.l1-l0"]
+    assert names(first_bucket_bytes=25 * 2**20) == ["grad_ar.l3-l0"]
+    assert names(bucket_bytes=700_000) == ["grad_ar.l3-l2", "grad_ar.l1-l0"]  # the first at most bucket_bytes
+    assert names(bucket_bytes=500_000) == ["grad_ar.l3", "grad_ar.l2", "grad_ar.l1", "grad_ar.l0"]
+    gpt = Training.model_validate({"model": {"preset": "gpt3-175b"}, "bucket_bytes": 4 * 2**20})
+    assert gpt.bucket_caps() == (4 * 2**20, 4 * 2**20)
+    assert gpt.model_copy(update={"first_bucket_bytes": 2**20}).bucket_caps() == (2**20, 4 * 2**20)
 
 
 def _quick_buckets(concurrent: bool):

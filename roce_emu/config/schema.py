@@ -1116,6 +1116,9 @@ AnyModel = Annotated[
 MODEL_TAGS = ("builtin", "gpt", "moe")
 
 
+DDP_FIRST_BUCKET_BYTES = MIB  #: PyTorch DDP's first bucket (torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES)
+
+
 class Training(Strict):
     """Training iterations as compute and collectives: forward through the layers (and the
     pipeline stages), backward in reverse, each layer's weight gradients all-reduced over its
@@ -1164,6 +1167,10 @@ class Training(Strict):
     bucket_bytes: int = Field(25 * MIB, ge=0, le=MAX_FLOW_BYTES)
     """Gradients are all-reduced in buckets of at least this many bytes (PyTorch DDP's bucket_cap_mb, 25 MiB); 0:
     one All-Reduce per layer."""
+    first_bucket_bytes: Optional[int] = Field(None, ge=0, le=MAX_FLOW_BYTES)
+    """The first bucket to fill (the last layers' gradients) closes at this many bytes, so that their All-Reduce
+    starts early; null: PyTorch DDP's 1 MiB (at most bucket_bytes) for a built-in model or explicit layers, and
+    bucket_bytes for gpt and moe models (Megatron-LM's buckets are all of one size)."""
     placement: Literal["tp_pp_dp", "tp_dp_pp"] = "tp_pp_dp"
     """Rank order, fastest first: tp_pp_dp (Megatron's: tensor-parallel index, then pipeline stage, then replica) or
     tp_dp_pp (replicas of a stage next to each other)."""
@@ -1188,6 +1195,14 @@ class Training(Strict):
         if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
             raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
         return self
+
+    def bucket_caps(self) -> tuple[int, int]:
+        """The size at which the first gradient bucket closes, and every later one (``first_bucket_bytes``)."""
+        if self.first_bucket_bytes is not None:
+            return self.first_bucket_bytes, self.bucket_bytes
+        if isinstance(self.model, GptModel):  # MoeModel too: Megatron-LM's buckets are of one size
+            return self.bucket_bytes, self.bucket_bytes
+        return min(DDP_FIRST_BUCKET_BYTES, self.bucket_bytes), self.bucket_bytes
 
 
 class Chakra(Strict):

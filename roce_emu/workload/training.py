@@ -14,7 +14,8 @@ all-reduces over the data-parallel group, which overlap the rest of the backward
 The iteration ends when every rank's compute and collectives are done.
 
 Gradients are all-reduced in buckets, as PyTorch DDP sends them (``bucket_cap_mb``): in
-backward order, layers join the open bucket until it holds at least ``bucket_bytes``; the
+backward order, layers join the open bucket until it holds at least ``bucket_bytes`` (the
+first bucket ``first_bucket_bytes``, DDP's 1 MiB, so the last layers' reduction starts early); the
 bucket's all-reduce starts when the backward pass has produced its last layer's gradients
 and, on each rank, once that rank's part of the stage's previous all-reduce is done (DDP's
 process group runs them in order on one NCCL stream; ``concurrent_all_reduces`` lifts this).
@@ -161,17 +162,19 @@ def placement(spec: Training, hosts: list[int], n_hosts: int, source: str) -> Pl
 @dataclass
 class GradientBuckets:
     """DDP's gradient buckets on one stage: layers join the open bucket in backward order until
-    it holds ``bucket_bytes``; then ``reduce(bucket, after)`` adds its reduction and returns the
+    it holds ``caps[0]`` bytes (the first bucket) or ``caps[1]`` (the later ones); then
+    ``reduce(bucket, after)`` adds its reduction and returns the
     names it ends with. Unless ``concurrent``, each reduction also waits for the one before, as
     the collectives of one process group run in order on one stream. ``grads``: the gradient bytes
     of a layer these buckets hold (the dense ones, or a MoE layer's experts')."""
 
-    bucket_bytes: int
+    caps: tuple[int, int]
     concurrent: bool
     reduce: Callable[[list[LayerPasses], list[str]], list[str]]
     grads: Callable[[LayerPasses], int]
     bucket: list[LayerPasses] = field(default_factory=list)  #: the open bucket
     stream: list[str] = field(default_factory=list)  #: the previous reduction's end
+    launched: int = 0  #: buckets reduced so far
 
     def add(self, layer: LayerPasses, ready: list[str]) -> None:
         """The layer's gradients, ready after ``ready``, join the open bucket; a full bucket is
@@ -179,7 +182,7 @@ class GradientBuckets:
         if not self.grads(layer):
             return
         self.bucket.append(layer)
-        if sum(self.grads(b) for b in self.bucket) >= self.bucket_bytes:
+        if sum(self.grads(b) for b in self.bucket) >= self.caps[min(self.launched, 1)]:
             self._launch(ready)
 
     def close(self, ready: list[str]) -> None:
@@ -190,6 +193,7 @@ class GradientBuckets:
     def _launch(self, ready: list[str]) -> None:
         self.stream = self.reduce(self.bucket, ready if self.concurrent else ready + self.stream)
         self.bucket = []
+        self.launched += 1
 
 
 class TrainingBuilder:
@@ -285,8 +289,8 @@ class TrainingBuilder:
             for scope, grads in GRADIENTS.items():
                 if len(self.ranks.groups(s, scope)[0]) > 1 or (self.servers and scope == "dp"):
                     reduce = self.gradient_reduction(s, scope)
-                    bucket = self.spec.bucket_bytes
-                    reductions.append(GradientBuckets(bucket, self.spec.concurrent_all_reduces, reduce, grads))
+                    caps = self.spec.bucket_caps()
+                    reductions.append(GradientBuckets(caps, self.spec.concurrent_all_reduces, reduce, grads))
         for i in self.stages[s][::-1]:
             layer = self.layers[i]
             prev, computed = self.run_pass(s, layer.backward, j, prev)
