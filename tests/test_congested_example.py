@@ -40,12 +40,13 @@ def test_the_rings_congest_the_spines(congested):
 
 def test_the_policies_part_by_more_than_20_percent(congested):
     """The ring waits for its slowest flow at every step, so how each policy paces the colliding
-    flows shows in the iteration: PFC alone keeps the spine links full and is fastest here, DCQCN
-    and TIMELY cut rates and leave them partly idle. The spread between the fastest and the
-    slowest policy is about a third; 20 % leaves room for a model change to move it."""
+    flows shows in the iteration: PFC alone and DCTCP keep the spine links full and are the
+    fastest here, DCQCN, HPCC and TIMELY cut rates and leave them partly idle. The spread between
+    the fastest and the slowest policy is about a third; 20 % leaves room for a model change to
+    move it. Which of the two fastest leads changes with the seed (docs/model.md, jitter)."""
     times = {p: s["mean_iteration_ns"] for p, s in congested.items()}
     assert max(times.values()) > 1.2 * min(times.values()), times
-    assert min(times, key=times.get) == "none", times
+    assert max(times["none"], times["dctcp"]) < min(times[p] for p in ("dcqcn", "hpcc", "timely")), times
     assert len(set(times.values())) == len(POLICIES), f"two policies tie: {times}"
 
 
