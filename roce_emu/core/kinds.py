@@ -67,6 +67,11 @@ PK_CNP = I64(3)
 PK_PAUSE = I64(4)  #: PFC XOFF for priority pkts.seq
 PK_RESUME = I64(5)  #: PFC XON for priority pkts.seq
 
+# ---- transports: how a sender recovers lost packets (cfg[CFG_TRANSPORT], network.transport) --------
+TP_GO_BACK_N = I64(0)  #: RoCE: the receiver drops what is out of order, the sender goes back to the gap
+TP_IRN = I64(1)  #: IRN: selective repeat with the receiver's bitmap, a BDP cap and two timeouts (irn.py)
+TRANSPORT_NAMES = ("go_back_n", "irn")  #: network.transport's names, by code
+
 # ---- flow (queue pair) states -----------------------------------------------
 FL_WAITING = I64(0)
 FL_ACTIVE = I64(1)
@@ -160,7 +165,12 @@ CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's da
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
 CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
 CFG_STOP_AT_START = 24  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
-CFG_SIZE = 25
+CFG_TRANSPORT = 25  #: TP_* of the run's loss recovery (network.transport)
+CFG_IRN_CAP = 26  #: IRN: the BDP cap, packets a flow may have in flight (0 with go-back-N)
+CFG_RTO_LOW_PS = 27  #: IRN: the timeout with at most cfg[CFG_RTO_LOW_PKTS] packets in flight
+CFG_RTO_HIGH_PS = 28  #: IRN: the timeout with more in flight
+CFG_RTO_LOW_PKTS = 29
+CFG_SIZE = 30
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

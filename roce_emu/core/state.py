@@ -23,7 +23,8 @@ PKT_DTYPE = np.dtype(
     [
         ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
         ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-        # a train its NIC keeps until it has left (port._send_train): when the NIC began sending it
+        # a train its NIC keeps until it has left (port._send_train): when the NIC began sending it;
+        # an IRN NACK (no train): the sequence that triggered it, its selective ack (irn.py)
         ("nic_start_ps", np.int64),
         # a train handed on: when its last bit reaches the next node, from the port that passes it
         # on now (a host takes it then or later: nic.train_due_ps)
@@ -51,6 +52,10 @@ INT_TX_BYTES = 1  # wire bytes the egress port had sent before this packet
 INT_QLEN = 2  # bytes queued at the egress port (all priorities) after this packet left
 INT_PORT = 3  # the egress port (its rate is the hop's B)
 INT_FIELDS = 4
+
+#: rows of World.irn_bits[f]: the receiver's out-of-order packets, the sender's selectively acked ones
+IRN_RCV = 0
+IRN_SND = 1
 
 #: per-queue-pair congestion-control timers, World.timer[f, TM_*]: the deadline, and 1 while an event is queued
 TIMER_DUE = 0
@@ -208,6 +213,13 @@ QP_DTYPE = np.dtype(
         ("round_id", np.int64),  # trains: the NIC round it last sent in
         ("round_sent", np.int64),  # trains: packets it sent in that round
         ("credit", np.float64),  # trains: packets per-packet round robin owes it (+) or it owes (-)
+        # IRN (irn.py): the last ACK progress (or the start), for its timeouts; in loss recovery, the
+        # next sequence to consider resending, one past the last inferred lost, and the recovery
+        # sequence (the last new packet sent before recovery, -1 outside it)
+        ("acked_ps", np.int64),
+        ("rtx_nxt", np.int64),
+        ("rtx_end", np.int64),
+        ("recover_seq", np.int64),
         ("flow", np.int32),  # the flow it serves (World.flow), -1 while the slot is free
         ("alive", np.int32),  # packets that name it (data, ACK, NACK, CNP): it closes when none is left
         ("src", np.int32),
@@ -327,6 +339,9 @@ class World(NamedTuple):
     qtask: np.ndarray  # QTASK_DTYPE: the runtime-queue part of the tasks that have one
     queue: np.ndarray  # QUEUE_DTYPE: the runtime queues
     link_plan: np.ndarray  # LINK_PLAN_DTYPE: the scenario's faults as timed actions, in time order
+    # uint64[queue pairs, 2, words]: IRN's bitmaps of one BDP cap each (irn.py), the receiver's
+    # (IRN_RCV) and the sender's selective acks (IRN_SND); no words with go-back-N
+    irn_bits: np.ndarray
 
 
 class FastForward(NamedTuple):

@@ -66,14 +66,17 @@ TRAINS_ACK_EVERY = 4
 def why_no_trains(scenario: Scenario) -> str:
     """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
-    packet apart ACK trains would stall, or faults (every fault is a link action), whose losses
-    and detours trains do not model. world.train_limit turns trains off then, and
+    packet apart ACK trains would stall, faults (every fault is a link action), whose losses
+    and detours trains do not model, or IRN, whose BDP cap is a window too and whose recovery
+    trains do not model. world.train_limit turns trains off then, and
     accuracy_warnings says so."""
     algorithm = scenario.network.cc.algorithm
     if BY_NAME[algorithm].windowed:
         return f"{algorithm} is clocked by a window (network.cc.algorithm)"
     if scenario.faults:
         return "the scenario has faults, whose losses and detours trains do not model"
+    if scenario.network.transport == "irn":
+        return "network.transport irn caps the packets in flight, a window, and recovers losses trains do not model"
     return ""
 
 
@@ -90,14 +93,16 @@ class MemoSettings:
 def why_no_memo(scenario: Scenario) -> str:
     """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
     may: faults (a link action would act on flows that are not in the engine), connection queue
-    pairs (a flow waits for another one of its connection, outside its component), or sampled
-    traces (replayed flows have no samples)."""
+    pairs (a flow waits for another one of its connection, outside its component), sampled
+    traces (replayed flows have no samples), or IRN (its bitmaps are not in a component's outcome)."""
     if scenario.faults:
         return "the scenario has faults, which act on flows the memo replays"
     if scenario.network.nic.queue_pair == "connection":
         return "network.nic.queue_pair is connection: a flow waits for the flow before it, outside its component"
     if set(scenario.output.traces) & {"rate", "queue"}:
         return "output.traces samples rates or queues, which replayed flows do not have"
+    if scenario.network.transport == "irn":
+        return "network.transport is irn, whose loss recovery the memo does not replay"
     return ""
 
 
