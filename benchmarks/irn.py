@@ -16,7 +16,6 @@ FCT percentiles are over the run's flows; "slowdown" is FCT over the flow's idea
 """
 
 import argparse
-import csv
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from roce_emu.api import prepare, run  # noqa: E402
+from tables import print_markdown, write_csv  # noqa: E402
 
 TRANSPORTS = [
     ("RoCE + PFC", ["network.transport=go_back_n", "network.switch.pfc.enabled=true"]),
@@ -77,20 +77,11 @@ def main():
                 {"fabric": fabric, "cc": algorithm, "transport": label, **one(path, algorithm, overrides)}
                 for label, overrides in TRANSPORTS
             ]
-            columns = list(table[0])
             print(f"\n{fabric}, cc {algorithm}\n")
-            print("| " + " | ".join(columns) + " |")
-            print("|" + "---|" * len(columns))
-            for row in table:
-                cells = (f"{row[c]:,}" if isinstance(row[c], int) else str(row[c]) for c in columns)
-                print("| " + " | ".join(cells) + " |")
+            print_markdown(table)
             rows.extend(table)
-            sys.stdout.flush()
     if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(args.csv, rows)
 
 
 if __name__ == "__main__":
