@@ -673,6 +673,8 @@ class Network(Strict):
                 f"{AT}switch.pfc.enabled true is not allowed with transport 'irn': IRN runs without PFC "
                 "(leave it out or set it false)"
             )
+        if "enabled" in pfc:
+            return data  # false, or what the schema rejects
         return {**data, "switch": {**switch, "pfc": {**pfc, "enabled": False}}}
 
     @model_validator(mode="after")
