@@ -141,6 +141,23 @@ def test_random_loss_resends_each_lost_packet_about_once():
     assert _finish_ps(irn)[0] < _finish_ps(gbn)[0]
 
 
+@pytest.mark.parametrize("algorithm", ["hpcc", "dctcp", "dcqcn"])
+def test_resends_pass_a_windowed_algorithms_window(algorithm):
+    """A lost packet holds the cumulative ack, so the packets in flight fill HPCC's or DCTCP's
+    window: IRN resends anyway (the window holds back new packets only), and every flow ends."""
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 2},
+            network={"transport": "irn", "cc": {"algorithm": algorithm}},
+            workload={"flows": [{"src": 1, "dst": 0, "bytes": 2_000_000}]},
+            faults=[{"kind": "lossy_port", "port": ["sw0", "h0"], "loss": 0.01}],
+        )
+    )
+    s = res.summary
+    assert s["flows_finished"] == 1 and s["data_packets_dropped"] > 5
+    assert s["retransmits"] <= s["data_packets_dropped"] + s["timeouts"]
+
+
 def test_same_result_under_any_slicing():
     sc = incast("irn", n_senders=6, size=200_000, buffer=100_000)
     whole, sliced = simulate(sc), simulate(sc, slice_events=997)

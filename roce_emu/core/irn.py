@@ -29,6 +29,7 @@ import numpy as np
 from .jit import njit
 from .kinds import (
     CFG_IRN_CAP,
+    CFG_MTU,
     CFG_RTO_HIGH_PS,
     CFG_RTO_LOW_PKTS,
     CFG_RTO_LOW_PS,
@@ -114,12 +115,16 @@ def next_lost(w, f):
 
 @njit
 def may_send(w, f):
-    """Whether queue pair f has a packet to send now: a lost one to resend, or a new one that
-    BDP-FC allows."""
+    """Whether queue pair f has a packet to send now: a lost one to resend (the window of a
+    windowed algorithm counts the hole, so it holds back only new packets), or a new one that
+    BDP-FC and the window allow."""
     r = w.qp[f]
     if next_lost(w, f) >= 0:
         return True
-    return r["snd_nxt"] < r["n_pkts"] and r["snd_nxt"] - r["snd_una"] < w.cfg[CFG_IRN_CAP]
+    in_flight = r["snd_nxt"] - r["snd_una"]
+    if r["window_bytes"] > 0 and in_flight * w.cfg[CFG_MTU] >= r["window_bytes"]:
+        return False
+    return r["snd_nxt"] < r["n_pkts"] and in_flight < w.cfg[CFG_IRN_CAP]
 
 
 @njit

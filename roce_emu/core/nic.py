@@ -170,9 +170,10 @@ def next_data_packet(w, p, t):
         r = qps[f]
         nxt = r["act_next"]
         eligible = not is_paused(w, p, r["prio"])
-        if eligible and r["window_bytes"] > 0:
+        selective = w.cfg[CFG_TRANSPORT] == TP_IRN
+        if eligible and r["window_bytes"] > 0 and not selective:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
-        if eligible and w.cfg[CFG_TRANSPORT] == TP_IRN:
+        if eligible and selective:
             eligible = irn.may_send(w, f)
         if eligible and r["next_tx_ps"] > t:
             if earliest < 0 or r["next_tx_ps"] < earliest:
