@@ -166,6 +166,14 @@ def test_same_result_under_any_slicing():
     assert whole.summary["data_packets_dropped"] > 0
 
 
+@pytest.mark.parametrize("mode", ["trains", "memo"])
+def test_trains_and_memo_run_the_exact_engine(mode):
+    """Neither models IRN (inputs.why_no_trains, why_no_memo): the run is the exact engine's."""
+    sc = incast("irn", n_senders=4, size=200_000, buffer=100_000)
+    fast = sc.model_copy(update={"sim": sc.sim.model_copy(update={"fast_forward": mode})})
+    assert np.array_equal(_finish_ps(simulate(sc)), _finish_ps(simulate(fast)))
+
+
 def test_irn_with_pfc_is_refused():
     with pytest.raises(ValidationError, match="switch.pfc.enabled true is not allowed with transport 'irn'"):
         scenario(network={"transport": "irn", "switch": {"pfc": {"enabled": True}}})
