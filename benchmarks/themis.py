@@ -74,7 +74,7 @@ SCHEDULERS = ("baseline", "themis_fifo", "themis_scf")
 def doc(dims, nbytes, chunks, scheduler, queue_pair="flow"):
     return {
         "name": "themis",
-        "topology": {"kind": "multi_dim", "dims": dims},
+        "topology": {"kind": "multi_dim", "dims": dims, "dim_algorithms": "ring"},  # one-way rings, as measured
         "network": {"nic": {"queue_pair": queue_pair}},
         "workload": {
             "collectives": [

@@ -1,6 +1,7 @@
 """The Python entry points used by the CLI and the tests: prepare a scenario, run it, write results."""
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -32,7 +33,8 @@ from .results.links import LINK_COLUMNS, hottest_links, link_rows
 from .results.ns3_format import fct_text, pfc_text
 from .results.console import fmt_ns
 from .results.destination import check_directory, check_file
-from .results.output import frame, read_summary, table_files, write_run_dir
+from .results.output import atomic_directory, frame, read_summary, table_files, write_csv, write_run_dir
+from .results.seeds import SEED_COLUMNS, seed_rows, seeds_summary
 from .results.provenance import provenance, scenario_yaml
 from .results.tables import (
     FLOW_COLUMNS,
@@ -49,7 +51,7 @@ from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
-from .workload import Workload, collective_flow_mask
+from .workload import Workload, collective_flow_mask, parameter_server
 from .workload.gpt import implied_keys
 from .workload.training import placement
 
@@ -148,13 +150,18 @@ def prepare_scenario(scenario: Scenario, source: str = "<scenario>", overrides: 
 def normalized_document(prepared: Prepared) -> dict:
     """The scenario with every default filled in as a run uses it: the congestion-control
     parameters in the units of their names (computed ones included) and the ECN thresholds
-    (at the reference rate) instead of their 'default' markers."""
+    (at the reference rate) instead of their 'default' markers, and each jitter source's mean (and
+    standard deviation) as the run draws them."""
     doc = prepared.scenario.model_dump(mode="json")
     network = prepared.scenario.network
     algorithm = network.cc.algorithm
     doc["network"]["cc"]["params"] = params_from_engine(algorithm, prepared.world.ccp)
     kmin, kmax, pmax = network.switch.ecn.resolved(algorithm)
     doc["network"]["switch"]["ecn"].update(kmin_bytes=int(kmin), kmax_bytes=int(kmax), pmax=float(pmax))
+    for device in ("nic", "switch"):
+        distribution, mean_ns, sd_ns = getattr(network.jitter, device).resolved(device)
+        if distribution != "none":
+            doc["network"]["jitter"][device].update(mean_ns=mean_ns, sd_ns=sd_ns if distribution == "normal" else None)
     training = prepared.scenario.workload.training
     if training is not None and isinstance(training.model, GptModel):
         hosts = training.hosts if training.hosts is not None else list(range(prepared.fabric.n_hosts))
@@ -212,6 +219,12 @@ def run(
         info["memo"] = outcome.memo
     if prepared.workload.notes:
         info["workload_notes"] = list(prepared.workload.notes)
+    if prepared.workload.stragglers:
+        info["stragglers"] = list(prepared.workload.stragglers)
+    training = sc.workload.training
+    if training is not None and training.dp_algorithm == "parameter_server":
+        synchronous = training.staleness_bound == 0
+        info["update_delay"] = parameter_server.update_delays(outcome.world, prepared.workload, synchronous)
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
@@ -312,6 +325,56 @@ def run_scenario(
     write: bool = True,
 ) -> RunResult:
     return run(prepare(path, overrides), out, progress, slice_events, write)
+
+
+@dataclass
+class SeedsResult:
+    """``run --seeds``: each seed's run (its directory OUT/seed-<seed>) and their statistics (seeds.json)."""
+
+    runs: list[RunResult]
+    info: dict
+    out: Path
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.runs)
+
+
+def run_seeds(
+    path: Path | str,
+    overrides: Sequence[str],
+    n_seeds: int,
+    out: Path | None = None,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    slice_events: int | None = None,
+    check: bool = False,
+    each: Callable[[RunResult], None] | None = None,
+) -> SeedsResult:
+    """Run the scenario with its seed, seed + 1, ..., n_seeds of them: each into OUT/seed-<seed> (a run
+    directory), and beside them seeds.csv (a row per seed) and seeds.json (the mean, standard deviation and
+    95 % interval of the iteration time, else of the last finish: results/seeds.py). OUT is checked
+    before anything runs and written atomically, as a run directory (``overwrite`` as prepare_run's).
+    ``each`` is called with every run as it ends."""
+    first = load_scenario(path, overrides)
+    target = Path(out) if out is not None else default_out_dir(first)
+    check_directory(target, "--out", "run", overwrite, inputs=[path])
+    runs, rows = [], []
+    with atomic_directory(target) as tmp:
+        for seed in range(first.seed, first.seed + n_seeds):
+            seeded = (*overrides, f"seed={seed}")
+            prepared = prepare_scenario(load_scenario(path, seeded), str(path), seeded)
+            result = run(prepared, tmp / f"seed-{seed}", progress, slice_events, check=check)
+            runs.append(result)
+            rows.append((seed, f"seed-{seed}", result.summary))
+            if each is not None:
+                each(result)
+        info = seeds_summary(rows)
+        write_csv(tmp / "seeds.csv", SEED_COLUMNS, seed_rows(rows))
+        (tmp / "seeds.json").write_text(json.dumps(info, indent=2) + "\n")
+    for seed, r in zip(range(first.seed, first.seed + n_seeds), runs):
+        r.out = target / f"seed-{seed}"
+    return SeedsResult(runs, info, target)
 
 
 # ---- design: the candidates a model ranks, checked at packet level ------------------------------
@@ -493,16 +556,17 @@ class RatesDesign:
         model's times, and the choice."""
         designed, equal = self.choice.candidates
         lines = [
-            "| dimension | kind | size | links per NPU | designed Gb/s | equal split Gb/s | bits per NPU |",
-            "|---|---|---|---|---|---|---|",
+            "| dimension | kind | size | algorithm | links per NPU (busy) | designed Gb/s | designed GB/s per NPU "
+            "| equal split Gb/s | bits per NPU |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         topo = self.scenario.topology
         assert isinstance(topo, MultiDim)  # design.design refuses any other kind
-        rows = zip(topo.dims, self.best.rates_gbps, self.equal_gbps, self.bits)
+        rows = zip(topo.dims, topo.algorithms(), self.best.used, self.best.rates_gbps, self.equal_gbps, self.bits)
         lines += [
-            f"| {i} | {dim.kind} | {dim.size} | {design.links_per_npu(dim.kind, dim.size)} | {rate:.3f} | "
-            f"{eq:.3f} | {bits:.4g} |"
-            for i, (dim, rate, eq, bits) in enumerate(rows)
+            f"| {i} | {dim.kind} | {dim.size} | {alg} | {dim.links()} ({used:g}) | {rate:.3f} | "
+            f"{rate * dim.links() / 8:.3f} | {eq:.3f} | {bits:.4g} |"
+            for i, (dim, alg, used, rate, eq, bits) in enumerate(rows)
         ]
         lines.append(
             f"model time ({self.best.overlap}): designed {designed.predicted_s * 1e6:.3f} us, equal split "
@@ -540,7 +604,7 @@ def design_rates(
     equal = design.equal_split(best.weights, best.budget)
     doc = inputs.scenario.model_dump(mode="json")
     candidates = [
-        Candidate(label, design.with_rates(doc, rates), design.model_time(a, rates, overlap))
+        Candidate(label, design.with_rates(doc, rates), design.model_time(a, rates, overlap, best.used))
         for label, rates in (("designed", best.rates_gbps), ("equal split", equal))
     ]
     budget = f"cost budget {cost_budget:g}" if costs is not None else f"{budget_gbps:g} Gb/s"

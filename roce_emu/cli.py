@@ -134,8 +134,16 @@ def main():
 @click.option(
     "--check", is_flag=True, help="Also run the expensive invariant checks (queues, packet pool) after every slice."
 )
+@click.option(
+    "--seeds",
+    "n_seeds",
+    type=click.IntRange(min=1),
+    default=1,
+    help="Run with the scenario's seed, seed + 1, ..., this many: each seed in OUT/seed-<seed>, and seeds.csv and "
+    "seeds.json with the mean, standard deviation and 95 % interval of the iteration time (else the last finish).",
+)
 @overwrite_option
-def run(scenario, overrides, out, progress, slice_events, check, overwrite):
+def run(scenario, overrides, out, progress, slice_events, check, n_seeds, overwrite):
     """Simulate a scenario; write flows.csv and summary.json to the run directory.
 
     The directory is written atomically: it is complete or absent. An existing run
@@ -148,24 +156,28 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     2 on bad input (one line naming the file and key; nothing written), 130 on Ctrl-C and
     143 on SIGTERM (nothing written).
 
+    --seeds N runs seeds seed .. seed + N - 1 into OUT/seed-<seed>, with OUT/seeds.csv and seeds.json
+    (mean, s.d. and 95 % Student t interval of the iteration time, else of the last finish).
+
     \b
-    Example:
+    Examples:
       roce-emu run scenarios/incast.yaml --set workload.flows.0.bytes=5e5 --out runs/incast
+      roce-emu run scenarios/training_resnet50.yaml --set network.jitter.nic.distribution=exponential --seeds 5
     """
     _stop_on_sigterm()  # first: a signal while the engine's modules load ends as cleanly as one later
     try:
         from . import api
         from .results.console import run_line
 
+        if n_seeds > 1:
+            _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_events, check)
+            return
         prepared, target = api.prepare_run(scenario, overrides, out, overwrite)
         _echo_notes(prepared.workload.notes, prepared.warnings)
         result = api.run(prepared, target, progress=progress, slice_events=slice_events, check=check)
-    except KeyboardInterrupt:
-        click.echo("interrupted: nothing written", err=True)
-        sys.exit(130)
-    except Terminated:
-        click.echo("terminated: nothing written", err=True)
-        sys.exit(143)
+    except (KeyboardInterrupt, Terminated) as err:
+        click.echo(f"{'terminated' if isinstance(err, Terminated) else 'interrupted'}: nothing written", err=True)
+        sys.exit(143 if isinstance(err, Terminated) else 130)
     s = result.summary
     if not result.ok:
         click.echo(f"error: {s['status']}: {s['reason']} (results in {result.out})", err=True)
@@ -173,6 +185,27 @@ def run(scenario, overrides, out, progress, slice_events, check, overwrite):
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
     click.echo(run_line(s, result.out), err=True)
+
+
+def _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_events, check) -> None:
+    """run --seeds: every seed's line as it ends, then the statistics; exit 1 if a seed failed."""
+    from . import api
+    from .results.console import run_line
+    from .results.seeds import failed_seed_lines, seeds_line
+
+    ended: list = []
+
+    def each(result) -> None:
+        if not ended:  # the notes and warnings are every seed's: once
+            _echo_notes(result.prepared.workload.notes, result.prepared.warnings)
+        ended.append(result)
+        click.echo(run_line(result.summary, f"seed-{result.summary['seed']}"), err=True)
+
+    done = api.run_seeds(scenario, tuple(overrides), n_seeds, out, overwrite, progress, slice_events, check, each)
+    for line in [*failed_seed_lines(done.runs), seeds_line(done.info, done.out)]:
+        click.echo(line, err=True)
+    if not done.ok:
+        sys.exit(1)
 
 
 @main.command()
@@ -326,15 +359,9 @@ def plot(directory, out, baseline):
     target = out or directory / "plots"
     names, slowdown = plot_directory(directory, target, list(baseline))
     if slowdown is not None:
-        from .results.compare import table
-        from .results.jobs import SLOWDOWN_COLUMNS
+        from .results.jobs import slowdown_markdown
 
-        click.echo(
-            table(
-                list(SLOWDOWN_COLUMNS),
-                [[f"{float(c):.4g}" if c and i else c for i, c in enumerate(row)] for row in slowdown],
-            )
-        )
+        click.echo(slowdown_markdown(slowdown))
     click.echo(f"{len(names)} figures ({', '.join(names) or 'none'}) -> {target}", err=True)
 
 

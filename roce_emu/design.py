@@ -7,16 +7,22 @@ The model: a hierarchical all-reduce of S bytes per NPU moves, per NPU, on dimen
 
     T_d = 2 (p_d - 1) / p_d x S / (p_0 ... p_{d-1})  bytes,
 
-at the dimension's link rate B_d (a ring step sends one flow per NPU), so it takes
-a_d / B_d with a_d = 8 T_d summed over the workload's collectives. The budget is a
-weighted sum of the rates, sum_d w_d B_d = W: with a bandwidth budget, w_d is the links an
-NPU has in dimension d (its injection bandwidth is sum_d l_d B_d); with a cost model, w_d is
-l_d times the cost of a Gb/s on d. Two ways the dimensions overlap:
+on the u_d links of the dimension that its algorithm keeps busy at once, each at the
+dimension's link rate B_d (workload/dim_algorithms.py: ring 1, ring_bidir 2, direct p_d - 1 on
+a fully connected dimension), so it takes a_d / (u_d B_d) with a_d = 8 T_d summed over the
+workload's collectives; write c_d = a_d / u_d. The budget is a weighted sum of the rates,
+sum_d w_d B_d = W: with a bandwidth budget, w_d is the links l_d an NPU has in dimension d (its
+injection bandwidth is sum_d l_d B_d); with a cost model, w_d is l_d times the cost of a Gb/s
+on d. Two ways the dimensions overlap:
 
-- ``max`` (Themis-like: every dimension busy at once): time = max_d a_d / B_d, least when every
-  dimension takes equally long: B_d = W a_d / sum_j w_j a_j, time = sum_j w_j a_j / W;
-- ``sum`` (baseline order: one dimension after the other): time = sum_d a_d / B_d, least
-  (Lagrange) at B_d = W sqrt(a_d / w_d) / sum_j sqrt(a_j w_j), time = (sum_j sqrt(a_j w_j))^2 / W.
+- ``max`` (Themis-like: every dimension busy at once): time = max_d c_d / B_d, least when every
+  dimension takes equally long: B_d = W c_d / sum_j w_j c_j, time = sum_j w_j c_j / W;
+- ``sum`` (baseline order: one dimension after the other): time = sum_d c_d / B_d, least
+  (Lagrange) at B_d = W sqrt(c_d / w_d) / sum_j sqrt(c_j w_j), time = (sum_j sqrt(c_j w_j))^2 / W.
+
+When every dimension's algorithm uses all its links (u_d = l_d, the defaults but on a switch,
+which has one link), a bandwidth budget with ``max`` gives each dimension l_d B_d = W a_d /
+sum_j a_j of the NPU's bandwidth: LIBRA's split.
 
 docs/design.md gives the model and what it leaves out.
 """
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ScenarioError
+from .workload import dim_algorithms
 
 
 def parse_costs(text: str | None) -> list[float] | None:
@@ -37,16 +44,6 @@ def parse_costs(text: str | None) -> list[float] | None:
         return [float(c) for c in text.split(",")]
     except ValueError:
         raise ScenarioError("--cost", text, "expected numbers separated by commas, e.g. 1,4") from None
-
-
-def links_per_npu(kind: str, size: int) -> int:
-    """An NPU's links in a dimension: a ring has two (one if two NPUs), a full mesh p - 1, a
-    switch one."""
-    if kind == "switch":
-        return 1
-    if kind == "fully_connected":
-        return size - 1
-    return 1 if size == 2 else 2
 
 
 def dimension_bits(sizes, collectives) -> np.ndarray:
@@ -69,25 +66,29 @@ class Design:
     overlap: str
     weights: np.ndarray  # w_d
     budget: float  # W, in the weights' units x Gb/s
+    used: np.ndarray  # u_d: the links each dimension's algorithm keeps busy at once
 
 
-def optimum(a: np.ndarray, w: np.ndarray, budget: float, overlap: str) -> Design:
-    """The rates (Gb/s) minimising the model's time under sum_d w_d B_d = budget; dimensions
-    that carry nothing get none."""
-    a = np.asarray(a, float)
+def optimum(a: np.ndarray, w: np.ndarray, budget: float, overlap: str, used=None) -> Design:
+    """The rates (Gb/s) minimising the model's time under sum_d w_d B_d = budget, with u_d =
+    ``used`` links busy at once (default one); dimensions that carry nothing get none."""
+    u = np.ones(len(a)) if used is None else np.asarray(used, float)
+    c = np.asarray(a, float) / u
     w = np.asarray(w, float)
     if overlap == "max":
-        rates = budget * a / float(np.sum(w * a))
+        rates = budget * c / float(np.sum(w * c))
     else:
-        root = np.sqrt(a / w)
-        rates = budget * root / float(np.sum(np.sqrt(a * w)))
-    return Design(rates, model_time(a, rates, overlap), overlap, w, budget)
+        root = np.sqrt(c / w)
+        rates = budget * root / float(np.sum(np.sqrt(c * w)))
+    return Design(rates, model_time(a, rates, overlap, u), overlap, w, budget, u)
 
 
-def model_time(a: np.ndarray, rates_gbps: np.ndarray, overlap: str = "max") -> float:
-    used = a > 0
-    per_dim = a[used] / (np.asarray(rates_gbps)[used] * 1e9)
-    return float(per_dim.max() if overlap == "max" else per_dim.sum()) if used.any() else 0.0
+def model_time(a: np.ndarray, rates_gbps: np.ndarray, overlap: str = "max", used=None) -> float:
+    """The model's time of a_d bits per NPU on each dimension at rates_gbps per link, u_d = ``used`` links at once."""
+    u = np.ones(len(a)) if used is None else np.asarray(used, float)
+    carried = a > 0
+    per_dim = a[carried] / (u[carried] * np.asarray(rates_gbps)[carried] * 1e9)
+    return float(per_dim.max() if overlap == "max" else per_dim.sum()) if carried.any() else 0.0
 
 
 def equal_split(w: np.ndarray, budget: float) -> np.ndarray:
@@ -128,7 +129,8 @@ def design(
         collectives.append((c.kind, c.nbytes))
     if not collectives:
         raise ScenarioError(source, "workload", "no hierarchical all-reduce to design for")
-    links = np.array([links_per_npu(d.kind, d.size) for d in topo.dims], float)
+    links = np.array([d.links() for d in topo.dims], float)
+    used = [dim_algorithms.links_used(alg, d.size, d.links()) for alg, d in zip(topo.algorithms(), topo.dims)]
     if costs is not None:
         if len(costs) != len(sizes) or any(not math.isfinite(c) or c <= 0 for c in costs):
             raise ScenarioError(
@@ -145,7 +147,7 @@ def design(
             raise ScenarioError("--budget-gbps", "", f"{budget_gbps} is not a positive per-NPU bandwidth (Gb/s)")
         weights, budget = links, float(budget_gbps)
     a = dimension_bits(sizes, collectives)
-    return optimum(a, weights, budget, overlap), a
+    return optimum(a, weights, budget, overlap, used), a
 
 
 def with_rates(doc: dict, rates_gbps) -> dict:

@@ -4,6 +4,7 @@ import copy
 
 import numpy as np
 import pytest
+import yaml
 
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Scenario
@@ -32,6 +33,20 @@ def simulate(sc: Scenario, slice_events=None):
     result = run(prepare_scenario(sc), write=False, progress=False, slice_events=slice_events)
     assert_conservation(result.outcome.world)
     return result
+
+
+def assert_one_line_error(path, doc: dict, key: str, needle: str) -> None:
+    """Preparing ``doc``, written to ``path`` as a scenario file, fails with one line naming the
+    file and ``key`` (the start of the key) and saying ``needle``."""
+    from roce_emu.api import prepare
+    from roce_emu.errors import ScenarioError
+
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ScenarioError) as err:
+        prepare(path)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"{path}: {key}"), text
+    assert needle in text, text
 
 
 def named(items, prefix: str) -> list:

@@ -82,9 +82,9 @@ def test_busbw_approaches_link_goodput():
     assert float(row["time_ns"]) == res.summary["iteration_ns"][0]
 
 
-def _multi_dim(dims, collective):
+def _multi_dim(dims, collective, **topology):
     return scenario(
-        topology={"kind": "multi_dim", "dims": dims},
+        topology={"kind": "multi_dim", "dims": dims, **topology},
         workload={"collectives": [{"name": "ar", "kind": "all_reduce", **collective}]},
     )
 
@@ -109,11 +109,11 @@ def _dim_step(dim, payload):
 
 
 def test_hierarchical_all_reduce_is_the_sum_of_its_phases():
-    """4 x 4 multi-dimensional fabric (a 100G ring, then a 50G switch): reduce-scatter on the
-    ring (3 steps of N/4), on the switch (3 steps of N/16), then all-gather back; the
-    dimensions use different links, so the phases just add up."""
+    """4 x 4 multi-dimensional fabric (a 100G ring, then a 50G switch), a one-way ring in each:
+    reduce-scatter on the ring (3 steps of N/4), on the switch (3 steps of N/16), then
+    all-gather back; the dimensions use different links, so the phases just add up."""
     n = 16_000_000
-    res = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n}))
+    res = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n}, dim_algorithms="ring"))
     measured = res.summary["iteration_ns"][0] * 1000
     ring, switch = DIMS_2D
     phases = 3 * _dim_step(ring, n / 4) + 3 * _dim_step(switch, n / 16)
@@ -124,10 +124,11 @@ def test_hierarchical_all_reduce_is_the_sum_of_its_phases():
 
 def test_chunks_pipeline_the_hierarchical_phases():
     """With 8 chunks, chunk c's switch phase overlaps chunk c + 1's ring phase: faster than one
-    chunk, and no faster than the slowest phase alone."""
+    chunk, and no faster than the slowest phase alone (one-way rings)."""
     n = 16_000_000
-    one = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n})).summary["iteration_ns"][0]
-    eight = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n, "chunks": 8}))
+    ring = {"dim_algorithms": "ring"}
+    one = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n}, **ring)).summary["iteration_ns"][0]
+    eight = simulate(_multi_dim(DIMS_2D, {"algorithm": "hierarchical", "bytes": n, "chunks": 8}, **ring))
     t8 = eight.summary["iteration_ns"][0]
     ring_phases = 2 * 3 * _dim_step(DIMS_2D[0], n / 4) / 1000
     print(f"hierarchical: 1 chunk {one / 1e3:.1f} us, 8 chunks {t8 / 1e3:.1f} us")

@@ -73,12 +73,12 @@ def test_the_fields_network_files_load(name):
 @pytest.mark.parametrize("system", ["DGX_H100.json", "Direct_sys.json", "Ring_sys.json", "TPUv4.json"])
 def test_every_system_key_is_mapped_or_named(system):
     keys = set(json.loads((SHARED / system).read_text()))
-    algorithms, chunks, notes = astra_sim.read_system(SHARED / system)
+    algorithms, chunks, notes, _ = astra_sim.read_system(SHARED / system)
     mapped = {f"{k.replace('_', '-')}-implementation" for k in algorithms} | {"preferred-dataset-splits"}
     named = {n.split(":")[0] for n in notes}
     assert keys <= mapped | named
     assert chunks == 4 and algorithms["all_reduce"] in ("ring", "direct", "hierarchical")
-    if system == "DGX_H100.json":  # halving-doubling in two dimensions: hierarchical, said so
+    if system == "DGX_H100.json":  # halving-doubling in two dimensions: hierarchical, the defaults there, said so
         assert algorithms["all_reduce"] == "hierarchical"
         assert any(n.startswith("all-reduce-implementation") for n in notes)
 
@@ -198,6 +198,7 @@ def test_import_command_writes_a_scenario_that_runs(tmp_path):
     assert doc["workload"]["collectives"] == [
         {"kind": "all_reduce", "algorithm": "hierarchical", "bytes": 100000, "chunks": 2}
     ]
+    assert doc["topology"]["dim_algorithms"] == ["ring_bidir", "ring"]  # ASTRA-sim's rings: both ways on the Ring
     run = cli("run", "s.yaml", "--out", "out", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     again = cli("import", "astra-sim", "net.yml", "-o", "s.yaml", cwd=tmp_path)
@@ -205,3 +206,17 @@ def test_import_command_writes_a_scenario_that_runs(tmp_path):
     assert (tmp_path / "s.yaml").read_text() == text  # nothing half-written over it
     bad = cli("import", "astra-sim", "missing.yml", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: missing.yml: no such file"
+
+
+@pytest.mark.quick
+def test_per_dimension_implementations_become_dim_algorithms():
+    """["ring", "direct", "halvingDoubling"] on Ring x FullyConnected x Switch: both ways round on
+    the Ring, direct on the full mesh, the switch's default (a ring) for halvingDoubling; direct
+    on a Ring has no equivalent and takes the ring's default."""
+    dims = [{"kind": "ring"}, {"kind": "fully_connected"}, {"kind": "switch"}]
+    assert astra_sim.dimension_algorithms(["ring", "direct", "halving_doubling"], dims) == [
+        "ring_bidir",
+        "direct",
+        "ring",
+    ]
+    assert astra_sim.dimension_algorithms(["direct", "ring", "ring"], dims) == ["ring_bidir", "ring", "ring"]

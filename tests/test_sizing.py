@@ -35,6 +35,14 @@ SHAPES = {
     "direct": (RESNET, ["workload.training.dp_algorithm=direct"]),
     "bidir": (str(SCEN / "allreduce_multi_dim.yaml"), ["workload.collectives.0.algorithm=hierarchical_bidir"]),
     "themis": (str(SCEN / "allreduce_multi_dim.yaml"), ["workload.collectives.0.scheduler=themis_fifo"]),
+    "dim_direct": (
+        str(SCEN / "allreduce_multi_dim.yaml"),
+        ["topology.dims.0.kind=fully_connected", "topology.dim_algorithms=[direct, direct]"],
+    ),
+    "dim_ring_bidir_themis": (
+        str(SCEN / "allreduce_multi_dim.yaml"),
+        ["topology.dim_algorithms=[ring_bidir, direct]", "workload.collectives.0.scheduler=themis_scf"],
+    ),
     "gpt_sp_zero1": (
         str(SCEN / "training_gpt_rail.yaml"),
         ["workload.training.model.sequence_parallel=true", "workload.training.model.optimizer.zero=1"],

@@ -79,10 +79,10 @@ def test_plan_is_a_schedule(scheduler):
             assert b.start_s >= a.start_s + (sizes[d] - 1) / sizes[d] * a.nbytes * 8 / rates[d] - 1e-15
 
 
-def run_all_reduce(dims, scheduler, nbytes=4_000_000, chunks=16, network=None):
+def run_all_reduce(dims, scheduler, nbytes=4_000_000, chunks=16, network=None, **topology):
     res = simulate(
         scenario(
-            topology={"kind": "multi_dim", "dims": dims},
+            topology={"kind": "multi_dim", "dims": dims, **topology},
             network=network or {},
             workload={
                 "collectives": [
@@ -118,16 +118,34 @@ def test_just_enough_bandwidth_leaves_nothing_to_balance():
         assert row["time_ns"] == base["time_ns"]
 
 
+#: the Themis paper's rings: one way round in every dimension (topology.dim_algorithms)
+ONE_WAY = {"dim_algorithms": "ring"}
+
+
+def test_just_enough_bandwidth_with_rings_both_ways_round():
+    """The plan follows the dimensions' algorithms: with the default ring_bidir on the ring
+    dimension (its two links busy), BW(dim 0) = 2 x BW(dim 1) balances the baseline's loads
+    (2 x 3/4 x S / (2 x 2B) against 2 x 3/4 x S / 4B), so Themis keeps the baseline to the
+    picosecond; with one-way rings the same rates leave dimension 0 twice as loaded, and the
+    plan rebalances."""
+    base = run_all_reduce(two_dims(200, 100), "baseline")[1]
+    for scheduler in ("themis_fifo", "themis_scf"):
+        assert run_all_reduce(two_dims(200, 100), scheduler)[1]["time_ns"] == base["time_ns"]
+    for links, kept in (((2, 1), True), ((1, 1), False)):
+        timing = DimTiming((2e11, 1e11), (0.0, 0.0), links=links)
+        assert keeps_baseline([4, 4], plan([4, 4], timing, [250_000] * 16, "themis_scf")) is kept
+
+
 def test_with_less_first_dimension_bandwidth_themis_wins():
-    """Equal rates on a 4 x 4 fabric: the baseline loads dimension 0 four times as much as
+    """Equal rates on a 4 x 4 fabric with one-way rings: the baseline loads dimension 0 four times as much as
     dimension 1 (its pieces are 4x larger), a model time of 2 x 3/4 x S/B against 5/4 of the
     balanced 2 x 3/4 x (S + S/4)/(2B) = 0.625, at best 1.6x: both dimensions move the same
     bytes, smallest-chunk-first is at least 1.3x faster (measured 1.44x) and FIFO at least 1.15x
     (measured 1.19x: at run time it serves the large pieces that are ready first, and the small
     ones the other dimension waits for come after them; docs/themis.md)."""
-    base_res, base = run_all_reduce(two_dims(100, 100), "baseline")
+    base_res, base = run_all_reduce(two_dims(100, 100), "baseline", **ONE_WAY)
     for scheduler, least in (("themis_fifo", 1.15), ("themis_scf", 1.3)):
-        _, row = run_all_reduce(two_dims(100, 100), scheduler)
+        _, row = run_all_reduce(two_dims(100, 100), scheduler, **ONE_WAY)
         assert float(base["time_ns"]) / float(row["time_ns"]) > least
         assert row["dim0_bytes"] == row["dim1_bytes"]
     assert base["dim0_utilization"] > 3 * base["dim1_utilization"]
@@ -135,12 +153,12 @@ def test_with_less_first_dimension_bandwidth_themis_wins():
 
 def test_per_dimension_figures_against_closed_forms():
     """Baseline on 4 x 4 with 4 MB per NPU: dimension 0 moves 16 x 2 x 3/4 x 4 MB, dimension 1
-    16 x 2 x 3/4 x 1 MB; utilisation is bytes x 8 over the time and over 16 x the rate; a
-    dimension is busy no longer than the collective."""
+    16 x 2 x 3/4 x 1 MB; utilisation is bytes x 8 over the time and over 16 x the rate x the links
+    in use (the ring dimension's ring_bidir: 2); a dimension is busy no longer than the collective."""
     _, row = run_all_reduce(two_dims(100, 50), "baseline")
     assert row["dim0_bytes"] == 16 * 2 * 3 * 1_000_000 and row["dim1_bytes"] == 16 * 2 * 3 * 250_000
     t = float(row["time_ns"]) * 1e-9
-    assert row["dim0_utilization"] == pytest.approx(row["dim0_bytes"] * 8 / t / (16 * 100e9), rel=1e-5)
+    assert row["dim0_utilization"] == pytest.approx(row["dim0_bytes"] * 8 / t / (16 * 2 * 100e9), rel=1e-5)
     assert row["dim1_utilization"] == pytest.approx(row["dim1_bytes"] * 8 / t / (16 * 50e9), rel=1e-5)
     assert 0 < float(row["dim1_busy_ns"]) <= float(row["time_ns"]) + 1e-6
 
@@ -336,14 +354,14 @@ def test_dimension_queues_are_the_same_however_the_run_is_sliced():
 
 def test_training_gradients_run_with_themis():
     """workload.training.scheduler drives every gradient all-reduce (four 2 MiB buckets, one at a
-    time) through the runtime queues. On the equal-rate 4 x 4 fabric, where the baseline loads
+    time) through the runtime queues. On the equal-rate 4 x 4 fabric with one-way rings, where the baseline loads
     dimension 0 four times as much, the iteration is faster: SCF by at least 1.25x (measured
     1.38x), FIFO by at least 1.1x (measured 1.19x)."""
 
     def iteration(scheduler):
         res = simulate(
             scenario(
-                topology={"kind": "multi_dim", "dims": two_dims(100, 100)},
+                topology={"kind": "multi_dim", "dims": two_dims(100, 100), **ONE_WAY},
                 workload={
                     "training": {
                         "model": {

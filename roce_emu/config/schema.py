@@ -243,6 +243,20 @@ class Mesh(_TopologyBase):
         return dims
 
 
+#: how a hierarchical collective runs inside one dimension of a multi_dim fabric (workload/dim_algorithms.py)
+DimAlgorithm = Literal["ring", "ring_bidir", "direct"]
+#: each dimension kind's algorithm by default: what ASTRA-sim's system files choose there (a ring both ways round on a
+#: ring, direct on a fully connected dimension), so that a collective uses all of an NPU's links in the dimension, as
+#: LIBRA's model assumes
+DIM_ALGORITHM_DEFAULT = {"ring": "ring_bidir", "fully_connected": "direct", "switch": "ring"}
+#: the dimension kinds each algorithm runs on (direct on a ring would cross NPUs on the way)
+DIM_ALGORITHM_KINDS = {
+    "ring": ("ring", "fully_connected", "switch"),
+    "ring_bidir": ("ring", "fully_connected", "switch"),
+    "direct": ("fully_connected", "switch"),
+}
+
+
 class Dimension(Strict):
     """One dimension of a multi-dimensional fabric: how the NPUs that differ only in this
     coordinate are connected, and that link's rate and one-way delay."""
@@ -256,6 +270,14 @@ class Dimension(Strict):
     """Rate of this dimension's links."""
     delay_ns: float = Field(500.0, ge=0, le=1e9)
     """One-way propagation delay of this dimension's links."""
+
+    def links(self) -> int:
+        """An NPU's links in this dimension: a ring has two (one if two NPUs), a full mesh size - 1, a switch one."""
+        if self.kind == "switch":
+            return 1
+        if self.kind == "fully_connected":
+            return self.size - 1
+        return 1 if self.size == 2 else 2
 
 
 class MultiDim(_TopologyBase):
@@ -278,7 +300,38 @@ class MultiDim(_TopologyBase):
     nic: Literal["per_link", "shared"] = "per_link"
     """per_link: a NIC port per dimension link, at that link's rate; shared: one NIC port on the host link, served
     round-robin by the flows of every dimension."""
+    dim_algorithms: Union[DimAlgorithm, list[DimAlgorithm], None] = None
+    """How hierarchical collectives run inside each dimension: ring (one way round), ring_bidir (half of the data each
+    way round), direct (every NPU sends every other its share at once; fully_connected and switch dimensions). One name
+    for every dimension or a list with one per dimension; null: ring_bidir on ring, direct on fully_connected, ring on
+    switch dimensions (ASTRA-sim's choices, every link of the dimension busy)."""
     TIERS: ClassVar[tuple[str, ...]] = ("host",)
+
+    @model_validator(mode="after")
+    def _algorithms_fit(self):
+        given = self.dim_algorithms
+        if isinstance(given, list) and len(given) != len(self.dims):
+            raise ValueError(
+                f"{AT}dim_algorithms has {len(given)} entries for {len(self.dims)} dimensions: give one name for all "
+                f"or one per dimension (allowed: {', '.join(get_args(DimAlgorithm))})"
+            )
+        for k, (dim, algorithm) in enumerate(zip(self.dims, self.algorithms())):
+            if dim.kind not in DIM_ALGORITHM_KINDS[algorithm]:
+                allowed = [a for a, kinds in DIM_ALGORITHM_KINDS.items() if dim.kind in kinds]
+                raise ValueError(
+                    f"{AT}dim_algorithms '{algorithm}' cannot run on dimension {k} (a {dim.kind}; allowed there: "
+                    f"{', '.join(allowed)})"
+                )
+        return self
+
+    def algorithms(self) -> tuple[str, ...]:
+        """The algorithm of each dimension, the defaults filled in."""
+        given = self.dim_algorithms
+        if given is None:
+            return tuple(DIM_ALGORITHM_DEFAULT[d.kind] for d in self.dims)
+        if isinstance(given, str):
+            return (given,) * len(self.dims)
+        return tuple(given)
 
 
 class RailOptimized(_TopologyBase):
@@ -620,6 +673,63 @@ class Irn(Strict):
 
 #: network.transport's names, the default first (core/kinds.py TRANSPORT_NAMES)
 Transport = Literal["go_back_n", "irn"]
+#: the mean hold of each jitter source when its mean_ns is left out, and the standard deviation of a normal one as
+#: a share of its mean (docs/model.md, "Jitter", gives the sources)
+JITTER_DEFAULT_MEAN_NS = {"nic": 100.0, "switch": 50.0}
+JITTER_DEFAULT_SD_SHARE = 0.5
+
+
+class JitterSource(Strict):
+    """The extra time one kind of device holds every packet, drawn afresh per packet (network.jitter.seed):
+    ``uniform`` on [0, 2 mean], ``exponential`` of that mean, or ``normal`` of that mean and standard deviation
+    (a negative draw holds nothing). ``none`` (default) holds nothing and draws nothing."""
+
+    distribution: Literal["none", "uniform", "exponential", "normal"] = "none"
+    """The distribution of the hold."""
+    mean_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """The mean hold (ns); left out, the literature default of the device (nic 100, switch 50: docs/model.md)."""
+    sd_ns: Optional[float] = Field(None, ge=0, le=1e9)
+    """normal only: the standard deviation (ns); left out, half the mean."""
+
+    @model_validator(mode="after")
+    def _parameters_fit(self):
+        if self.distribution != "normal" and self.sd_ns is not None:
+            raise ValueError(
+                f"{AT}sd_ns {self.sd_ns:g} is not allowed with distribution {self.distribution}: only normal has one"
+            )
+        if self.distribution == "none" and self.mean_ns is not None:
+            raise ValueError(
+                f"{AT}mean_ns {self.mean_ns:g} is not allowed without a distribution: set distribution to uniform, "
+                "exponential or normal"
+            )
+        return self
+
+    def resolved(self, device: str) -> tuple[str, float, float]:
+        """(distribution, mean ns, standard deviation ns) with the defaults filled in; none if the mean is 0."""
+        mean = JITTER_DEFAULT_MEAN_NS[device] if self.mean_ns is None else self.mean_ns
+        if self.distribution == "none" or mean == 0:
+            return "none", 0.0, 0.0
+        sd = mean * JITTER_DEFAULT_SD_SHARE if self.sd_ns is None else self.sd_ns
+        return self.distribution, mean, sd if self.distribution == "normal" else 0.0
+
+
+class Jitter(Strict):
+    """Per-packet latency jitter where a fabric has it (core/jitter.py): the NIC's processing and PCIe latency, at
+    the NIC that sends a packet and again at the NIC that receives it, and the pipeline latency of every switch a
+    packet crosses. The holds of one link keep its packets in order and take nothing from its rate; PFC frames hold
+    nothing. Both none (default) is the exact model. Run several seeds (``roce-emu run --seeds N``) for the spread."""
+
+    nic: JitterSource = JitterSource()
+    """NIC processing and PCIe: per packet, at the sending and at the receiving NIC."""
+    switch: JitterSource = JitterSource()
+    """Switch pipeline: per packet, at every switch it crosses."""
+    seed: Optional[int] = Field(None, ge=0, le=2**63 - 1)
+    """The seed of the engine's per-packet draws (these holds, ECN marks, losses); left out, the scenario's seed,
+    which also draws the ECMP hashes and the workload's random choices. Set it to vary the draws alone."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.nic.resolved("nic")[0] != "none" or self.switch.resolved("switch")[0] != "none"
 
 
 class Network(Strict):
@@ -646,6 +756,8 @@ class Network(Strict):
     PFC, so switch.pfc.enabled defaults to false with it)."""
     irn: Irn = Irn()
     """IRN's timeouts and BDP cap (transport: irn)."""
+    jitter: Jitter = Jitter()
+    """Per-packet latency jitter of NICs and switches (none by default)."""
 
     @property
     def frame_bytes(self) -> int:
@@ -1062,8 +1174,16 @@ class Training(Strict):
     hosts: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
     """The hosts the ranks run on, rank r on hosts[r]; null: every host, rank r on host r. tp x pp x dp must equal
     their number: list them to leave the other hosts out on purpose."""
-    dp_algorithm: CollectiveAlgorithm = "ring"
-    """Algorithm of the gradient All-Reduces."""
+    dp_algorithm: Union[CollectiveAlgorithm, Literal["parameter_server"]] = "ring"
+    """Algorithm of the gradient All-Reduces; parameter_server: no All-Reduce, each rank pushes its gradients to the
+    `servers` and pulls the model from them (docs/howto/parameter_servers.md)."""
+    servers: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """dp_algorithm parameter_server: the hosts that hold the model, in even shards; the ranks run on the other hosts
+    (or on `hosts`)."""
+    staleness_bound: Optional[int] = Field(0, ge=0, le=10_000)
+    """dp_algorithm parameter_server: 0, synchronous (a server sends the next iteration's model once every rank's push
+    has reached it); s > 0, a rank starts iteration k once every push of iteration k - 1 - s has reached the servers;
+    null: asynchronous, no bound."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
@@ -1095,6 +1215,16 @@ class Training(Strict):
     def _one_source(self):
         if (self.model is None) == (not self.layers):
             raise ValueError("give either model or layers")
+        return self
+
+    @model_validator(mode="after")
+    def _servers_with_parameter_server(self):
+        if (self.servers is None) != (self.dp_algorithm != "parameter_server"):
+            raise ValueError(
+                f"{AT}servers is what dp_algorithm parameter_server needs, and only it: give both or neither"
+            )
+        if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
+            raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
         return self
 
 
@@ -1243,6 +1373,47 @@ class Fault(Strict):
         return nodes
 
 
+# ---- stragglers: slower compute on chosen ranks, and compute that varies ----------------------
+#: the most a straggler may slow its ranks' compute down (and the largest jitter cv): beyond it the
+#: run models a rank that has stopped, which a fault or a shorter hosts list says better
+MAX_STRAGGLER_FACTOR = 1000.0
+
+
+class Straggler(Strict):
+    """Ranks whose compute runs ``factor`` times slower: every compute task on the host of ``rank``, or of a seeded
+    ``fraction`` of the ranks (give one of them). Ranks are the training's (rank r on ``workload.training.hosts[r]``,
+    default host r), the Chakra trace's (host ``workload.chakra.ranks[r]``), or else host ids. Entries that pick the
+    same rank multiply their factors. With ``jobs``, ranks are host ids. Slower links are ``faults`` of kind
+    ``slow_link``."""
+
+    rank: Optional[int] = Field(None, ge=0)
+    """The rank that straggles."""
+    fraction: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False)
+    """Instead of rank: this share of the ranks (rounded half up, at least one), chosen at random from the scenario's
+    seed."""
+    factor: float = Field(ge=1, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """How many times longer each of its compute tasks takes (1: as fast as the others)."""
+
+    @model_validator(mode="after")
+    def _rank_or_fraction(self):
+        if (self.rank is None) == (self.fraction is None):
+            raise ValueError("give rank or fraction, one of them")
+        return self
+
+
+class ComputeJitter(Strict):
+    """Each compute task's duration times a random draw of mean 1 and coefficient of variation ``cv``, one draw per
+    task (per rank, layer, micro-batch and iteration), from the scenario's seed. normal and uniform draws below 0
+    are taken as 0 (a task takes no time), which raises the mean a little for cv above about 0.3 (normal) or 0.58
+    (uniform)."""
+
+    distribution: Literal["lognormal", "normal", "uniform"] = "lognormal"
+    """lognormal: exp of a normal (never negative, skewed towards long tasks); normal; uniform: even on
+    [1 - cv·√3, 1 + cv·√3]."""
+    cv: float = Field(ge=0, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """Standard deviation of the draw over its mean; 0: no jitter."""
+
+
 # ---- run control and output -----------------------------------------------------------------
 #: sim.fast_forward's modes, the default first (docs/fast_forward.md)
 FastForwardMode = Literal["off", "exact", "trains", "memo"]
@@ -1351,6 +1522,10 @@ class Scenario(Strict):
     jobs: list[Job] = Field([], max_length=1024)
     """Several jobs sharing the fabric, each with its own workload and hosts, instead of `workload`
     (docs/howto/jobs.md)."""
+    stragglers: list[Straggler] = Field([], max_length=10_000)
+    """Ranks whose compute is slower than the others' (slower links: faults of kind slow_link)."""
+    compute_jitter: Optional[ComputeJitter] = None
+    """Random variation of every compute task's duration; null: every task takes its given time."""
     _deprecated: tuple[str, ...] = PrivateAttr(())
 
     @property

@@ -165,12 +165,28 @@ CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's da
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
 CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
 CFG_STOP_AT_START = 24  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
-CFG_TRANSPORT = 25  #: TP_* of the run's loss recovery (network.transport)
-CFG_IRN_CAP = 26  #: IRN: the BDP cap, packets a flow may have in flight (0 with go-back-N)
-CFG_RTO_LOW_PS = 27  #: IRN: the timeout with at most cfg[CFG_RTO_LOW_PKTS] packets in flight
-CFG_RTO_HIGH_PS = 28  #: IRN: the timeout with more in flight
-CFG_RTO_LOW_PKTS = 29
-CFG_SIZE = 30
+# network.jitter (jitter.py): per role (a NIC, a switch) the JD_* distribution of a packet's hold, its mean and
+# its standard deviation (normal only); JD_NONE everywhere = no hold and no random draw
+CFG_JITTER_NIC = 25
+CFG_JITTER_NIC_MEAN_PS = 26
+CFG_JITTER_NIC_SD_PS = 27
+CFG_JITTER_SWITCH = 28
+CFG_JITTER_SWITCH_MEAN_PS = 29
+CFG_JITTER_SWITCH_SD_PS = 30
+CFG_TRANSPORT = 31  #: TP_* of the run's loss recovery (network.transport)
+CFG_IRN_CAP = 32  #: IRN: the BDP cap, packets a flow may have in flight (0 with go-back-N)
+CFG_RTO_LOW_PS = 33  #: IRN: the timeout with at most cfg[CFG_RTO_LOW_PKTS] packets in flight
+CFG_RTO_HIGH_PS = 34  #: IRN: the timeout with more in flight
+CFG_RTO_LOW_PKTS = 35
+CFG_SIZE = 36
+
+# ---- jitter distributions: cfg[CFG_JITTER_NIC], cfg[CFG_JITTER_SWITCH] (network.jitter.*.distribution) --------
+_dist = _Codes(I64)
+JD_NONE = _dist("none")
+JD_UNIFORM = _dist("uniform")  #: uniform on [0, 2 mean]
+JD_EXPONENTIAL = _dist("exponential")
+JD_NORMAL = _dist("normal")  #: mean and sd; a draw below zero holds nothing
+JITTER_DISTRIBUTIONS = tuple(_dist.names)
 
 # ---- counters: indices into World.stats (int64) ---------------------------------
 _stat = _Codes()

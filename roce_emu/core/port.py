@@ -28,6 +28,7 @@ from .kinds import (
     PK_DATA,
     PK_FREE,
 )
+from .jitter import arrival_ps
 from .mmu import admit, count_drop, ecn_mark, release
 from .nic import (
     cut_for_arrival,
@@ -143,7 +144,7 @@ def _try_send(w, p, t):
         # as its bits come in, so that it leaves there as from a NIC on that link itself; the
         # port keeps a train until it has left, so that it can still be cut (nic.cut_train)
         pk["last_in_ps"] = end + pt["prop_ps"]  # a train's last bit is in at the router
-        heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+        heap_push(w.ev, w.meta, arrival_ps(w, p, k, t + pt["prop_ps"]), EV_ARRIVE, I64(k), I64(pt["peer_port"]))
         if w.cfg[CFG_TRAIN_MAX] > 0:  # named as the packet it sends (nic.train_at)
             pt["tx_train"] = k
             pt["tx_train_key"] = train_key(w, k)
@@ -258,7 +259,7 @@ def on_tx_done(w, p, t):
     if pt["down"] != 0 or (pt["loss"] > 0.0 and not is_pfc(w.pkt[k]["kind"]) and rand_unit(w.rng) < pt["loss"]):
         pkt_lose(w, k)
     elif w.pkt[k]["train_len"] == 1:
-        heap_push(w.ev, w.meta, t + pt["prop_ps"], EV_ARRIVE, I64(k), I64(pt["peer_port"]))
+        heap_push(w.ev, w.meta, arrival_ps(w, p, k, t + pt["prop_ps"]), EV_ARRIVE, I64(k), I64(pt["peer_port"]))
     else:  # a train its NIC kept until it had left (_send_train)
         hand_on(w, I64(k), I64(pt["peer_port"]), _leave_nic(w, p, k, t))
     kick(w, p)

@@ -99,6 +99,8 @@ PORT_DTYPE = np.dtype(
         # trains: one packet's time here of the train the port is passing on, else 0: control
         # packets still go inside it once its receiver has taken it (port._control_inside_train)
         ("tx_one_ps", np.int64),
+        # network.jitter: when the last packet sent here comes out of the holds on its way (jitter.py), 0 without
+        ("jit_out_ps", np.int64),
         ("node", np.int32),  # owner node
         ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
         ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)

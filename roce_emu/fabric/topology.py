@@ -32,6 +32,8 @@ class Fabric:
     dim_rates_bps: tuple[float, ...] = ()  # grids and multi_dim: each dimension's link rate
     dim_delays_s: tuple[float, ...] = ()  # ... its links' one-way delay
     dim_hops: tuple[int, ...] = ()  # ... links between two routers in it (2 through a switch)
+    dim_algorithms: tuple[str, ...] = ()  # multi_dim: how hierarchical collectives run in each dimension; (): ring
+    dim_links: tuple[int, ...] = ()  # multi_dim: an NPU's links in each dimension; (): one
     n_io: int = 0  # I/O controllers (ids n_hosts .. n_hosts + n_io - 1)
     n_units: int = 0  # reduction units (the next n_units ids), see fabric/reduction.py
     # flattened ports, filled by flatten()
@@ -301,7 +303,7 @@ def _multi_dim(topo: MultiDim) -> Fabric:
     if per_link:  # a host and its router share several links
         b.graph = nx.MultiGraph(b.graph)
     routers = [b.switch(f"npu{i}", layer=1, coord=coords[i]) for i in range(n)]
-    injection = sum(d.rate_gbps * _links_per_npu(d) for d in topo.dims)
+    injection = sum(d.rate_gbps * d.links() for d in topo.dims)
     host_link = topo.tiers.get("host")
     rate = host_link.rate_gbps if host_link and host_link.rate_gbps is not None else injection
     delay = host_link.delay_ns if host_link and host_link.delay_ns is not None else 0.0
@@ -335,6 +337,8 @@ def _multi_dim(topo: MultiDim) -> Fabric:
         dim_rates_bps=tuple(gbps_to_bps(d.rate_gbps) for d in topo.dims),
         dim_delays_s=tuple(ns_to_s(d.delay_ns) for d in topo.dims),
         dim_hops=tuple(2 if d.kind == "switch" else 1 for d in topo.dims),
+        dim_algorithms=topo.algorithms(),
+        dim_links=tuple(d.links() for d in topo.dims),
     )
 
 
@@ -422,14 +426,6 @@ def _custom(topo: Custom) -> Fabric:
         tier = "host" if min(index[a], index[c]) < len(hosts) else "fabric"
         b.edge(index[a], index[c], tier, rate_gbps, delay_ns)
     return Fabric("custom", b.graph, len(hosts), b.names, "ecmp", node_ids=hosts + switches)
-
-
-def _links_per_npu(dim) -> int:
-    if dim.kind == "switch":
-        return 1
-    if dim.kind == "fully_connected":
-        return dim.size - 1
-    return 1 if dim.size == 2 else 2
 
 
 def _groups_along(sizes: tuple[int, ...], k: int) -> list[list[int]]:

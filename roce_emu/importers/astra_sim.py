@@ -12,15 +12,16 @@ It maps one to one onto ``topology.kind: multi_dim``: a dimension's building blo
 8 its ``rate_gbps`` and ``latency`` its ``delay_ns``. docs/importers.md gives the mapping and
 what roce-emu models that the analytical backend does not.
 
-The system JSON picks each collective's algorithm per dimension; ``system_collectives`` maps
-it onto roce-emu's collective algorithms where one exists.
+The system JSON picks each collective's algorithm per dimension; ``read_system`` maps it onto
+roce-emu's collective algorithms where one exists, and ``scenario`` the All-Reduce's per-dimension
+choices onto ``topology.dim_algorithms`` (``dimension_algorithms``).
 """
 
 import json
 from pathlib import Path
 
 from ..config.load import load_yaml
-from ..config.schema import ALGORITHMS
+from ..config.schema import ALGORITHMS, DIM_ALGORITHM_DEFAULT, DIM_ALGORITHM_KINDS
 from ..errors import ScenarioError
 
 #: ASTRA-sim's building blocks and roce-emu's dimension kinds
@@ -104,12 +105,13 @@ def topology_section(path: Path | str, extra: dict | None = None) -> dict:
     return {"kind": "multi_dim", "dims": network_dims(path), **(extra or {})}
 
 
-def read_system(path: Path | str) -> tuple[dict, int | None, list[str]]:
+def read_system(path: Path | str) -> tuple[dict, int | None, list[str], dict]:
     """From an ASTRA-sim system JSON: roce-emu's algorithm for each collective kind it names
     (``{"all_reduce": "hierarchical", ...}``), the chunks a collective is cut into
-    (``preferred-dataset-splits``), and one note per key or choice roce-emu does not model.
-    Several dimensions with a ring in each become ``hierarchical`` (roce-emu's hierarchical
-    all-reduce runs a ring per dimension); one dimension keeps its algorithm."""
+    (``preferred-dataset-splits``), one note per key or choice roce-emu does not model, and each
+    kind's implementations per dimension (``{"all_reduce": ["ring", "direct"]}``, roce-emu's
+    names). Several dimensions become ``hierarchical``, which runs each dimension's algorithm
+    (``dimension_algorithms``); one dimension keeps its algorithm."""
     path = Path(path)
     source = str(path)
     text = read_text(path)
@@ -119,7 +121,7 @@ def read_system(path: Path | str) -> tuple[dict, int | None, list[str]]:
         raise ScenarioError(source, "", f"invalid JSON: line {err.lineno}: {err.msg}") from None
     if not isinstance(doc, dict):
         raise ScenarioError(source, "", "expected a JSON object")
-    algorithms, chunks, notes = {}, None, []
+    algorithms, chunks, notes, per_dim = {}, None, [], {}
     for key, value in doc.items():
         if key == "preferred-dataset-splits":
             chunks = int(_number(source, key, value, whole=True, least=1))
@@ -139,10 +141,27 @@ def read_system(path: Path | str) -> tuple[dict, int | None, list[str]]:
         if chosen not in ALGORITHMS[kind]:
             chosen = ALGORITHMS[kind][0]
             notes.append(f"{key}: {names} has no roce-emu equivalent for {kind}; using {chosen}")
-        elif chosen == "hierarchical" and any(c != "ring" for c in choices):
-            notes.append(f"{key}: {names} per dimension; roce-emu's hierarchical runs a ring in every dimension")
+        elif chosen == "hierarchical" and "halving_doubling" in choices:
+            notes.append(f"{key}: {names} per dimension; halvingDoubling runs as the dimension's default algorithm")
         algorithms[kind] = chosen
-    return algorithms, chunks, notes
+        per_dim[kind] = choices
+    return algorithms, chunks, notes, per_dim
+
+
+def dimension_algorithms(choices: list[str], dims: list[dict]) -> list[str]:
+    """``topology.dim_algorithms`` for the All-Reduce's implementations per dimension: a ring
+    runs both ways round on a ring dimension (all its links busy, as ASTRA-sim's rings on a Ring),
+    one way elsewhere; direct where the dimension allows it; anything else (halvingDoubling,
+    direct on a ring) the dimension's default."""
+    out = []
+    for choice, dim in zip(choices, dims):
+        if choice == "ring":
+            out.append("ring_bidir" if dim["kind"] == "ring" else "ring")
+        elif choice in DIM_ALGORITHM_KINDS and dim["kind"] in DIM_ALGORITHM_KINDS[choice]:
+            out.append(choice)
+        else:
+            out.append(DIM_ALGORITHM_DEFAULT[dim["kind"]])
+    return out
 
 
 def scenario(
@@ -152,12 +171,16 @@ def scenario(
     all-reduce of ``nbytes`` per NPU, run the way the system file says; the notes of what was
     not carried over; and the files read (as importers/ns3.py's scenario)."""
     network = Path(network)
-    algorithms, chunks, notes = read_system(system) if system is not None else ({}, None, [])
+    algorithms, chunks, notes, per_dim = read_system(system) if system is not None else ({}, None, [], {})
     dims = network_dims(network)
     default = "hierarchical" if len(dims) > 1 else "ring"
     collective = {"kind": "all_reduce", "algorithm": algorithms.get("all_reduce", default), "bytes": int(nbytes)}
     if chunks is not None:
         collective["chunks"] = chunks
     stem = name or network.stem.replace(" ", "_")
-    doc = {"name": stem, "topology": {"kind": "multi_dim", "dims": dims}, "workload": {"collectives": [collective]}}
+    topology: dict = {"kind": "multi_dim", "dims": dims}
+    choices = per_dim.get("all_reduce", [])
+    if collective["algorithm"] == "hierarchical" and len(choices) == len(dims):
+        topology["dim_algorithms"] = dimension_algorithms(choices, dims)
+    doc = {"name": stem, "topology": topology, "workload": {"collectives": [collective]}}
     return doc, notes, [str(network)] + ([str(system)] if system is not None else [])

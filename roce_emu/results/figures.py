@@ -29,6 +29,7 @@ from .destination import check_directory, make_directory  # noqa: E402
 from .jobs import SLOWDOWN_COLUMNS  # noqa: E402
 from .metrics import size_buckets  # noqa: E402
 from .output import read_rows, read_table, write_csv  # noqa: E402
+from .seeds import spread  # noqa: E402
 
 STYLE: dict = {
     "figure.figsize": (6.4, 3.6),
@@ -89,14 +90,6 @@ def _legend_right(ax, **kwargs) -> None:
     """A legend right of the axes, outside them (for many series)."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
-
-
-def _spread(values) -> tuple[float, float]:
-    """(mean, sample standard deviation) over seeds; the deviation is 0 for a single value."""
-    values = np.asarray([v for v in values if v == v], float)
-    if not len(values):
-        return np.nan, 0.0
-    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0
 
 
 # ---- sweep figures (results.csv) ------------------------------------------------------------
@@ -169,9 +162,10 @@ def _topology_axis(rows) -> str:
 @dataclass
 class PolicyTimes:
     """A sweep's time per policy as a ratio to PFC only (the same other swept values and seed):
-    one record per panel, topology and policy with the mean and sample s.d. over seeds."""
+    one record per panel, topology and policy with the mean over seeds, the sample s.d. and the half
+    width of the 95 % interval of the mean (results/seeds.py)."""
 
-    records: list[dict]  #: {"panel", "topology", "policy", "ratio", "sd"}
+    records: list[dict]  #: {"panel", "topology", "policy", "ratio", "sd", "half"}
     metric: str  #: "iteration time" or "completion time"
     baselines: dict[tuple, float]  #: (panel, topology) -> PFC only's time in ns, mean over seeds
     panel_keys: list[str]  #: the swept keys a panel stands for (workload-like ones)
@@ -209,12 +203,14 @@ def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
     records = []
     for (panel, topology, policy), ratios in sorted(groups.items()):
         if policy in policies:
-            mean, sd = _spread(ratios)
-            records.append({"panel": panel, "topology": topology, "policy": policy, "ratio": mean, "sd": sd})
+            st = spread(ratios)
+            records.append(
+                {"panel": panel, "topology": topology, "policy": policy, "ratio": st.mean, "sd": st.sd, "half": st.bar}
+            )
     return PolicyTimes(
         records,
         metric,
-        {key: _spread(times)[0] for key, times in base_times.items()},
+        {key: spread(times).mean for key, times in base_times.items()},
         others,
         sorted({g[0] for g in groups}),
         list(dict.fromkeys(fabric[r["point"]] for r in rows)),  # the grid's order: 100 before 1000
@@ -227,8 +223,8 @@ def policy_time_table(sweep_dir: Path) -> PolicyTimes | None:
 def policy_time_figure(sweep_dir: Path):
     """Time per congestion-control policy per topology as a ratio to PFC only (the line at 1),
     drawn as dots with their value (bars would start at an arbitrary baseline on an axis that
-    does not start at 0, and a ratio of 1.00 would vanish), with error bars (one standard
-    deviation over seeds) where a sweep repeats points. One panel per workload-like swept value."""
+    does not start at 0, and a ratio of 1.00 would vanish), with error bars (the 95 % interval
+    of the mean over seeds, Student t) where a sweep repeats points. One panel per workload-like swept value."""
     table = policy_time_table(sweep_dir)
     return None if table is None else draw_policy_time(table)
 
@@ -250,7 +246,7 @@ def draw_policy_time(table: PolicyTimes):
                 mine = {r["topology"]: r for r in table.records if r["panel"] == panel and r["policy"] == policy}
                 x = np.arange(len(topologies)) + (i - (len(policies) - 1) / 2) * step
                 mean = np.array([mine[t]["ratio"] if t in mine else np.nan for t in topologies])
-                err = np.array([mine[t]["sd"] if t in mine else 0.0 for t in topologies])
+                err = np.array([mine[t]["half"] if t in mine else 0.0 for t in topologies])
                 ax.errorbar(
                     x,
                     mean,
@@ -292,7 +288,7 @@ def draw_policy_time(table: PolicyTimes):
         # room beyond the outermost dots for their labels (rotated text about a fifth of the axes tall)
         room = 0.15 if level else 0.45
         axes[0][0].set_ylim(min(extremes) - (room if labels_below else 0.15) * span, max(extremes) + room * span)
-        note = f"; mean ± 1 s.d. over {table.seeds} seeds" if table.seeds > 1 else ""
+        note = f"; mean, 95 % interval over {table.seeds} seeds" if table.seeds > 1 else ""
         axes[0][0].set_ylabel(f"{table.metric}\n(ratio to PFC only = 1{note})")
         handles, labels = axes[0][0].get_legend_handles_labels()
         fig.legend(handles, labels, ncols=min(len(policies), 5), loc="lower center", bbox_to_anchor=(0.5, 1.0))
@@ -302,7 +298,7 @@ def draw_policy_time(table: PolicyTimes):
 
 def breakdown_figure(sweep_dir: Path):
     """Stacked bars per point: compute, exposed communication and idle time per iteration (mean
-    over seeds, with one standard deviation of the iteration time as an error bar where a sweep
+    over seeds, with the 95 % interval of the mean iteration time as an error bar where a sweep
     repeats points), one panel per workload-like swept value."""
     rows = [
         r
@@ -334,11 +330,11 @@ def breakdown_figure(sweep_dir: Path):
             mine = [g for g in keys if g[0] == panel]
             bottom = np.zeros(len(mine))
             for column, name in parts:
-                values = np.array([_spread([_num(r[column], 0.0) for r in groups[g]])[0] for g in mine]) / 1e6
+                values = np.array([spread([_num(r[column], 0.0) for r in groups[g]]).mean for g in mine]) / 1e6
                 ax.bar(np.arange(len(mine)), values, 0.7, bottom=bottom, label=name)
                 bottom += values
             if seeds > 1:
-                err = np.array([_spread([_num(r.get("mean_iteration_ns")) for r in groups[g]])[1] for g in mine]) / 1e6
+                err = np.array([spread([_num(r.get("mean_iteration_ns")) for r in groups[g]]).bar for g in mine]) / 1e6
                 ax.errorbar(
                     np.arange(len(mine)),
                     bottom,
@@ -347,7 +343,7 @@ def breakdown_figure(sweep_dir: Path):
                     ecolor="0.2",
                     capsize=2,
                     lw=0.8,
-                    label=f"iteration time ± 1 s.d. ({seeds} seeds)",
+                    label=f"iteration time, 95 % interval ({seeds} seeds)",
                 )
             labels = [f"{g[1]} {POLICY_LABEL.get(g[2], g[2])}".replace("\n", ", ") for g in mine]
             ax.set_xticks(np.arange(len(mine)), labels, fontsize=7, rotation=90)

@@ -95,7 +95,8 @@ def _per_dimension(world: World, c, time_ps: int) -> dict:
     """For each dimension of collective c: the bytes its flows moved, the time at least one of
     them was in flight (union of start to receiver completion), and the utilisation: bytes x 8
     over the collective's time, divided by what its ranks can send on that dimension at once
-    (ranks x the dimension's link rate; a ring step sends one flow per rank)."""
+    (ranks x the dimension's link rate x the links its algorithm keeps busy: one for a ring, two
+    for ring_bidir, p - 1 for direct on a fully connected dimension)."""
     out = {}
     task, size = world.task, world.flow["size_bytes"]
     for k in range(int(c.flow_dim.max()) + 1):

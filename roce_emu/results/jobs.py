@@ -190,3 +190,13 @@ def slowdown_rows(together: list[dict], alone: dict[str, dict]) -> list[tuple]:
         it, it0 = job.get("mean_iteration_ns"), base.get("mean_iteration_ns")
         rows.append((job["job"], cell(t0), cell(t), ratio(t, t0), cell(it0), cell(it), ratio(it, it0)))
     return rows
+
+
+def slowdown_markdown(rows: list) -> str:
+    """``plot --baseline``'s table on stdout: the slowdown rows (SLOWDOWN_COLUMNS) as Markdown, numbers in four
+    significant digits."""
+    from .compare import table
+
+    return table(
+        list(SLOWDOWN_COLUMNS), [[f"{float(c):.4g}" if c and i else c for i, c in enumerate(row)] for row in rows]
+    )

@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..config.schema import FORMER_NAMES, parquet_missing
@@ -101,10 +103,7 @@ def write_run_files(
 ) -> None:
     """write_run_dir's writing without its destination check and fallback: the files and the
     marker into a temporary sibling, then renamed into place (replacing an older ``out``)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        write_marker(tmp, "run")
+    with atomic_directory(out) as tmp:
         for name, (columns, rows) in tables.items():
             if fmt == "parquet":
                 frame(columns, rows).to_parquet(tmp / name.replace(".csv", ".parquet"), index=False)
@@ -113,6 +112,17 @@ def write_run_files(
         for name, text in (texts or {}).items():
             (tmp / name).write_text(text)
         (tmp / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+@contextmanager
+def atomic_directory(out: Path, kind: str = "run") -> Iterator[Path]:
+    """A temporary sibling of ``out`` with roce-emu's marker of ``kind`` to write into; renamed into
+    place (replacing an older ``out``) when the block ends, removed if it fails."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        write_marker(tmp, kind)
+        yield tmp
         os.chmod(tmp, 0o755)
         replace_dir(tmp, out)
     except BaseException:

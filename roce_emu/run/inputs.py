@@ -67,9 +67,9 @@ def why_no_trains(scenario: Scenario) -> str:
     """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
     packet apart ACK trains would stall, faults (every fault is a link action), whose losses
-    and detours trains do not model, or IRN, whose BDP cap is a window too and whose recovery
-    trains do not model. world.train_limit turns trains off then, and
-    accuracy_warnings says so."""
+    and detours trains do not model, IRN, whose BDP cap is a window too and whose recovery
+    trains do not model, or jitter, which holds each packet of a train for its own time.
+    world.train_limit turns trains off then, and accuracy_warnings says so."""
     algorithm = scenario.network.cc.algorithm
     if BY_NAME[algorithm].windowed:
         return f"{algorithm} is clocked by a window (network.cc.algorithm)"
@@ -77,6 +77,8 @@ def why_no_trains(scenario: Scenario) -> str:
         return "the scenario has faults, whose losses and detours trains do not model"
     if scenario.network.transport == "irn":
         return "network.transport irn caps the packets in flight, a window, and recovers losses trains do not model"
+    if scenario.network.jitter.enabled:
+        return "network.jitter holds every packet for a time of its own, which trains do not model"
     return ""
 
 
@@ -94,7 +96,8 @@ def why_no_memo(scenario: Scenario) -> str:
     """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
     may: faults (a link action would act on flows that are not in the engine), connection queue
     pairs (a flow waits for another one of its connection, outside its component), sampled
-    traces (replayed flows have no samples), or IRN (its bitmaps are not in a component's outcome)."""
+    traces (replayed flows have no samples), IRN (its bitmaps are not in a component's outcome), or
+    jitter (every packet draws from the generator, which makes a trial run volatile)."""
     if scenario.faults:
         return "the scenario has faults, which act on flows the memo replays"
     if scenario.network.nic.queue_pair == "connection":
@@ -103,6 +106,8 @@ def why_no_memo(scenario: Scenario) -> str:
         return "output.traces samples rates or queues, which replayed flows do not have"
     if scenario.network.transport == "irn":
         return "network.transport is irn, whose loss recovery the memo does not replay"
+    if scenario.network.jitter.enabled:
+        return "network.jitter draws a random hold for every packet, so no component's run repeats"
     return ""
 
 

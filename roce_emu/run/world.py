@@ -82,6 +82,12 @@ def config_slots(inputs: Inputs) -> np.ndarray:
         cfg[K.CFG_RTO_LOW_PS] = ns_to_ps(net.irn.rto_low_ns)
         cfg[K.CFG_RTO_HIGH_PS] = ns_to_ps(net.irn.rto_high_ns)
         cfg[K.CFG_RTO_LOW_PKTS] = net.irn.rto_low_packets
+    for device, source, slots in (
+        ("nic", net.jitter.nic, (K.CFG_JITTER_NIC, K.CFG_JITTER_NIC_MEAN_PS, K.CFG_JITTER_NIC_SD_PS)),
+        ("switch", net.jitter.switch, (K.CFG_JITTER_SWITCH, K.CFG_JITTER_SWITCH_MEAN_PS, K.CFG_JITTER_SWITCH_SD_PS)),
+    ):
+        distribution, mean_ns, sd_ns = source.resolved(device)
+        cfg[list(slots)] = K.JITTER_DISTRIBUTIONS.index(distribution), ns_to_ps(mean_ns), ns_to_ps(sd_ns)
     return cfg
 
 
@@ -159,7 +165,9 @@ def build_world(inputs: Inputs) -> World:
     meta = np.zeros(K.M_SIZE, np.int64)
     meta[K.M_FREE] = pool_cap
     meta[K.M_QP_FREE] = n_qps
-    rng_state = np.random.SeedSequence(scenario.seed, spawn_key=(3,)).generate_state(1, np.uint64)
+    # the engine's per-packet draws (ECN marks, losses, jitter): network.jitter.seed, else the scenario's seed
+    noise_seed = scenario.seed if scenario.network.jitter.seed is None else scenario.network.jitter.seed
+    rng_state = np.random.SeedSequence(noise_seed, spawn_key=(3,)).generate_state(1, np.uint64)
     world = World(
         cfg=cfg,
         stats=np.zeros(K.C_SIZE, np.int64),

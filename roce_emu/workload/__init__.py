@@ -6,7 +6,7 @@ its ``after`` (the same rank's part, or the whole item if the rank took no part)
 item without ``after`` waits for the rank's previous iteration.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import numpy as np
@@ -17,11 +17,13 @@ from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
+from . import dim_algorithms
 from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, TaskTable, has_cycle
 from .items import Item
 from .stage_model import DimTiming
-from .training import training_items
+from .stragglers import compute_durations, straggling_ranks
+from .training import training_hosts, training_items
 
 
 @dataclass
@@ -37,6 +39,7 @@ class Workload:
     jobs: list = field(default_factory=list)  # jobs.JobPart per job
     start_ps: int = 0  # the first iteration's window starts here (a job's start)
     own: np.ndarray | None = None  # a job's view (jobs.job_view): the tasks that are the job's; None: all
+    stragglers: list = field(default_factory=list)  # {rank, host, factor} of each straggling rank (stragglers.py)
 
     def __len__(self) -> int:
         return len(self.flows)
@@ -62,17 +65,24 @@ def build_workload(scenario: Scenario, fabric: Fabric, source: str, items: list[
     In-network collectives name the switch reduction units they use by provisional ids, listed in
     ``units`` (fabric.reduction.place_units adds them to the fabric). ``items``: workload_items'
     result if the caller has it (the size count made before building does), else made here. A
-    scenario with jobs is built job by job (jobs.build_jobs)."""
+    scenario with jobs is built job by job (jobs.build_jobs). The scenario's stragglers and
+    compute jitter then set the compute tasks' durations (stragglers.py)."""
     if scenario.jobs:
         from .jobs import build_jobs  # which builds each job with this module
 
-        return build_jobs(scenario, fabric, source)
-    b = DagBuilder()
-    reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
-    part = add_workload(b, scenario, fabric, source, reductions, items)
-    if len(b) == 0:
-        raise ScenarioError(source, "workload", NOTHING_TO_DO)
-    return finish_workload(b, source, reductions, [part])[0]
+        workload = build_jobs(scenario, fabric, source)
+    else:
+        b = DagBuilder()
+        reductions = Reductions(fabric, scenario.network.switch.reduction_slots)
+        part = add_workload(b, scenario, fabric, source, reductions, items)
+        if len(b) == 0:
+            raise ScenarioError(source, "workload", NOTHING_TO_DO)
+        workload = finish_workload(b, source, reductions, [part])[0]
+    workload.stragglers = straggling_ranks(scenario, fabric.n_hosts, source)
+    durations = compute_durations(workload.tasks, scenario, workload.stragglers, source)
+    if durations is not None:
+        workload.tasks = replace(workload.tasks, duration_ps=durations)
+    return workload
 
 
 @dataclass
@@ -221,7 +231,7 @@ def scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item
         )
     training = scenario.workload.training
     if training is not None:
-        hosts = checked_hosts(source, "workload.training", "all" if training.hosts is None else training.hosts, H, 1)
+        hosts = checked_hosts(source, "workload.training", training_hosts(training, H), H, 1)
         node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
         items.extend(training_items(training, hosts, H, source, node_size, scenario.seed))
     return items
@@ -279,7 +289,8 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
         if item.kind == "collective":
             for group in item.groups:
                 check_collective(source, item, group, fabric)
-    collectives, ends = [], []
+    collectives: list[Collective] = []
+    ends: list[dict[int, int]] = []  # per iteration: rank -> the join that ends its part
     previous: dict[int, int] = {}
     timing = dim_timing(scenario, fabric)
     for it in range(scenario.workload.iterations):
@@ -299,16 +310,29 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     out.append(whole[other])
             return out
 
+        def pull_waits(server, rank, item):
+            out = [previous[rank]] if rank in previous else []
+            back = it - 1 - item.staleness if item.staleness is not None else -1
+            if back >= 0 and server in ends[back]:
+                out.append(ends[back][server])
+            return out
+
         for item in items:
             if item.kind == "compute":
                 done[item.name] = {
                     h: b.compute(h, item.duration_ps, item.name, it, after=waits(h, item)) for h in item.hosts
                 }
             elif item.kind == "send":
-                done[item.name] = {}
+                sent: dict[int, list[int]] = {}  # rank -> the flows it sends or receives
                 for src, dst in item.pairs:
-                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=waits(src, item))
-                    done[item.name][src] = done[item.name][dst] = k
+                    after = pull_waits(src, dst, item) if item.pull else waits(src, item)
+                    k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=after)
+                    sent.setdefault(src, []).append(k)
+                    sent.setdefault(dst, []).append(k)
+                # a rank in several pairs (a parameter server) is done with the item once all its flows are
+                done[item.name] = {
+                    r: ks[0] if len(ks) == 1 else b.join(item.name, it, after=ks) for r, ks in sent.items()
+                }
             else:
                 done[item.name] = {}
                 for g, group in enumerate(item.groups):
@@ -334,6 +358,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                         fabric.dims,
                         timing,
                         reductions,
+                        fabric.dim_algorithms,
                     )
                     collectives.append(c)
                     done[item.name].update(c.end)
@@ -359,12 +384,15 @@ def dim_timing(scenario: Scenario, fabric: Fabric) -> DimTiming:
     )
     host_ports = np.flatnonzero(fabric.port_node < fabric.n_hosts)
     single = len(host_ports) == fabric.n_hosts
+    algorithms, links = dim_algorithms.of_fabric(fabric)
     return DimTiming(
         tuple(fabric.dim_rates_bps),
         step,
         wire=net.frame_bytes / net.mtu_bytes,
         in_order=net.nic.queue_pair == "connection",
         nic_bps=float(fabric.port_rate_bps[host_ports].min()) if single else 0.0,
+        links=links,
+        direct=tuple(a == "direct" for a in algorithms),
     )
 
 

@@ -267,9 +267,8 @@ def _expand(b, key, parts, ranks, spec, fabric, prio, it, collectives, source, r
     nbytes = max(first.comm_size, len(hosts))  # at least a byte per rank
     # the group's first rank tells disjoint groups apart; k tells a group's collectives apart
     c = Collective(f"{(first.name or kind)[:60]}#{k}", kind, algorithm, hosts, nbytes, 1, it, group=min(hosts))
-    expand(
-        b, c, prio, {ranks[r].host: parts[r][1] for r in group}, fabric.host_coords, fabric.dims, reductions=reductions
-    )
+    waits = {ranks[r].host: parts[r][1] for r in group}
+    expand(b, c, prio, waits, fabric.host_coords, fabric.dims, reductions=reductions, algorithms=fabric.dim_algorithms)
     collectives.append(c)
     for r in group:
         ranks[r].done[parts[r][0].id] = c.end[ranks[r].host]

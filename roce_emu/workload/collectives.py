@@ -10,8 +10,10 @@ forwards: the step before it, received at its sender.
     ring              (p - 1) steps around the ring per reduce-scatter / all-gather
     halving_doubling  recursive halving (reduce-scatter) then doubling (all-gather), p = 2^k
     direct            every rank sends each other rank its share at once
-    hierarchical      reduce-scatter along dimension 0, 1, ..., then all-gather back, by ring
-                      inside each dimension's groups (the ASTRA-sim / Themis baseline)
+    hierarchical      reduce-scatter along dimension 0, 1, ..., then all-gather back, inside each
+                      dimension's groups by the dimension's algorithm (the ASTRA-sim / Themis
+                      baseline): ring, ring_bidir or direct on a multi_dim fabric
+                      (``topology.dim_algorithms``, dim_algorithms.py), ring on the others
     hierarchical_bidir  each chunk in two halves at once: one through the dimensions in order,
                       the other in reverse order (the wafer-scale mesh baseline of FRED)
     in_network        up a tree of switches that reduce each chunk, and down again
@@ -71,7 +73,7 @@ class Collective:
     scheduler: str = "baseline"  # hierarchical: the order of dimensions (themis.py)
     flows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # its flows' task ids
     flow_dim: np.ndarray | None = None  # hierarchical: the dimension each flow runs on
-    dim_rates: tuple = ()  # hierarchical: each dimension's link rate (b/s), for its utilisation
+    dim_rates: tuple = ()  # hierarchical: each dimension's rate (b/s, its links in use), for its utilisation
     end: dict = field(default_factory=dict)  # rank -> join task done when that rank's part is
     channels: int = 1  # shares of nbytes run at once, each its own instance of the algorithm
     pair_bytes: list | None = None  # all_to_allv: [i][j] bytes from ranks[i] to ranks[j]; None: nbytes evenly
@@ -86,13 +88,23 @@ def split(total: int, parts: int) -> list[int]:
 class _Expansion:
     """Adds one collective's flows to the builder and remembers them (ids, senders, receivers)."""
 
-    def __init__(self, b: DagBuilder, c: Collective, prio: int, ready: dict):
+    def __init__(self, b: DagBuilder, c: Collective, prio: int, ready: dict, algorithms=()):
         self.b, self.c, self.prio = b, c, prio
+        self.algorithms = algorithms  # hierarchical: each dimension's algorithm; (): ring
         self.ready = ready  # rank -> tasks its first sends wait for
         self.made: list[tuple] = []  # (ids, src, dst) per batch of flows
         self.singles: list[tuple] = []  # (id, src, dst) of flows added one at a time
         self.dim_of: list[tuple] = []  # hierarchical: (ids, dimension) per ring
         self.channel = 0  # the channel being added
+        self.entered: dict = {}  # rank -> the task its first sends wait for (None: nothing), see starts
+
+    def starts(self, ranks) -> dict:
+        """rank -> the one task a chunk's first sends of that rank wait for (a join of its ready
+        tasks if it has several, None if none); the first chunk's are also the rank's entry."""
+        out = {r: _start_join(self.b, self.c, self.ready.get(r, [])) for r in ranks}
+        for r, task in out.items():
+            self.entered.setdefault(r, task)
+        return out
 
     def flow(self, src: int, dst: int, nbytes: int, after) -> int:
         k = self.b.flow(
@@ -129,20 +141,30 @@ class _Expansion:
 
 
 def expand(
-    b: DagBuilder, c: Collective, prio: int, ready: dict, coords=None, dims=None, timing=None, reductions=None
+    b: DagBuilder,
+    c: Collective,
+    prio: int,
+    ready: dict,
+    coords=None,
+    dims=None,
+    timing=None,
+    reductions=None,
+    algorithms=(),
 ) -> Collective:
     """Add collective c's flows to b; ready[rank] lists the tasks rank's part waits for.
 
-    ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``, and a scheduler
-    other than the baseline plans with ``timing`` (stage_model.DimTiming). ``in_network`` takes
-    its trees from ``reductions`` (fabric.reduction.Reductions)."""
-    x = _Expansion(b, c, prio, ready)
+    ``coords``/``dims`` (host grid coordinates) are needed by ``hierarchical``, which runs
+    ``algorithms[k]`` in dimension k (ring where none is given), and a scheduler other than the
+    baseline plans with ``timing`` (stage_model.DimTiming). ``in_network`` takes its trees from
+    ``reductions`` (fabric.reduction.Reductions)."""
+    x = _Expansion(b, c, prio, ready, algorithms)
     for channel, share in enumerate(split(c.nbytes, c.channels)):
         ranks = list(c.ranks) if channel % 2 == 0 else list(c.ranks)[::-1]
         _expand_channel(x, ranks, share, channel, ready, coords, dims, timing, reductions)
     # each rank's part is done when every flow it sends or receives is (in_network: flows
     # between switches' units come before some rank's flow)
     ids, src, dst = x.all_flows()
+    _wait_to_enter(b, ids, src, dst, x.entered)
     c.end = {r: b.join(c.name, c.iteration) for r in c.ranks}
     end_of = _by_rank(c.end)
     for end in (src, dst):
@@ -152,14 +174,31 @@ def expand(
     if x.dim_of:
         where = {int(i): k for part, k in x.dim_of for i in part.tolist()}
         c.flow_dim = np.array([where[int(i)] for i in ids.tolist()], np.int64)
-        c.dim_rates = tuple(timing.rates_bps) if timing else ()
+        c.dim_rates = tuple(timing.rate_bps(d) for d in range(len(timing.rates_bps))) if timing else ()
     return c
+
+
+def _wait_to_enter(b: DagBuilder, ids: np.ndarray, src: np.ndarray, dst: np.ndarray, entered: dict) -> None:
+    """Each flow waits for its sender and its receiver to have entered the collective (``entered``:
+    rank -> the task its first sends wait for, or None): a rank takes part only once it has
+    called the collective, its data ready. It forwards nothing before then, and, as NCCL's
+    receivers post the buffers their senders write into when they enter, nothing is sent to it
+    before then either. Where every rank enters at once this changes nothing; a late rank (a
+    straggler) holds back what passes through it."""
+    wait = np.full(max(entered, default=-1) + 1, -1, np.int64)
+    for r, task in entered.items():
+        if task is not None:
+            wait[r] = task
+    for end in (src, dst):
+        mine = end < len(wait)  # in_network: a switch's reduction unit has not a rank's id
+        mine[mine] = wait[end[mine]] >= 0
+        b.edges(wait[end[mine]], ids[mine])
 
 
 def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coords, dims, timing, reductions):
     """One channel of collective x.c: its share of ``nbytes`` over ``ranks`` in their order,
     its chunks pipelined (each channel chains its own chunks)."""
-    b, c = x.b, x.c
+    c = x.c
     x.channel = channel
     p = len(ranks)
     per_chunk = split(nbytes, c.chunks)
@@ -169,7 +208,7 @@ def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coor
         planned = _hierarchical_planned(x, ranks, per_chunk, ready, coords, dims, timing)
     for chunk in range(0 if planned else c.chunks):
         size = per_chunk[chunk]
-        starts = {r: _start_join(b, c, ready.get(r, [])) for r in ranks}
+        starts = x.starts(ranks)
         if c.algorithm == "hierarchical":
             _hierarchical(x, ranks, size, starts, prev, coords, dims)
         elif c.algorithm == "hierarchical_bidir":
@@ -192,20 +231,24 @@ def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coor
             _direct(x, c.kind, ranks, size, starts, prev)
 
 
-def dag_size(c: Collective, dims=None, reductions=None) -> tuple[int, int, int]:
+def dag_size(c: Collective, dims=None, reductions=None, algorithms=()) -> tuple[int, int, int]:
     """(flows, joins, edges) that ``expand`` adds for collective c, counted without building
     them, for run/sizing.py to size a workload before it is built. The flows are exact; the
     joins and edges are what the expansion adds at most: per rank a start join (per chunk) and
     an end join, plus each algorithm's joins between phases; per flow, the step it forwards,
     the previous chunk's flow and its two ranks' end joins, plus a receive join between
     phases (hierarchical) or the previous exchange (pairwise all-to-all), or a second child's
-    (tree). Each channel adds its chunks' flows as another chunk would."""
+    (tree). Each channel adds its chunks' flows as another chunk would. ``algorithms``: each
+    dimension's, as expand's (ring_bidir runs two rings). The edges from each flow's two ranks'
+    entries (_wait_to_enter) are size.workload_size's to count."""
     p, chunks = len(c.ranks), c.chunks * c.channels
     extra_edges, extra_joins = 0, 0
     if c.algorithm in HIERARCHICAL:
         halves = 2 if c.algorithm == "hierarchical_bidir" else 1
-        # per phase, p / d rings of d ranks, d - 1 steps each; a reduce-scatter and an all-gather per dimension
-        per_chunk = 2 * halves * sum(p * (d - 1) for d in (dims or ()))
+        # per phase, p / d groups of d ranks, d (d - 1) flows each (ring_bidir: twice); a reduce-scatter and an
+        # all-gather per dimension
+        rings = [2 if a == "ring_bidir" else 1 for a in (algorithms or ("ring",) * len(dims or ()))]
+        per_chunk = 2 * halves * sum(n * p * (d - 1) for d, n in zip(dims or (), rings))
         extra_edges, extra_joins = 1, 2 * halves * len(dims or ()) * p
     elif c.algorithm == "halving_doubling":
         per_chunk = 2 * (p.bit_length() - 1) * p
@@ -407,7 +450,7 @@ def _hierarchical_planned(x: _Expansion, ranks, per_chunk, ready, coords, dims, 
     if keeps_baseline(dims, stages):
         return False
     held = [{r: per_chunk[k] for r in ranks} for k in range(c.chunks)]
-    done = [{r: _start_join(x.b, c, ready.get(r, [])) for r in ranks} for _ in range(c.chunks)]
+    done = [x.starts(ranks) for _ in range(c.chunks)]
     smallest_first = c.scheduler == "themis_scf"
     for stage in stages:  # in the order the plan starts them: ties in the queues go that way
         done[stage.chunk] = _dimension_phase(
@@ -426,11 +469,12 @@ def _hierarchical_planned(x: _Expansion, ranks, per_chunk, ready, coords, dims, 
 
 
 def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, coords, dispatch_key=None):
-    """One reduce-scatter (or all-gather) along dimension k: a ring in every group of ranks
-    that differ only in coordinate k, on what each rank holds (updated). Returns what each
-    rank's next phase waits for: everything it received in this one. With ``dispatch_key``, each
-    group's ring goes through the runtime queues of _hierarchical_planned instead of waiting
-    for the previous chunk's ring of the phase."""
+    """One reduce-scatter (or all-gather) along dimension k: the dimension's algorithm in every
+    group of ranks that differ only in coordinate k, on what each rank holds (updated). Returns
+    what each rank's next phase waits for: everything it received in this one. With
+    ``dispatch_key``, each group's exchange goes through the runtime queues of
+    _hierarchical_planned instead of waiting for the previous chunk's exchange of the phase."""
+    algorithm = x.algorithms[k] if x.algorithms else "ring"
     groups: dict[tuple, list[int]] = {}
     for r in ranks:
         groups.setdefault(coords[r][:k] + coords[r][k + 1 :], []).append(r)
@@ -441,9 +485,9 @@ def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, c
             continue
         totals = [held[r] * len(group) for r in group] if gather else [held[r] for r in group]
         if dispatch_key is None:
-            ids, _, dst = _ring(x, group, totals, len(group) - 1, done, prev, phase=phase)
+            ids, _, dst, _ = _exchange(x, group, totals, done, prev, phase, algorithm, gather)
         else:
-            ids, dst = _dispatched_ring(x, group, totals, done, phase, key, dispatch_key)
+            ids, dst = _dispatched(x, group, totals, done, phase, key, dispatch_key, algorithm, gather)
         x.dim_of.append((ids, k))
         received.append((ids, dst))
         for r in group:
@@ -457,23 +501,63 @@ def _dimension_phase(x: _Expansion, ranks, k, gather, held, done, prev, phase, c
     return {r: joins.get(r, done[r]) for r in set(ranks)}
 
 
-def _dispatched_ring(x: _Expansion, group, totals, done, phase, where, dispatch_key):
-    """One stage's ring in one group, through the group's runtime queues: a gate that waits
-    for the whole group and is dispatched by the group's queue of the phase, freed when the
-    first step is through; the later steps in each sender's ordered queue of that step."""
+def _exchange(x: _Expansion, group, totals, starts, prev, phase, algorithm: str, gather: bool):
+    """One group's reduce-scatter (``totals``: what each rank holds) or all-gather (``totals``:
+    what each rank holds after it) by ``algorithm`` (dim_algorithms.py). Returns the flows' ids,
+    senders, receivers and step, in step order."""
     p = len(group)
+    if algorithm == "direct":
+        return _direct_exchange(x, group, totals, starts, prev, phase, gather)
+    rings = [(group, totals)]
+    if algorithm == "ring_bidir":  # half of every rank's data each way round
+        halves = [split(t, 2) for t in totals]
+        rings = [(group, [h[0] for h in halves]), (group[::-1], [h[1] for h in halves][::-1])]
+    made = [_ring(x, members, part, p - 1, starts, prev, phase=phase) for members, part in rings]
+    step = np.repeat(np.arange(p - 1), p)
+    ids, src, dst = (np.concatenate(column) for column in zip(*made))
+    return ids, src, dst, np.concatenate([step] * len(made))
+
+
+def _direct_exchange(x: _Expansion, group, totals, starts, prev, phase, gather: bool):
+    """Every rank of the group sends every other rank at once: in a reduce-scatter rank i sends
+    rank j segment j of what it holds; in an all-gather its own segment. A flow waits for its
+    sender's start and for the previous chunk's flow between the same two ranks."""
+    p = len(group)
+    r = np.asarray(group, np.int64)
+    i, j = (a.ravel() for a in np.meshgrid(np.arange(p), np.arange(p), indexing="ij"))
+    i, j = i[i != j], j[i != j]
+    base, extra = np.divmod(np.asarray(totals, np.int64), p)
+    segs = base[:, None] + (np.arange(p) < extra[:, None])  # row i: split(totals[i], p)
+    ids = x.flows(r[i], r[j], segs[i, i] if gather else segs[i, j])
+    firsts = [(starts[group[a]], ids[n]) for n, a in enumerate(i.tolist()) if starts.get(group[a]) is not None]
+    before = [np.array([b for b, _ in firsts], np.int64)]
+    after = [np.array([a for _, a in firsts], np.int64)]
+    key = (phase, group[0], p, "direct")
+    earlier = prev.get(key)
+    if earlier is not None:  # the previous chunk's flow between the same ranks
+        before.append(earlier)
+        after.append(ids)
+    prev[key] = ids
+    x.b.edges(np.concatenate(before), np.concatenate(after))
+    return ids, r[i], r[j], np.zeros(len(ids), np.int64)
+
+
+def _dispatched(x: _Expansion, group, totals, done, phase, where, dispatch_key, algorithm: str, gather: bool):
+    """One stage's exchange in one group, through the group's runtime queues: a gate that waits
+    for the whole group and is dispatched by the group's queue of the phase, freed when the
+    first step is through; the later steps in each sender's ordered queue of that step (one per
+    direction round the ring)."""
     gate = x.b.join(x.c.name, x.c.iteration, after=[done[r] for r in group if done[r] is not None])
-    ids, src, dst = _ring(x, group, totals, p - 1, {r: gate for r in group}, {}, phase=phase)
-    first_step = x.b.join(x.c.name, x.c.iteration, after=ids[:p])
+    ids, src, dst, step = _exchange(x, group, totals, {r: gate for r in group}, {}, phase, algorithm, gather)
+    first_step = x.b.join(x.c.name, x.c.iteration, after=ids[step == 0])
     name = (id(x.c), x.channel)  # the collective's own queues, per channel
     x.b.dispatched([gate], x.b.queue_ids([(name, phase, where)], ordered=False), dispatch_key, [first_step])
-    later = np.arange(p, len(ids))
-    step = later // p
-    x.b.ordered(
-        ids[later],
-        x.b.queue_ids([(name, phase, int(j), int(r)) for j, r in zip(step, src[later])], ordered=True),
-        gate,
-    )
+    later = np.flatnonzero(step > 0)
+    if len(later):
+        way = np.arange(len(ids)) >= len(ids) // 2 if algorithm == "ring_bidir" else np.zeros(len(ids), bool)
+        keys: list[tuple] = [(name, phase, int(j), int(r)) for j, r in zip(step[later], src[later])]
+        keys = [k + (1,) if w else k for k, w in zip(keys, way[later])]
+        x.b.ordered(ids[later], x.b.queue_ids(keys, ordered=True), gate)
     return ids, dst
 
 

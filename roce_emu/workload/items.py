@@ -29,6 +29,11 @@ class Item:
     keys: dict = field(default_factory=dict)
     #: False where roce-emu made the name up (a collective without one, a training step)
     named: bool = True
+    #: a send of the model from parameter servers to the ranks (parameter_server.py): each flow waits
+    #: for its receiver's previous iteration, and for its sender to have every push of the iteration
+    #: ``staleness`` before the previous one (0: the previous one, a barrier; None: no bound)
+    pull: bool = False
+    staleness: int | None = 0
 
     def at(self, attribute: str) -> str:
         """The key an error about ``attribute`` names: the one the user wrote."""

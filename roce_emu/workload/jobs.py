@@ -137,7 +137,13 @@ def job_workload(spec: WorkloadSpec, hosts: list[int], source: str, key: str) ->
         ],
     }
     if spec.training is not None:
-        update["training"] = spec.training.model_copy(update={"hosts": many(spec.training.hosts, "training.hosts")})
+        training = spec.training
+        servers = None if training.servers is None else many(training.servers, "training.servers")
+        # the training's ranks: those it lists, or the job's hosts but its parameter servers
+        ranks = many(training.hosts, "training.hosts") if training.hosts is not None else list(hosts)
+        if training.hosts is None and servers is not None:
+            ranks = [h for h in ranks if h not in servers]
+        update["training"] = training.model_copy(update={"hosts": ranks, "servers": servers})
     if spec.chakra is not None:
         update["chakra"] = spec.chakra.model_copy(update={"ranks": many(spec.chakra.ranks, "chakra.ranks")})
     return spec.model_copy(update=update)

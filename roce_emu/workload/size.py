@@ -6,6 +6,7 @@ The counts follow the builder (workload/__init__.py) item by item and iteration 
 flows exactly (each collective's own count, collectives.dag_size), tasks and edges as the
 most the builder adds. An imported Chakra trace is counted only once it is built."""
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ..config.schema import Scenario
@@ -58,6 +59,9 @@ def workload_size(
     singles = 0  # per iteration
     ranks: set[int] = set()  # every rank an iteration's join waits for
     taking_part = 0  # (item, rank) pairs: the edges into the iteration's joins
+    # edges from each collective flow's two ranks' entries (collectives._wait_to_enter), per
+    # iteration, and of them those the first iteration has (an item without after waits for nothing there)
+    entries, first_entries = 0, 0
     for item in items:
         waits = max(1, len(item.after))
         if item.kind == "compute":
@@ -69,6 +73,8 @@ def workload_size(
             flows += len(item.pairs)
             edges += waits * len(item.pairs)
             ends = {r for pair in item.pairs for r in pair}
+            several = [n for n in Counter(r for pair in item.pairs for r in pair).values() if n > 1]
+            tasks, edges = tasks + len(several), edges + sum(several)  # a join per rank in several pairs
             ranks.update(ends)
             taking_part += len(ends)
         else:
@@ -76,9 +82,11 @@ def workload_size(
                 check_collective(source, item, group, fabric)
                 c = Collective(item.name, item.collective, item.algorithm, group, item.nbytes, item.chunks, 0)
                 c.channels = item.channels
-                f, joins, e = dag_size(c, fabric.dims, reductions)
+                f, joins, e = dag_size(c, fabric.dims, reductions, fabric.dim_algorithms)
                 starts = len(group) * item.chunks * item.channels  # a start join per rank, chunk and channel
                 flows, tasks, edges = flows + f, tasks + joins, edges + e + waits * starts
+                entries += 2 * f
+                first_entries += 2 * f if item.after else 0
                 singles += f if one_at_a_time(c) else 0
                 ranks.update(group)
                 taking_part += len(group)
@@ -86,7 +94,8 @@ def workload_size(
     edges += taking_part + len(items) * len(ranks)
     its = scenario.workload.iterations if items else 0
     flows = len(scenario.workload.flows) + patterns + its * flows
-    return WorkloadSize(flows, flows + its * tasks, its * edges, patterns + its * singles)
+    edges = its * edges + (its - 1) * entries + first_entries if its else 0
+    return WorkloadSize(flows, flows + its * tasks, edges, patterns + its * singles)
 
 
 def _pattern_flows(scenario: Scenario, fabric: Fabric, source: str) -> int:

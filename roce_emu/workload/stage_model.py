@@ -10,7 +10,9 @@ alike):
 - **Flows.** A stage of s bytes on a dimension of p ranks is p - 1 ring steps, each a flow of
   s / p bytes (wire bytes: headers added) on the rank's link of that dimension. A flow's data is
   through one ``step_s`` (the links' delays, a frame's serialisation at each hop) after its last
-  byte was sent.
+  byte was sent. A dimension whose algorithm keeps u links busy (dim_algorithms.py) is one link
+  u times as fast: ring_bidir's two flows per step are one flow of s / p, direct's single step
+  one flow of (p - 1) / p x s.
 - **Sharing a link.** Themis's flows that are on a link at once share it equally (a NIC
   serves its queue pairs round-robin): a stage starts on every rank of its group together
   (its gate waits for the whole group, and its queue is freed once the first step is through
@@ -47,6 +49,16 @@ class DimTiming:
     wire: float = 1.0  # wire bytes per payload byte (frame / MTU)
     in_order: bool = False  # network.nic.queue_pair: connection
     nic_bps: float = 0.0  # > 0: one NIC port of that rate for all dimensions
+    links: tuple[int, ...] = ()  # each dimension's links an NPU keeps busy at once (dim_algorithms.py); (): one
+    direct: tuple[bool, ...] = ()  # each dimension's stages run in one step (direct); (): p - 1 ring steps
+
+    def rate_bps(self, d: int) -> float:
+        """What a stage on dimension d sends at: its link rate times the links it keeps busy."""
+        return self.rates_bps[d] * (self.links[d] if self.links else 1)
+
+    def steps(self, d: int, size: int) -> int:
+        """The steps of a stage on dimension d of ``size`` NPUs."""
+        return 1 if self.direct and self.direct[d] else size - 1
 
 
 def run_time_s(sizes, paths, tie_rank: dict, scheduler: str, timing: DimTiming) -> float:
@@ -117,7 +129,7 @@ class _Run:
         for d, mine in on_link.items():
             sending = mine[:1] if self.in_order else mine
             for i in sending:
-                rates[i] = self.timing.rates_bps[d] / len(sending)
+                rates[i] = self.timing.rate_bps(d) / len(sending)
         if self.timing.nic_bps > 0:
             left, capped = self.timing.nic_bps, sorted((r, i) for i, r in enumerate(rates) if r > 0)
             for n, (r, i) in enumerate(capped):
@@ -128,8 +140,10 @@ class _Run:
     def _start(self, stage, step):
         c, i = stage
         d, _, nbytes = self.paths[c][i]
+        p = self.sizes[d]
         self.seq += 1
-        self.flows.append([nbytes / self.sizes[d] * 8 * self.timing.wire, d, stage, step, self.seq])
+        bits = nbytes / p * ((p - 1) // self.timing.steps(d, p)) * 8 * self.timing.wire  # direct: p - 1 shares
+        self.flows.append([bits, d, stage, step, self.seq])
 
     def _ready(self, stage):
         c, i = stage
@@ -169,7 +183,7 @@ class _Run:
             parked = self.parked.pop(key + (self.turn[key],), None)
             if parked is not None:
                 self._start(parked, step)
-        if step + 1 < self.sizes[d] - 1:
+        if step + 1 < self.timing.steps(d, self.sizes[d]):
             key = (d, gather, step + 1)
             if self.ticket[stage] == self.turn.get(key, 0):
                 self._start(stage, step + 1)

@@ -8,8 +8,9 @@ through dimension 0, 1, ..., D-1, so the first dimension carries the largest pie
 last ones idle. Themis picks each chunk's order to balance the dimensions:
 
 - **Loads.** Each dimension d keeps an estimated load L_d: the seconds of transfer it has been
-  given, a stage of s bytes costing (p_d - 1) / p_d x s / B_d (B_d: the dimension's link
-  rate, p_d: its size), once for the reduce-scatter and once for the all-gather.
+  given, a stage of s bytes costing (p_d - 1) / p_d x s / (u_d B_d) (B_d: the dimension's link
+  rate, u_d: the links its algorithm keeps busy, dim_algorithms.py, p_d: its size), once for the
+  reduce-scatter and once for the all-gather.
 - **Greedy order.** A chunk goes through the dimensions from the least loaded to the most
   loaded, so that the least loaded one takes its largest piece.
 - **Threshold.** The greedy order is kept only if the largest load after adding the chunk is no
@@ -52,7 +53,7 @@ class Stage:
 
 def chunk_order(loads: list[float], sizes, rates_bps, nbytes: float, scheduler: str) -> list[int]:
     """The dimension order of one chunk's reduce-scatter (its all-gather reverses it), and
-    the loads updated with it (in place)."""
+    the loads updated with it (in place); ``rates_bps``: each dimension's u_d B_d."""
     dims = [d for d in range(len(sizes)) if sizes[d] > 1]
     base = list(dims)
 
@@ -77,10 +78,11 @@ def chunk_order(loads: list[float], sizes, rates_bps, nbytes: float, scheduler: 
 
 def plan(sizes, timing: DimTiming, chunk_bytes: Sequence[float], scheduler: str) -> list[Stage]:
     """Every stage of every chunk, in the order the plan starts them. A stage keeps its
-    dimension busy for its bytes at the link rate; a ring step's latency (``timing.step_s``)
-    delays the chunk, not the dimension: the chunk's next stage is ready (p_d - 1) steps after,
-    as ring steps pipeline. A Themis plan that stage_model.py finishes later than the baseline's
-    gives way to the baseline's (its threshold, at the level of the collective)."""
+    dimension busy for its bytes at the rate of the links its algorithm uses; a step's latency
+    (``timing.step_s``) delays the chunk, not the dimension: the chunk's next stage is ready its
+    steps' latencies after (p_d - 1 ring steps, one direct step), as steps pipeline. A Themis
+    plan that stage_model.py finishes later than the baseline's gives way to the baseline's (its
+    threshold, at the level of the collective)."""
     return list(_plan_once(tuple(sizes), timing, tuple(chunk_bytes), scheduler))
 
 
@@ -116,7 +118,7 @@ def _run_time_s(sizes, stages: list[Stage], scheduler: str, timing: DimTiming) -
 
 
 def _plan(sizes, timing: DimTiming, chunk_bytes: Sequence[float], scheduler: str) -> list[Stage]:
-    rates_bps, step_s = timing.rates_bps, timing.step_s
+    rates_bps = [timing.rate_bps(d) for d in range(len(sizes))]
     loads = [0.0] * len(sizes)
     paths = []  # per chunk: [(dim, gather, bytes)]
     for nbytes in chunk_bytes:
@@ -150,7 +152,7 @@ def _plan(sizes, timing: DimTiming, chunk_bytes: Sequence[float], scheduler: str
                 _, c, i = heapq.heappop(queues[d])
                 dim, gather, nbytes = paths[c][i]
                 end = now + (sizes[dim] - 1) / sizes[dim] * nbytes * 8 / rates_bps[dim]
-                ready = end + (sizes[dim] - 1) * step_s[dim]
+                ready = end + timing.steps(dim, sizes[dim]) * timing.step_s[dim]
                 out.append(Stage(c, i, dim, gather, nbytes, now, ready))
                 free[dim] = end
                 done += 1

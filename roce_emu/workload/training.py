@@ -57,6 +57,7 @@ from ..errors import ScenarioError
 from .items import Item
 from .models import model_layers
 from . import moe
+from . import parameter_server as ps
 from .gpt import Gpt, check, micro_batches
 from .passes import KEY, Compute, Exchange, ExpertCompute, LayerPasses, Step
 from .pipeline import Op, PipelineSchedule, stage_split
@@ -139,11 +140,20 @@ class Placement:
         return [(self.host(t, s, d), self.host(t, to, d)) for d in range(self.dp) for t in range(self.tp)]
 
 
+def training_hosts(spec: Training, n_hosts: int) -> list[int]:
+    """The hosts the ranks run on, rank r on the r-th: ``hosts``, or every host but the
+    parameter servers."""
+    if spec.hosts is not None:
+        return list(spec.hosts)
+    servers = set(spec.servers or ())
+    return [h for h in range(n_hosts) if h not in servers]
+
+
 def placement(spec: Training, hosts: list[int], n_hosts: int, source: str) -> Placement:
     """The spec's ranks on ``hosts`` (dp, if not given, from their number); refused unless they
     fill those hosts exactly (_check_ranks)."""
     dp = spec.dp if spec.dp is not None else len(hosts) // (spec.tp * spec.pp)
-    _check_ranks(spec, dp, len(hosts), n_hosts, source)
+    _check_ranks(spec, dp, len(hosts), n_hosts - len(spec.servers or ()), source)
     ep = spec.model.ep if isinstance(spec.model, MoeModel) else 1
     return Placement(hosts, spec.tp, spec.pp, dp, spec.placement, ep)
 
@@ -192,6 +202,8 @@ class TrainingBuilder:
         self, spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None, seed: int = 1
     ):
         self.spec = spec
+        #: dp_algorithm parameter_server: the hosts of the model's shards (parameter_server.py)
+        self.servers = ps.check(spec, hosts, n_hosts, source) if spec.dp_algorithm == "parameter_server" else []
         self.ranks = placement(spec, hosts, n_hosts, source)
         if node_size is not None and not spec.tp_across_nodes:
             _check_tp_in_nodes(self.ranks, node_size, source)
@@ -217,9 +229,15 @@ class TrainingBuilder:
         self.schedule = PipelineSchedule.of(spec.schedule, spec.pp, self.m)
         self.items: list[Item] = []
         self.ends: dict[tuple[int, Op], list[str]] = {}
+        self.entry: list[str] = []  #: what the first op of the iteration waits for: the pulls, if any
 
     def build(self) -> list[Item]:
-        """The iteration: every stage's forwards and backwards, each after the ops it waits for."""
+        """The iteration: the pulls of the model from its servers, if any, then every stage's
+        forwards and backwards, each after the ops it waits for."""
+        for item in (
+            ps.pulls(self.servers, self.ranks.hosts, self.layers, self.spec.staleness_bound) if self.servers else []
+        ):
+            self.entry += self.add(item)
         for s, k in self.schedule.build_order():
             op = self.schedule.ops[s][k]
             self.ends[(s, op)] = self.forward(s, k) if op[0] == "F" else self.backward(s, k)
@@ -244,7 +262,7 @@ class TrainingBuilder:
         came = self.ends[(source, op)] if source is not None else []
         before = self.schedule.ops[s][k - 1] if k else None
         implied = came and before == ("F", op[1])
-        return came + (self.ends[(s, before)] if before is not None and not implied else [])
+        return came + (self.ends[(s, before)] if before is not None and not implied else []) or self.entry
 
     def forward(self, s: int, k: int) -> list[str]:
         """Op k of stage s, a micro-batch's forward: each layer's forward pass in order, then the
@@ -265,7 +283,7 @@ class TrainingBuilder:
         reductions = []
         if self.schedule.is_last(s, k):
             for scope, grads in GRADIENTS.items():
-                if len(self.ranks.groups(s, scope)[0]) > 1:
+                if len(self.ranks.groups(s, scope)[0]) > 1 or (self.servers and scope == "dp"):
                     reduce = self.gradient_reduction(s, scope)
                     bucket = self.spec.bucket_bytes
                     reductions.append(GradientBuckets(bucket, self.spec.concurrent_all_reduces, reduce, grads))
@@ -358,7 +376,11 @@ class TrainingBuilder:
 
     def gradient_reduction(self, s: int, scope: str) -> Callable[[list[LayerPasses], list[str]], list[str]]:
         """How stage s reduces a bucket of gradients over its groups of ``scope``: dp, the dense
-        gradients; edp, a MoE model's experts'."""
+        gradients (pushed to the parameter servers, if any); edp, a MoE model's experts'."""
+        if self.servers and scope == "dp":
+            return lambda bucket, after: [
+                n for item in ps.pushes(self.servers, self.ranks.hosts, bucket, after) for n in self.add(item)
+            ]
         return lambda bucket, after: self.reduce_gradients(s, bucket, after, scope)
 
     def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str], scope: str) -> list[str]:
@@ -452,9 +474,12 @@ def _check_ranks(spec: Training, dp: int, n_ranks_hosts: int, n_hosts: int, sour
                 f"{product} is not allowed: workload.training.hosts lists {n_ranks_hosts} hosts, one per rank",
             )
         return
+    has = f"the topology has {n_hosts} hosts" + (" beside the servers" if spec.servers else "")
     if ranks > n_hosts or dp < 1:
-        raise ScenarioError(source, key, f"{product} is not allowed: the topology has {n_hosts} hosts")
+        raise ScenarioError(source, key, f"{product} is not allowed: {has}")
     if ranks < n_hosts:
+        if spec.servers:
+            raise ScenarioError(source, key, f"{product} is not allowed: {has}, one per rank")
         idle = f"host {ranks}" if ranks == n_hosts - 1 else f"hosts {ranks} to {n_hosts - 1}"
         raise ScenarioError(
             source,
