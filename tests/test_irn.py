@@ -141,21 +141,25 @@ def test_random_loss_resends_each_lost_packet_about_once():
     assert _finish_ps(irn)[0] < _finish_ps(gbn)[0]
 
 
-@pytest.mark.parametrize("algorithm", ["hpcc", "dctcp", "dcqcn"])
+@pytest.mark.parametrize("algorithm", ["hpcc", "dctcp"])
 def test_resends_pass_a_windowed_algorithms_window(algorithm):
-    """A lost packet holds the cumulative ack, so the packets in flight fill HPCC's or DCTCP's
-    window: IRN resends anyway (the window holds back new packets only), and every flow ends."""
+    """Three senders share a lossy port under HPCC or DCTCP, window-limited (their windows are
+    below a cap of 400). A lost packet holds the cumulative ack, so by the time its NACK comes
+    the packets in flight fill the window: IRN resends anyway (the window holds back new packets
+    only), and every flow ends (held back too, the flows stalled)."""
     res = simulate(
         scenario(
-            topology={"kind": "single_switch", "hosts": 2},
-            network={"transport": "irn", "cc": {"algorithm": algorithm}},
-            workload={"flows": [{"src": 1, "dst": 0, "bytes": 2_000_000}]},
+            topology={"kind": "single_switch", "hosts": 4},
+            network={"transport": "irn", "cc": {"algorithm": algorithm}, "irn": {"bdp_cap_packets": 400}},
+            workload={"flows": [{"src": s, "dst": 0, "bytes": 1_000_000} for s in (1, 2, 3)]},
             faults=[{"kind": "lossy_port", "port": ["sw0", "h0"], "loss": 0.01}],
         )
     )
     s = res.summary
-    assert s["flows_finished"] == 1 and s["data_packets_dropped"] > 5
-    assert s["retransmits"] <= s["data_packets_dropped"] + s["timeouts"]
+    assert s["flows_finished"] == 3 and s["data_packets_dropped"] > 3
+    # about once per loss: re-entering recovery resends the cumulative ack's packet at once, which may
+    # be a resend still on its way (the paper's rule)
+    assert s["retransmits"] <= 1.1 * s["data_packets_dropped"] + s["timeouts"]
 
 
 def test_same_result_under_any_slicing():
