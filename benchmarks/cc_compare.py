@@ -9,7 +9,6 @@ the time average of the busiest switch port's egress queue over the run (from th
 """
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from roce_emu.api import prepare, run  # noqa: E402
 from roce_emu.results.metrics import queue_series  # noqa: E402
+from tables import print_markdown, write_csv  # noqa: E402
 
 POLICIES = [
     ("none", []),
@@ -67,17 +67,10 @@ def main():
     for fabric, path in FABRICS:
         print(f"\n{fabric} ({path})\n")
         table = [one(path, algorithm, extra) for algorithm, extra in POLICIES]
-        columns = list(table[0])
-        print("| " + " | ".join(columns) + " |")
-        print("|" + "---|" * len(columns))
-        for row in table:
-            print("| " + " | ".join(f"{row[c]:,}" if isinstance(row[c], int) else str(row[c]) for c in columns) + " |")
-            rows.append({"fabric": fabric, **row})
+        print_markdown(table)
+        rows.extend({"fabric": fabric, **row} for row in table)
     if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(args.csv, rows)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ ARRAYS = (
     "gate_in",
     "gate_out",
     "gate_state",
+    "irn_bits",
 )
 #: no World access of their own (constants, the registry, the JIT switch, the generator's kernels),
 #: the World's definition, the heap (handed its arrays) and the fast-forward kernels (every array: their docstrings)
@@ -70,7 +71,7 @@ def world_arrays(src: str) -> str:
             for m in [re.match(rf"^\s*(\w+)\s*=\s*w\.{a}\b(\[.*\])?\s*$", line)]
             if m
         ]
-        if any(re.match(rf"^\s*{n}\[.*\]\s*[-+|*]?=(?!=)", line) for n in names for line in lines):
+        if any(re.match(rf"^\s*{n}\[.*\]\s*[-+|&*]?=(?!=)", line) for n in names for line in lines):
             writes.add(a)
     if re.search(r"heap_(push|pop)\(w\.ev, w\.meta", src):
         writes |= {"ev", "meta"}

@@ -112,6 +112,9 @@ KEYS = [
     "faults.1.port",
     "faults.1.rate_gbps",
     "network.routing.convergence_ns",
+    "network.transport",
+    "network.irn.rto_low_ns",
+    "network.irn.bdp_cap_packets",
 ]
 SCALARS = st.one_of(
     st.none(),
@@ -127,6 +130,8 @@ SCALARS = st.one_of(
             "hpcc",
             "timely",
             "dctcp",
+            "irn",
+            "go_back_n",
             "ring",
             "direct",
             "hierarchical",
@@ -225,6 +230,7 @@ def _capped(doc):
 @example(base=0, mutations=[("topology.kind", [])])  # an unhashable kind once broke the file-topology check
 @example(base=0, mutations=[("network.profile", "hpcc_ns3"), ("network.cc.algorithm", [])])  # and the profile
 @example(base=0, mutations=[("topology.link.rate_gbps", 1e-12)])  # 0 b/s once: ZeroDivisionError in busy_ps
+@example(base=4, mutations=[("network.transport", "irn")])  # IRN through a down link and a lossy port
 def test_mutated_documents_run_or_fail_cleanly(tmp_path_factory, base, mutations):
     doc = copy.deepcopy(BASES[base])
     for key, value in mutations:

@@ -661,6 +661,33 @@ class Routing(Strict):
     """Time from a link failure or repair until the switches install new tables."""
 
 
+class Irn(Strict):
+    """IRN's loss recovery (network.transport: irn; Mittal et al., SIGCOMM'18, "Revisiting Network
+    Support for RDMA", §3): its timeouts and its BDP cap. Defaults: the paper's values, chosen
+    there for 40 Gb/s links and kept at higher rates (docs/model.md, "Transport")."""
+
+    rto_low_ns: float = Field(100_000.0, gt=0, le=1e12)
+    """Timeout with at most rto_low_packets packets in flight (the paper's RTO_low)."""
+    rto_high_ns: float = Field(320_000.0, gt=0, le=1e12)
+    """Timeout with more packets in flight (the paper's RTO_high)."""
+    rto_low_packets: int = Field(3, ge=0, le=1 << 20)
+    """Packets in flight up to which rto_low_ns applies (the paper's N)."""
+    bdp_cap_packets: Optional[int] = Field(None, ge=1, le=1 << 16)
+    """Packets a flow may have in flight (BDP-FC); null: the bandwidth-delay product of the fabric's longest path
+    (its base RTT at the NICs' rate) in MTU-sized packets."""
+
+    @model_validator(mode="after")
+    def _low_below_high(self):
+        if self.rto_low_ns > self.rto_high_ns:
+            raise ValueError(
+                f"{AT}rto_low_ns {self.rto_low_ns:g} is not allowed: it must not exceed rto_high_ns "
+                f"({self.rto_high_ns:g})"
+            )
+        return self
+
+
+#: network.transport's names, the default first (core/kinds.py TRANSPORT_NAMES)
+Transport = Literal["go_back_n", "irn"]
 #: the mean hold of each jitter source when its mean_ns is left out, and the standard deviation of a normal one as
 #: a share of its mean (docs/model.md, "Jitter", gives the sources)
 JITTER_DEFAULT_MEAN_NS = {"nic": 100.0, "switch": 50.0}
@@ -738,6 +765,12 @@ class Network(Strict):
     """Congestion control."""
     routing: Routing = Routing()
     """Rerouting after faults."""
+    transport: Transport = "go_back_n"
+    """Loss recovery of every sender: go_back_n (RoCE: the receiver drops packets out of order, the sender goes
+    back to the gap), or irn (selective repeat, a BDP cap on packets in flight and two timeouts; it runs without
+    PFC, so switch.pfc.enabled defaults to false with it)."""
+    irn: Irn = Irn()
+    """IRN's timeouts and BDP cap (transport: irn)."""
     jitter: Jitter = Jitter()
     """Per-packet latency jitter of NICs and switches (none by default)."""
 
@@ -750,6 +783,26 @@ class Network(Strict):
     @classmethod
     def _profile_defaults(cls, data):
         return with_defaults(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _irn_without_pfc(cls, data):
+        """IRN is meant to run without PFC: with transport irn, switch.pfc.enabled defaults to
+        false, and true is an error."""
+        if not isinstance(data, dict) or data.get("transport") != "irn":
+            return data
+        switch = data.get("switch", {})
+        pfc = switch.get("pfc", {}) if isinstance(switch, dict) else None
+        if not isinstance(pfc, dict):
+            return data  # the schema rejects it
+        if pfc.get("enabled") is True:
+            raise ValueError(
+                f"{AT}switch.pfc.enabled true is not allowed with transport 'irn': IRN runs without PFC "
+                "(leave it out or set it false)"
+            )
+        if "enabled" in pfc:
+            return data  # false, or what the schema rejects
+        return {**data, "switch": {**switch, "pfc": {**pfc, "enabled": False}}}
 
     @model_validator(mode="after")
     def _data_larger_than_ack(self):
@@ -1619,9 +1672,21 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _stall_after_rto(self):
-        if self.sim.stall_timeout_ns <= self.network.nic.rto_ns:
+        net = self.network
+        irn = net.transport == "irn"
+        key, rto = ("irn.rto_high_ns", net.irn.rto_high_ns) if irn else ("nic.rto_ns", net.nic.rto_ns)
+        if self.sim.stall_timeout_ns <= rto:
             raise ValueError(
                 f"{AT}sim.stall_timeout_ns {self.sim.stall_timeout_ns:g} is not allowed: it must exceed "
-                f"network.nic.rto_ns ({self.network.nic.rto_ns:g})"
+                f"network.{key} ({rto:g})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _irn_exact(self):
+        if self.network.transport == "irn" and self.sim.fast_forward == "exact":
+            raise ValueError(
+                f"{AT}sim.fast_forward 'exact' is not allowed with network.transport 'irn': its periods do not hold "
+                "IRN's bitmaps: use off"
             )
         return self

@@ -67,6 +67,11 @@ PK_CNP = I64(3)
 PK_PAUSE = I64(4)  #: PFC XOFF for priority pkts.seq
 PK_RESUME = I64(5)  #: PFC XON for priority pkts.seq
 
+# ---- transports: how a sender recovers lost packets (cfg[CFG_TRANSPORT], network.transport) --------
+TP_GO_BACK_N = I64(0)  #: RoCE: the receiver drops what is out of order, the sender goes back to the gap
+TP_IRN = I64(1)  #: IRN: selective repeat with the receiver's bitmap, a BDP cap and two timeouts (irn.py)
+TRANSPORT_NAMES = ("go_back_n", "irn")  #: network.transport's names, by code
+
 # ---- flow (queue pair) states -----------------------------------------------
 FL_WAITING = I64(0)
 FL_ACTIVE = I64(1)
@@ -168,7 +173,12 @@ CFG_JITTER_NIC_SD_PS = 27
 CFG_JITTER_SWITCH = 28
 CFG_JITTER_SWITCH_MEAN_PS = 29
 CFG_JITTER_SWITCH_SD_PS = 30
-CFG_SIZE = 31
+CFG_TRANSPORT = 31  #: TP_* of the run's loss recovery (network.transport)
+CFG_IRN_CAP = 32  #: IRN: the BDP cap, packets a flow may have in flight (0 with go-back-N)
+CFG_RTO_LOW_PS = 33  #: IRN: the timeout with at most cfg[CFG_RTO_LOW_PKTS] packets in flight
+CFG_RTO_HIGH_PS = 34  #: IRN: the timeout with more in flight
+CFG_RTO_LOW_PKTS = 35
+CFG_SIZE = 36
 
 # ---- jitter distributions: cfg[CFG_JITTER_NIC], cfg[CFG_JITTER_SWITCH] (network.jitter.*.distribution) --------
 _dist = _Codes(I64)

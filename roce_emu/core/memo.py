@@ -214,7 +214,7 @@ def _with_heap(w, ev):
     return World(
         w.cfg, w.stats, w.meta, w.rng, ev, w.kick, w.pkt, w.pkt_free, w.port, w.pq, w.node, w.route_off,
         w.route_ports, w.flow, w.qp, w.qp_free, w.ccp, w.ccs, w.timer, w.int_rec, w.int_prev, w.trace, w.task,
-        w.succ_off, w.succ, w.qtask, w.queue, w.link_plan, w.gate_off, w.gate_in, w.gate_out, w.gate_state,
+        w.succ_off, w.succ, w.qtask, w.queue, w.link_plan, w.gate_off, w.gate_in, w.gate_out, w.gate_state, w.irn_bits,
     )  # fmt: skip
 
 

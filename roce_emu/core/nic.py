@@ -1,4 +1,5 @@
-"""RDMA NIC: queue-pair scheduling and pacing, receiver ACK/NACK, go-back-N on NACK and timeout.
+"""RDMA NIC: queue-pair scheduling and pacing, receiver ACK/NACK, go-back-N on NACK and timeout
+(or IRN's selective repeat, irn.py, with network.transport: irn).
 
 Each host port keeps a ring of active queue pairs; when the port is free it sends
 the next eligible one round-robin (rate pacing, window, and PFC pause of its
@@ -24,6 +25,7 @@ World arrays: reads cfg, pq, node, gate_state; writes stats, meta, ev, pkt, port
 
 import numpy as np
 
+from . import irn
 from .cc import dispatch as cc
 from .heap import heap_push
 from .jit import njit
@@ -40,6 +42,7 @@ from .kinds import (
     CFG_QP_CONNECTION,
     CFG_RTO_PS,
     CFG_TRAIN_MAX,
+    CFG_TRANSPORT,
     CTRL_PRIO,
     C_ACKS,
     C_DATA_DELIVERED,
@@ -66,6 +69,7 @@ from .kinds import (
     PK_DATA,
     PK_FREE,
     PK_NACK,
+    TP_IRN,
 )
 from .mmu import release
 from .packets import count_sent, fifo_push, fifo_shrink, pkt_alloc, wire_bytes
@@ -169,10 +173,13 @@ def next_data_packet(w, p, t):
         r = qps[f]
         nxt = r["act_next"]
         eligible = not is_paused(w, p, r["prio"])
-        if eligible and r["window_bytes"] > 0:
+        selective = w.cfg[CFG_TRANSPORT] == TP_IRN
+        if eligible and r["window_bytes"] > 0 and not selective:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
         if eligible and gated:  # streaming in-switch reduction: as far as its gates let it (stream.py)
             eligible = r["snd_nxt"] < w.gate_state[r["flow"], GATE_LIMIT]
+        if eligible and selective:
+            eligible = irn.may_send(w, f)
         if eligible and r["next_tx_ps"] > t:
             if earliest < 0 or r["next_tx_ps"] < earliest:
                 earliest = r["next_tx_ps"]
@@ -368,7 +375,8 @@ def _emit_data(w, p, f, t):
     r = w.qp[f]
     mtu = w.cfg[CFG_MTU]
     n = _train_length(w, p, f) if w.cfg[CFG_TRAIN_MAX] > 0 else 1
-    seq = r["snd_nxt"]
+    selective = w.cfg[CFG_TRANSPORT] == TP_IRN
+    seq = irn.next_seq(w, f) if selective else r["snd_nxt"]
     payload = min(n * mtu, r["size_bytes"] - seq * mtu)
     frame = payload + n * w.cfg[CFG_DATA_HDR]
     wire = frame + n * w.cfg[CFG_IFG]
@@ -379,7 +387,10 @@ def _emit_data(w, p, f, t):
         w.pkt[k]["sent_ps"] = t + ser_ps(wire - wire // n, r["rate_bps"])
         w.stats[C_TRAINS] += 1
         w.stats[C_TRAIN_PKTS] += n
-    r["snd_nxt"] = seq + n
+    if seq < r["snd_nxt"]:  # IRN resends a lost packet
+        r["rtx_nxt"] = seq + 1
+    else:
+        r["snd_nxt"] = seq + n
     if seq < r["max_sent"]:
         r["retransmits"] += 1
         w.stats[C_RETRANSMITS] += 1
@@ -390,7 +401,7 @@ def _emit_data(w, p, f, t):
     r["next_tx_ps"] = t + ser_ps(wire, r["rate_bps"])
     w.ccs[f]["last_wire"] = wire
     cc.on_send(w, f, wire)
-    if r["snd_nxt"] >= r["n_pkts"]:
+    if r["snd_nxt"] >= r["n_pkts"] and not (selective and irn.next_lost(w, f) >= 0):
         ring_remove(w, p, f)
         g = r["conn_next"]
         if g >= 0:  # the next flow of its connection goes now (queue_pair: connection)
@@ -406,7 +417,10 @@ def flow_start(w, L, t):
     f = qp_open(w, L)
     r = w.qp[f]
     r["next_tx_ps"] = t
-    r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    if w.cfg[CFG_TRANSPORT] == TP_IRN:
+        irn.start(w, f, t)
+    else:
+        r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
     arm_rto(w, f)
     w.stats[C_LAST_PROGRESS_PS] = t
     if w.cfg[CFG_TRAIN_MAX] > 0:
@@ -798,12 +812,16 @@ def _go_back(w, f, seq):
 @njit(inline="always")
 def _on_ack(w, f, ack_seq, t):
     r = w.qp[f]
-    if ack_seq <= r["snd_una"]:
+    old = r["snd_una"]
+    if ack_seq <= old:
         return
     r["snd_una"] = ack_seq
     if r["snd_nxt"] < ack_seq:  # acked beyond a go-back point: skip what arrived
         r["snd_nxt"] = ack_seq
-    r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    if w.cfg[CFG_TRANSPORT] == TP_IRN:
+        irn.on_progress(w, f, old, ack_seq, t)
+    else:
+        r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
     w.stats[C_LAST_PROGRESS_PS] = t
     if ack_seq >= r["n_pkts"]:
         r["state"] = FL_DONE
@@ -836,6 +854,13 @@ def on_rto(w, f, t):
     r["rto_armed"] = 0
     if r["state"] != FL_ACTIVE:
         return -1
+    if w.cfg[CFG_TRANSPORT] == TP_IRN:
+        lost = irn.on_timer(w, f, t)
+        arm_rto(w, f)
+        if not lost:
+            return -1
+        ring_insert(w, r["nic_port"], f)
+        return r["nic_port"]
     if t < r["rto_ps"]:
         arm_rto(w, f)
         return -1
@@ -919,10 +944,11 @@ def _uplink_rate(w, k, node):
 
 
 @njit(inline="always")
-def _reply(w, f, kind, seq, ecn, node, k_data, n):
+def _reply(w, f, kind, seq, ecn, node, k_data, n, sack):
     """Queue an ACK, NACK or CNP (n of them as one train) from the receiver host node back to
-    the flow's sender. The NIC sends it ahead of data; switches queue it in the control queue,
-    or ACKs and NACKs with the flow's data (cfg[CFG_ACK_WITH_DATA], the HPCC simulator's way).
+    the flow's sender; an IRN NACK selectively acks ``sack`` (-1: none). The NIC sends it
+    ahead of data; switches queue it in the control queue, or ACKs and NACKs with the flow's
+    data (cfg[CFG_ACK_WITH_DATA], the HPCC simulator's way).
 
     It echoes the data packet's send time (TIMELY's RTT) and, for HPCC, its INT records."""
     r = w.qp[f]
@@ -931,6 +957,8 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n):
     k = pkt_alloc(w, kind, I64(f), seq, n * size, prio, I64(r["src"]))
     w.pkt[k]["train_len"] = n
     w.pkt[k]["ecn"] = ecn
+    if sack >= 0:
+        w.pkt[k]["nic_start_ps"] = sack
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host always has a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if w.pkt[k_data]["train_len"] > 1:  # answered at train_due_ps
@@ -961,10 +989,14 @@ def on_host_arrive(w, k, node, t):
     if r["state"] != FL_ACTIVE:
         return -1
     kick = -1
-    if cc.on_ack(w, f, k, t):
-        kick = r["nic_port"]  # the rate or the window may let the queue pair send
+    selective = w.cfg[CFG_TRANSPORT] == TP_IRN
+    if cc.on_ack(w, f, k, t) or selective:
+        kick = r["nic_port"]  # the rate, the window or IRN's BDP cap may let the queue pair send
     if kind == PK_NACK:
-        return _go_back(w, f, pk["seq"])
+        if not selective:
+            return _go_back(w, f, pk["seq"])
+        if irn.on_nack(w, f, pk["nic_start_ps"]):
+            ring_insert(w, r["nic_port"], f)
     return kick
 
 
@@ -994,20 +1026,27 @@ def _on_data(w, k, f, node, t):
     flag = 1 if notify == cc.NOTIFY_FLAG else 0
     port = -1
     if notify == cc.NOTIFY_CNP:
-        port = _reply(w, f, PK_CNP, NO_ARG, I64(1), node, k, I64(1))
+        port = _reply(w, f, PK_CNP, NO_ARG, I64(1), node, k, I64(1), NO_ID)
     seq = w.pkt[k]["seq"]
     expected = r["rcv_nxt"]
+    selective = w.cfg[CFG_TRANSPORT] == TP_IRN
+    sack = NO_ID
     if seq <= expected < seq + n:
-        new = seq + n
+        new = irn.fill(w, f, seq + n) if selective else seq + n
         r["rcv_nxt"] = new
         if new == r["n_pkts"]:  # the receiver holds the whole flow
             task_done(w, I64(r["flow"]), t)
         acks = _acks_due(w, expected, new, r["n_pkts"], flag)
+        if new > seq + n:  # IRN: it filled a gap, one ACK for it and all the packets the bitmap held
+            acks = I64(1)
         if acks == 0:
             return port
         answer, ack_seq = PK_ACK, new
     elif seq < expected:  # duplicate after a go-back: re-ACK
         answer, ack_seq, acks = PK_ACK, expected, I64(1)
+    elif selective:  # IRN keeps it, and NACKs every packet out of order with its selective ack
+        irn.hold(w, f, seq)
+        answer, ack_seq, acks, sack = PK_NACK, expected, I64(1), seq
     elif r["nack_seq"] != expected or t >= r["nack_ps"] + w.cfg[CFG_NACK_PS]:
         r["nack_seq"] = expected
         r["nack_ps"] = t
@@ -1018,4 +1057,4 @@ def _on_data(w, k, f, node, t):
         w.stats[C_NACKS] += 1
     else:
         w.stats[C_ACKS] += acks
-    return _reply(w, f, answer, ack_seq, I64(flag), node, k, acks)
+    return _reply(w, f, answer, ack_seq, I64(flag), node, k, acks, sack)

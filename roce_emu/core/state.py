@@ -23,7 +23,8 @@ PKT_DTYPE = np.dtype(
     [
         ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
         ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-        # a train its NIC keeps until it has left (port._send_train): when the NIC began sending it
+        # a train its NIC keeps until it has left (port._send_train): when the NIC began sending it;
+        # an IRN NACK (no train): the sequence that triggered it, its selective ack (irn.py)
         ("nic_start_ps", np.int64),
         # a train handed on: when its last bit reaches the next node, from the port that passes it
         # on now (a host takes it then or later: nic.train_due_ps)
@@ -58,6 +59,9 @@ GATE_HELD = 0
 GATE_LIMIT = 1
 #: the limit of a flow no gate holds back
 GATE_OPEN = 1 << 62
+#: rows of World.irn_bits[f]: the receiver's out-of-order packets, the sender's selectively acked ones
+IRN_RCV = 0
+IRN_SND = 1
 
 #: per-queue-pair congestion-control timers, World.timer[f, TM_*]: the deadline, and 1 while an event is queued
 TIMER_DUE = 0
@@ -217,6 +221,13 @@ QP_DTYPE = np.dtype(
         ("round_id", np.int64),  # trains: the NIC round it last sent in
         ("round_sent", np.int64),  # trains: packets it sent in that round
         ("credit", np.float64),  # trains: packets per-packet round robin owes it (+) or it owes (-)
+        # IRN (irn.py): the last ACK progress (or the start), for its timeouts; in loss recovery, the
+        # next sequence to consider resending, one past the last inferred lost, and the recovery
+        # sequence (the last new packet sent before recovery, -1 outside it)
+        ("acked_ps", np.int64),
+        ("rtx_nxt", np.int64),
+        ("rtx_end", np.int64),
+        ("recover_seq", np.int64),
         ("flow", np.int32),  # the flow it serves (World.flow), -1 while the slot is free
         ("alive", np.int32),  # packets that name it (data, ACK, NACK, CNP): it closes when none is left
         ("src", np.int32),
@@ -341,6 +352,9 @@ class World(NamedTuple):
     gate_in: np.ndarray  # int64[gates, 2]: per gate (by gate_off[0]) its source flow and window
     gate_out: np.ndarray  # int64[gates, 2]: per gate (by gate_off[1]) the flow it holds and its window
     gate_state: np.ndarray  # int64[flows, 2]: GATE_HELD, GATE_LIMIT per flow
+    # uint64[queue pairs, 2, words]: IRN's bitmaps of one BDP cap each (irn.py), the receiver's
+    # (IRN_RCV) and the sender's selective acks (IRN_SND); no words with go-back-N
+    irn_bits: np.ndarray
 
 
 class FastForward(NamedTuple):

@@ -71,8 +71,9 @@ def why_no_trains(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
     packet apart ACK trains would stall, faults (every fault is a link action), whose losses
-    and detours trains do not model, jitter, which holds each packet of a train for its own
-    time, or a streaming in-switch reduction, whose packets go one by one as their gates open.
+    and detours trains do not model, IRN, whose BDP cap is a window too and whose recovery
+    trains do not model, jitter, which holds each packet of a train for its own time, or a
+    streaming in-switch reduction, whose packets go one by one as their gates open.
     world.train_limit turns trains off then, and accuracy_warnings says so."""
     if streams(workload):
         return STREAMING
@@ -81,6 +82,8 @@ def why_no_trains(scenario: Scenario, workload: Workload | None = None) -> str:
         return f"{algorithm} is clocked by a window (network.cc.algorithm)"
     if scenario.faults:
         return "the scenario has faults, whose losses and detours trains do not model"
+    if scenario.network.transport == "irn":
+        return "network.transport irn caps the packets in flight, a window, and recovers losses trains do not model"
     if scenario.network.jitter.enabled:
         return "network.jitter holds every packet for a time of its own, which trains do not model"
     return ""
@@ -106,9 +109,9 @@ def why_no_memo(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
     may: faults (a link action would act on flows that are not in the engine), connection queue
     pairs (a flow waits for another one of its connection, outside its component), sampled
-    traces (replayed flows have no samples), jitter (every packet draws from the generator, which makes
-    a trial run volatile), or a streaming in-switch reduction (its flows wait for each other packet by
-    packet)."""
+    traces (replayed flows have no samples), IRN (its bitmaps are not in a component's outcome),
+    jitter (every packet draws from the generator, which makes a trial run volatile), or a streaming
+    in-switch reduction (its flows wait for each other packet by packet)."""
     if streams(workload):
         return STREAMING
     if scenario.faults:
@@ -117,6 +120,8 @@ def why_no_memo(scenario: Scenario, workload: Workload | None = None) -> str:
         return "network.nic.queue_pair is connection: a flow waits for the flow before it, outside its component"
     if set(scenario.output.traces) & {"rate", "queue"}:
         return "output.traces samples rates or queues, which replayed flows do not have"
+    if scenario.network.transport == "irn":
+        return "network.transport is irn, whose loss recovery the memo does not replay"
     if scenario.network.jitter.enabled:
         return "network.jitter draws a random hold for every packet, so no component's run repeats"
     return ""

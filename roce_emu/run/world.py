@@ -77,6 +77,11 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_TRACE_PS] = max(ns_to_ps(scenario.output.trace_interval_ns), 1)
     cfg[K.CFG_TRAIN_MAX] = train_limit(scenario, workload)
     cfg[K.CFG_ACK_WITH_DATA] = int(net.switch.ack_queue == "data")
+    cfg[K.CFG_TRANSPORT] = K.TRANSPORT_NAMES.index(net.transport)
+    if net.transport == "irn":
+        cfg[K.CFG_RTO_LOW_PS] = ns_to_ps(net.irn.rto_low_ns)
+        cfg[K.CFG_RTO_HIGH_PS] = ns_to_ps(net.irn.rto_high_ns)
+        cfg[K.CFG_RTO_LOW_PKTS] = net.irn.rto_low_packets
     for device, source, slots in (
         ("nic", net.jitter.nic, (K.CFG_JITTER_NIC, K.CFG_JITTER_NIC_MEAN_PS, K.CFG_JITTER_NIC_SD_PS)),
         ("switch", net.jitter.switch, (K.CFG_JITTER_SWITCH, K.CFG_JITTER_SWITCH_MEAN_PS, K.CFG_JITTER_SWITCH_SD_PS)),
@@ -86,12 +91,27 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     return cfg
 
 
+def bdp_cap_packets(inputs: Inputs, base_rtt_ps: int) -> int:
+    """IRN's BDP cap (0 with go-back-N): network.irn.bdp_cap_packets, or the bandwidth-delay
+    product of the fabric's longest path (its base RTT at the fastest NIC's rate) in MTU-sized
+    packets, rounded up, as the paper sizes it."""
+    net = inputs.scenario.network
+    if net.transport != "irn":
+        return 0
+    if net.irn.bdp_cap_packets is not None:
+        return net.irn.bdp_cap_packets
+    port = inputs.port
+    line_bps = int(port["rate_bps"][port["at_host"] == 1].max())
+    return max(1, -(-base_rtt_ps * line_bps // (8 * net.mtu_bytes * 10**12)))
+
+
 def route_extremes(inputs: Inputs, cfg: np.ndarray) -> tuple[int, int]:
     """(the healthy fabric's largest base RTT in ps, the most switch hops of any route in any
     epoch). The all-pairs route walk (O(hosts^2)) runs only for an algorithm that needs the base
-    RTT (HPCC, DCTCP) or INT room per hop (HPCC, for the longest detour a failure forces)."""
+    RTT (HPCC, DCTCP, IRN's BDP cap) or INT room per hop (HPCC, for the longest detour a failure forces)."""
     spec = BY_NAME[inputs.scenario.network.cc.algorithm]
-    if not (spec.needs_fabric_rtt or spec.int_header_bytes):
+    irn_cap = inputs.scenario.network.transport == "irn" and inputs.scenario.network.irn.bdp_cap_packets is None
+    if not (spec.needs_fabric_rtt or spec.int_header_bytes or irn_cap):
         return 0, 0
     port, plan = inputs.port, inputs.plan
     walk = (
@@ -130,6 +150,7 @@ def build_world(inputs: Inputs) -> World:
     n_qps = first_qp_slots(len(flows), fabric.n_endpoints)
     base_rtt_ps, max_switch_hops = route_extremes(inputs, cfg)
     ccp = cc_parameters(inputs, base_rtt_ps)
+    cfg[K.CFG_IRN_CAP] = bdp_cap_packets(inputs, base_rtt_ps)
     int_hops = max_switch_hops if BY_NAME[scenario.network.cc.algorithm].int_header_bytes else 0
     n_ports = len(port)
     pool_cap = pool_capacity(n_ports, n_qps)
@@ -179,6 +200,7 @@ def build_world(inputs: Inputs) -> World:
         queue=_queues(queues),
         link_plan=plan.actions,
         **_gates(workload.gates, len(flows)),
+        irn_bits=np.zeros((n_qps, 2, -(-int(cfg[K.CFG_IRN_CAP]) // 64)), np.uint64),
     )
     schedule_start(world)
     return world
@@ -379,6 +401,7 @@ def grow_qps(world: World) -> World:
         timer=np.concatenate([world.timer, np.zeros_like(world.timer)]),
         int_prev=np.concatenate([world.int_prev, np.zeros_like(world.int_prev)]),
         trace=trace,
+        irn_bits=np.concatenate([world.irn_bits, np.zeros_like(world.irn_bits)]),
     )
 
 
