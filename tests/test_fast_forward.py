@@ -75,7 +75,7 @@ def both(sc=None, path=None, overrides=()):
     return exact, fast, summary
 
 
-def all_modes(sc=None, path=None, overrides=(), sensitivity=False):
+def all_modes(sc=None, path=None, overrides=(), sensitivity=False, tolerance=0.0):
     """Run a case off, exact and trains; assert exact identical and trains within ITERATION_BOUND and COLLECTIVE_BOUND,
     or (with sensitivity, for a scenario object) within RANDOM_TOLERANCE, or twice the exact
     engine's own sensitivity where that is larger."""
@@ -84,7 +84,7 @@ def all_modes(sc=None, path=None, overrides=(), sensitivity=False):
     assert_identical(exact, fast)
     if exact[3]["data_packets_dropped"] == 0:  # trains keep a fabric lossless where it is exactly
         assert trains_summary["data_packets_dropped"] == 0
-    misses = train_errors(exact, trains, trains_summary, RANDOM_TOLERANCE if sensitivity else 0.0)
+    misses = train_errors(exact, trains, trains_summary, RANDOM_TOLERANCE if sensitivity else tolerance)
     if misses and sensitivity:
         spread = {}
         for ns in NUDGES_NS:
@@ -191,9 +191,14 @@ SHIPPED = [
 ]
 
 
+#: trains' stated tolerance where it is wider than ITERATION_BOUND / COLLECTIVE_BOUND: DLRM's embedding
+#: all-to-alls, which each rank enters when its own compute ends, move by up to 7 % (docs/fast_forward.md)
+TRAINS_TOLERANCE = {"training_dlrm.yaml": 0.10}
+
+
 @pytest.mark.parametrize("name,overrides", SHIPPED, ids=[s[0].removesuffix(".yaml") for s in SHIPPED])
 def test_shipped_scenarios_with_fast_forward(name, overrides):
-    all_modes(path=SCENARIOS / name, overrides=overrides)
+    all_modes(path=SCENARIOS / name, overrides=overrides, tolerance=TRAINS_TOLERANCE.get(name, 0.0))
 
 
 def _collective(kind, algorithm, topology, cc, nbytes, chunks=1):
