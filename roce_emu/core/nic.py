@@ -168,12 +168,12 @@ def next_data_packet(w, p, t):
     f = pt["act_head"]
     mtu = w.cfg[CFG_MTU]
     gated = w.gate_state.shape[0] > 0
+    selective = w.cfg[CFG_TRANSPORT] == TP_IRN
     earliest = -1
     for _ in range(pt["act_count"]):
         r = qps[f]
         nxt = r["act_next"]
         eligible = not is_paused(w, p, r["prio"])
-        selective = w.cfg[CFG_TRANSPORT] == TP_IRN
         if eligible and r["window_bytes"] > 0 and not selective:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
         if eligible and gated:  # streaming in-switch reduction: as far as its gates let it (stream.py)
