@@ -28,6 +28,7 @@ from ..core.state import (
 )
 from ..fabric.topology import Fabric
 from ..units import bps_to_gbps, ns_to_ps
+from ..workload import streams
 from ..workload import Workload
 from ..workload.dag import GateTable, QueueTable, TaskTable
 from ..workload.jobs import job_seed
@@ -167,7 +168,7 @@ def build_world(inputs: Inputs) -> World:
     meta[K.M_QP_FREE] = n_qps
     # the engine's per-packet draws (ECN marks, losses, jitter): network.jitter.seed, else the scenario's seed
     noise_seed = scenario.seed if scenario.network.jitter.seed is None else scenario.network.jitter.seed
-    rng_state = np.random.SeedSequence(noise_seed, spawn_key=(3,)).generate_state(1, np.uint64)
+    rng_state = streams.sequence(noise_seed, streams.ENGINE).generate_state(1, np.uint64)
     world = World(
         cfg=cfg,
         stats=np.zeros(K.C_SIZE, np.int64),
@@ -335,9 +336,7 @@ def ecmp_hashes(scenario: Scenario, workload: Workload) -> np.ndarray:
     so that they take the same paths alone as among other jobs."""
     F = len(workload.flows)
     if workload.job is None:
-        return np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2,))).integers(
-            0, 2**62, F, dtype=np.int64
-        )
+        return streams.rng(scenario.seed, streams.HASHES).integers(0, 2**62, F, dtype=np.int64)
     hashes = np.zeros(F, np.int64)
     job = workload.job[:F]
     for i, part in enumerate(workload.jobs):

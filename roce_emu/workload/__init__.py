@@ -17,7 +17,7 @@ from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
-from . import dim_algorithms
+from . import dim_algorithms, streams
 from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, GateTable, TaskTable, has_cycle
 from .inference import Requests, add_inference, inference_hosts
@@ -170,12 +170,12 @@ def _add_flows_and_patterns(b: DagBuilder, scenario: Scenario, fabric: Fabric, s
             f"flows.{i}",
             earliest_ps=ns_to_ps(flow.start_ns),
         )
-    rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(1,)))
+    rng = streams.rng(scenario.seed, streams.PATTERNS)
     for i, pattern in enumerate(scenario.workload.patterns):
         key = f"workload.patterns.{i}"
         hosts = checked_hosts(source, key, pattern.hosts if pattern.hosts is not None else "all", H)
         if pattern.kind == "poisson":  # its own stream: adding one leaves the other patterns' draws alone
-            own = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(2, i)))
+            own = streams.rng(scenario.seed, streams.HASHES, i)
             for src, dst, nbytes, t in zip(
                 *(a.tolist() for a in poisson_flows(pattern, hosts, host_rates(fabric), own, source, key))
             ):

@@ -36,12 +36,11 @@ import numpy as np
 from ..config.schema import Inference
 from ..errors import ScenarioError
 from ..units import ns_to_ps
+from . import streams
 from .background import poisson_times
 from .dag import DagBuilder
 
 KEY = "workload.inference"
-#: the seed's spawn key of the requests' arrivals (other streams: workload/__init__.py, stragglers.py, jobs.py)
-ARRIVAL_STREAM = 7
 REQUEST = "inference.request"
 
 
@@ -108,7 +107,7 @@ def compute_ps(spec: Inference, values: list[np.ndarray]) -> np.ndarray:
 
 def arrivals_ns(spec: Inference, seed: int) -> np.ndarray:
     """The requests' arrival times (ns), from the scenario's seed."""
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(ARRIVAL_STREAM,)))
+    rng = streams.rng(seed, streams.ARRIVALS)
     return poisson_times(rng, spec.requests_per_s, spec.start_ns, spec.duration_ns)
 
 

@@ -21,6 +21,7 @@ from ..fabric.reduction import Reductions
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from . import NOTHING_TO_DO, Workload, WorkloadPart, add_workload, checked_hosts, finish_workload, workload_items
+from . import streams
 from .dag import DagBuilder
 from .items import Item
 
@@ -40,7 +41,7 @@ class JobPart:
 def job_seed(scenario: Scenario, name: str) -> np.random.SeedSequence:
     """The seed of a job's own random streams: the scenario's seed and the job's name, so that a
     job draws the same alone as among other jobs, wherever it comes in the list."""
-    return np.random.SeedSequence(scenario.seed, spawn_key=(4, zlib.crc32(name.encode())))
+    return streams.sequence(scenario.seed, streams.JOB, zlib.crc32(name.encode()))
 
 
 def place_jobs(scenario: Scenario, fabric: Fabric, source: str) -> list[list[int]]:

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..config.schema import MoeModel, Training
 from ..errors import ScenarioError
+from . import streams
 from .gpt import BYTES, MODEL, Gpt, embedding_params, layer_params, mlp_params, norm_params
 from .passes import Compute, Exchange, ExpertCompute, LayerPasses, Step
 
@@ -68,7 +69,7 @@ def tokens_per_rank(model: MoeModel, tp: int) -> int:
 def popularity(model: MoeModel, seed: int, layer: int) -> np.ndarray:
     """Each expert's share of the tokens: Zipf's 1 / r^imbalance for popularity rank r = 1..experts, the
     experts' ranks a permutation drawn from ``seed`` for ``layer``."""
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3, layer)))
+    rng = streams.rng(seed, streams.ENGINE, layer)
     rank = rng.permutation(model.experts) + 1
     weight = 1.0 / rank.astype(float) ** model.imbalance
     return weight / weight.sum()

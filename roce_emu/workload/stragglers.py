@@ -16,14 +16,13 @@ import numpy as np
 
 from ..config.schema import ComputeJitter, Scenario
 from ..errors import ScenarioError
+from . import streams
 from .dag import TaskTable
 from .training import training_hosts
 
 #: the longest compute task stragglers and jitter may make, in ps (about 53 days): beyond it the
 #: engine's int64 clock has too little room left
 MAX_DURATION_PS = 1 << 62
-#: SeedSequence spawn keys of the random choices made here (others: workload/__init__.py, moe.py, run/world.py)
-FRACTION_STREAM, JITTER_STREAM = 5, 6
 
 
 def rank_hosts(scenario: Scenario, n_hosts: int) -> tuple[list[int], str]:
@@ -58,7 +57,7 @@ def straggling_ranks(scenario: Scenario, n_hosts: int, source: str) -> list[dict
             chosen = [entry.rank]
         else:
             assert entry.fraction is not None  # the schema asks for rank or fraction
-            rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(FRACTION_STREAM, i)))
+            rng = streams.rng(scenario.seed, streams.STRAGGLER_FRACTION, i)
             count = max(1, math.floor(entry.fraction * len(hosts) + 0.5))  # rounded half up
             chosen = rng.choice(len(hosts), count, replace=False).tolist()
         for rank in chosen:
@@ -88,7 +87,7 @@ def compute_durations(tasks: TaskTable, scenario: Scenario, stragglers: list[dic
     for straggler in stragglers:
         scale[tasks.host[computes] == straggler["host"]] = straggler["factor"]
     if jitter is not None:
-        rng = np.random.default_rng(np.random.SeedSequence(scenario.seed, spawn_key=(JITTER_STREAM,)))
+        rng = streams.rng(scenario.seed, streams.COMPUTE_JITTER)
         scale *= jitter_draws(jitter, len(computes), rng)
     durations = tasks.duration_ps.copy()
     scaled = scale != 1.0  # the others keep their duration exactly, whatever its size
