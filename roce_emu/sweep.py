@@ -363,12 +363,16 @@ def _run_dask(client, args, bar) -> None:
 
 
 def _flat(summary: dict) -> dict:
-    """The summary's scalar fields; lists become their mean, nested mappings are left out."""
+    """The summary's scalar fields, and each job's as ``jobs.NAME.FIELD`` (a run with ``jobs``);
+    lists and nested mappings are left out (the summary has a scalar beside each list, such as
+    mean_iteration_ns beside iteration_ns)."""
     out = {}
     for key, value in summary.items():
-        if isinstance(value, (dict, list)):
-            continue
-        out[key] = value
+        if key == "jobs" and isinstance(value, list):
+            for job in value:
+                out.update({f"jobs.{job['job']}.{k}": v for k, v in _flat(job).items() if k != "job"})
+        elif not isinstance(value, (dict, list)):
+            out[key] = value
     return out
 
 

@@ -382,3 +382,24 @@ def test_sweep_spec_from_a_scenario_or_a_sweep_file(tmp_path):
     assert spec.scenario == tmp_path / "s.yaml" and spec.grid == {"network.cc.algorithm": ["none"]}
     assert spec.repeat == 2 and spec.fixed == ("a=1", "b=2")
     assert sweep_spec(tmp_path / "w.yaml", repeat=5).repeat == 5
+
+
+def test_results_csv_has_each_jobs_scalars_as_columns():
+    from roce_emu.sweep import _flat
+
+    summary = {
+        "flows": 4,
+        "iteration_ns": [1.0, 3.0],
+        "mean_iteration_ns": 2.0,
+        "jobs": [
+            {"job": "a", "hosts": [0, 1], "time_ns": 5.0, "mean_iteration_ns": 2.5},
+            {"job": "b", "hosts": [2, 3], "time_ns": 7.0, "inference": {"p99_ns": 1.0}},
+        ],
+    }
+    assert _flat(summary) == {
+        "flows": 4,
+        "mean_iteration_ns": 2.0,
+        "jobs.a.time_ns": 5.0,
+        "jobs.a.mean_iteration_ns": 2.5,
+        "jobs.b.time_ns": 7.0,
+    }
