@@ -221,19 +221,24 @@ def figure(table: list[dict], path: Path) -> list[Path]:
 
     from roce_emu.results.figures import save
 
-    settings = list(dict.fromkeys(r["setting"] for r in table))
-    fig, axes = plt.subplots(1, len(settings), figsize=(2.3 * len(settings), 3.2), squeeze=False)
+    settings = [s for s in SETTINGS if any(r["setting"] == s for r in table)]
+    columns = min(3, len(settings))
+    rows_of_panels = -(-len(settings) // columns)
+    fig, axes = plt.subplots(rows_of_panels, columns, figsize=(3.2 * columns, 2.9 * rows_of_panels), squeeze=False)
     colours = plt.get_cmap("tab10").colors
-    for ax, setting in zip(axes[0], settings):
+    for ax, setting in zip(axes.flat, settings):
         rows = [r for r in table if r["setting"] == setting]
         means = [r["iteration_ms"] for r in rows]
         errs = [r["ci95_ms"] or 0.0 for r in rows]
         ax.bar(range(len(rows)), means, yerr=errs, capsize=3, color=colours[: len(rows)])
-        ax.set_xticks(range(len(rows)), [r["policy"].replace(" ", "\n") for r in rows], fontsize=7)
+        ax.set_xticks(range(len(rows)), [r["policy"] for r in rows], fontsize=7, rotation=30, ha="right")
         ax.set_title(TITLE[setting], fontsize=8)
         ax.set_ylim(0, max(m + e for m, e in zip(means, errs)) * 1.15)
         ax.tick_params(axis="y", labelsize=7)
-    axes[0][0].set_ylabel("iteration time (ms), mean and 95 % interval", fontsize=7)
+        ax.set_ylabel("iteration (ms)", fontsize=7)
+    for ax in list(axes.flat)[len(settings) :]:
+        ax.set_visible(False)
+    fig.suptitle("Mean iteration time over seeds, with its 95 % interval", fontsize=9)
     fig.tight_layout()
     return save(fig, path.parent, path.stem)
 
