@@ -15,8 +15,8 @@ Settings (docs/hoti22.md has the table of where each value comes from):
   backward) on the paper's fabric;
 - moe: a mixture-of-experts GPT, one expert per NPU, Zipf-skewed expert popularity (imbalance 1.5): four
   all-to-alls of 8 MiB per NPU per layer;
-- two_jobs: two ResNet-50 jobs of half the NPUs each, placed alternately across the leaves (spread), so
-  that every ring step of both crosses the spines.
+- two_jobs: two ResNet-50 jobs of half the NPUs each, half of each job on every leaf (placement spread),
+  so that each leaf sends two ring flows, one per job, over its uplinks at a time.
 
 Every setting runs under the five policies, SEEDS seeds each (the scenario's seed: ECMP hashes and the
 per-packet draws of typical NIC and switch latency jitter, docs/model.md 6.6). Each setting is a

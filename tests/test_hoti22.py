@@ -29,7 +29,7 @@ def test_every_setting_and_policy_is_a_valid_scenario(setting):
         assert sc.topology.spines == 4 // ratio  # every link at one rate: NPUs per leaf / spines
 
 
-def test_two_jobs_split_the_npus_across_the_leaves():
+def test_two_jobs_take_half_the_npus_each_spread_over_the_leaves():
     doc = hoti22.scenario("two_jobs", leaves=2, hosts_per_leaf=4)
     assert [j["ranks"] for j in doc["jobs"]] == [4, 4] and "workload" not in doc
     assert all(j["placement"] == "spread" for j in doc["jobs"])
