@@ -338,23 +338,38 @@ def find_ns3(option: str | None) -> Path | None:
     return None
 
 
-def run_ns3(binary: Path, folder: Path, runs: int, timeout: float) -> dict:
+def _ns3_once(binary: Path, folder: Path, timeout: float) -> tuple[float, str]:
+    """One timed run of the simulator in ``folder``: (wall s, its output)."""
     env = dict(os.environ, LD_LIBRARY_PATH=str(binary.parent.parent))
+    with timing_lock():
+        began = time.perf_counter()
+        proc = subprocess.run(
+            [str(binary), "config.txt"], cwd=folder, env=env, capture_output=True, text=True, timeout=timeout
+        )
+        wall = time.perf_counter() - began
+    if proc.returncode != 0:
+        raise RuntimeError(f"ns-3 failed in {folder}: {proc.stderr[-500:]}")
+    return wall, proc.stdout
+
+
+def run_ns3(binary: Path, folder: Path, runs: int, timeout: float) -> dict:
+    """``runs`` runs of the case, and one with no flows: the simulator's setup (reading the
+    files, routes, its global routing tables), which the event rate leaves out."""
     walls, out = [], ""
     for _ in range(runs):
-        with timing_lock():
-            began = time.perf_counter()
-            proc = subprocess.run(
-                [str(binary), "config.txt"], cwd=folder, env=env, capture_output=True, text=True, timeout=timeout
-            )
-            walls.append(time.perf_counter() - began)
-        if proc.returncode != 0:
-            raise RuntimeError(f"ns-3 failed in {folder}: {proc.stderr[-500:]}")
-        out = proc.stdout
+        wall, out = _ns3_once(binary, folder, timeout)
+        walls.append(wall)
+    empty = folder / "setup"
+    empty.mkdir(exist_ok=True)
+    for name in ("config.txt", "topology.txt", "trace.txt"):
+        shutil.copy(folder / name, empty / name)
+    (empty / "flow.txt").write_text("0\n")
+    setup = _ns3_once(binary, empty, timeout)[0]
     events = [int(line.split()[1]) for line in out.splitlines() if line.startswith("events ")]
     return {
         "fct": read_fct((folder / "fct.txt").read_text()),
         "walls": walls,
+        "setup_s": setup,
         "events": events[0] if events else None,
         "pauses": sum(1 for line in (folder / "pfc.txt").read_text().splitlines() if line.endswith(" 1")),
     }
@@ -366,14 +381,17 @@ def run_roce(config: Path, overrides: list[str], timed: bool = True) -> dict:
     doc, _, _ = ns3.scenario(config)
     path = config.with_name("roce_emu.yaml")
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    prepared = prepare(path, overrides)
     with timing_lock() if timed else contextlib.nullcontext():
+        began = time.perf_counter()
+        prepared = prepare(path, overrides)
+        setup_s = time.perf_counter() - began
         result = run(prepared, write=False, progress=False)
     table = result.flow_table
     fct = np.where(table["fct_ps"] >= 0, table["fct_ps"] // 1000, -1)
     return {
         "fct_ns": fct,
         "wall_s": result.summary["wall_s"],
+        "setup_s": setup_s,
         "events": result.summary["events"],
         "pauses": result.summary.get("pfc_pauses_sent"),
     }
@@ -413,9 +431,11 @@ def compare(case: Case, cc: str, ours: dict, theirs: dict) -> dict:
         "finished": f"{int((fct >= 0).sum())} / {int((ours['fct_ns'] >= 0).sum())}",
         "ns3_wall_s": statistics.median(theirs["walls"]),
         "ns3_walls": [round(w, 2) for w in theirs["walls"]],
+        "ns3_setup_s": theirs["setup_s"],
         "ns3_events": theirs["events"],
         "ns3_pauses": theirs["pauses"],
         "emu_wall_s": ours["wall_s"],
+        "emu_setup_s": ours["setup_s"],
         "emu_events": ours["events"],
         "emu_pauses": ours["pauses"],
     }
@@ -441,25 +461,45 @@ def compare(case: Case, cc: str, ours: dict, theirs: dict) -> dict:
     return row
 
 
-HEADER = (
+AGREEMENT = (
     "| case | CC | flows | FCT median us: ns-3 / roce-emu (diff) | FCT p99 us: ns-3 / roce-emu (diff) | "
-    "slowdown median | slowdown p99 | ns-3 wall s (median) | ns-3 events | roce-emu wall s | roce-emu events |"
+    "roce-emu over seeds: median, p99 us | slowdown median: ns-3 / roce-emu | slowdown p99 |"
+)
+COST = (
+    "| case | CC | ns-3 wall s (setup) | ns-3 events | ns-3 Mevents/s | roce-emu wall s (setup + engine) | "
+    "roce-emu events | roce-emu Mevents/s |"
 )
 
 
-def markdown(row: dict) -> str:
-    def ev(n):
-        return f"{n / 1e6:.1f} M" if n else "-"
+def _rule(header: str) -> str:
+    return "|" + "---|" * header.count(" | ") + "---|"
 
+
+def agreement_line(row: dict) -> str:
+    head = f"| {row['case']} | {row['cc']} | {row['flows']} | "
     if "ns3_median_us" not in row:
-        return f"| {row['case']} | {row['cc']} | {row['flows']} | no flow finished in both | | | | | | | |"
-    return (
-        f"| {row['case']} | {row['cc']} | {row['flows']} | "
+        return head + "no flow finished in both | | | | |"
+    seeds = ""
+    if "emu_seed_median_us" in row:
+        (m0, m1), (p0, p1) = row["emu_seed_median_us"], row["emu_seed_p99_us"]
+        seeds = f"{m0:.1f}-{m1:.1f}, {p0:.1f}-{p1:.1f}"
+    return head + (
         f"{row['ns3_median_us']:.1f} / {row['emu_median_us']:.1f} ({row['median_diff']:+.1f} %) | "
-        f"{row['ns3_p99_us']:.1f} / {row['emu_p99_us']:.1f} ({row['p99_diff']:+.1f} %) | "
-        f"{row['ns3_slow_median']:.2f} / {row['emu_slow_median']:.2f} | {row['ns3_slow_p99']:.2f} / "
-        f"{row['emu_slow_p99']:.2f} | {row['ns3_wall_s']:.2f} | {ev(row['ns3_events'])} | {row['emu_wall_s']:.2f} | "
-        f"{ev(row['emu_events'])} |"
+        f"{row['ns3_p99_us']:.1f} / {row['emu_p99_us']:.1f} ({row['p99_diff']:+.1f} %) | {seeds} | "
+        f"{row['ns3_slow_median']:.2f} / {row['emu_slow_median']:.2f} | "
+        f"{row['ns3_slow_p99']:.2f} / {row['emu_slow_p99']:.2f} |"
+    )
+
+
+def cost_line(row: dict) -> str:
+    ns3_run = row["ns3_wall_s"] - row["ns3_setup_s"]
+    ns3_rate = f"{row['ns3_events'] / ns3_run / 1e6:.2f}" if row["ns3_events"] and ns3_run > 0 else "-"
+    ns3_events = f"{row['ns3_events'] / 1e6:.1f} M" if row["ns3_events"] else "-"
+    return (
+        f"| {row['case']} | {row['cc']} | {row['ns3_wall_s']:.2f} ({row['ns3_setup_s']:.2f}) | {ns3_events} | "
+        f"{ns3_rate} | {row['emu_setup_s'] + row['emu_wall_s']:.2f} ({row['emu_setup_s']:.2f} + "
+        f"{row['emu_wall_s']:.2f}) | {row['emu_events'] / 1e6:.1f} M | "
+        f"{row['emu_events'] / row['emu_wall_s'] / 1e6:.2f} |"
     )
 
 
@@ -493,11 +533,10 @@ def main() -> int:
     work.mkdir(parents=True)
     warm_up(work)
     rows = []
-    print(HEADER)
-    print("|" + "---|" * HEADER.count(" | ") + "---|")
     for name in args.cases.split(","):
         case = build_case(name, args, shipped)
         for cc in case.ccs if name == "pfc_join" else args.cc.split(","):
+            print(f"{name} {cc} ...", file=sys.stderr, flush=True)
             folder = work / f"{name}_{cc}"
             config = write_case(folder, case, cc)
             theirs = run_ns3(binary, folder, args.runs, args.timeout)
@@ -508,14 +547,10 @@ def main() -> int:
                 row.update(seed_spread(config, args.set, args.emu_seeds, lambda fct: ns3_done & (fct >= 0)))
             row["what"] = case.what
             rows.append(row)
-            print(markdown(row), flush=True)
-    for row in rows:
-        if "emu_seed_median_us" in row:
-            (m0, m1), (p0, p1) = row["emu_seed_median_us"], row["emu_seed_p99_us"]
-            print(
-                f"{row['case']} {row['cc']}: roce-emu over seeds 1..{args.emu_seeds}: median {m0:.1f}-{m1:.1f} us, "
-                f"p99 {p0:.1f}-{p1:.1f} us"
-            )
+    for header, line in ((AGREEMENT, agreement_line), (COST, cost_line)):
+        print("\n".join([header, _rule(header), *map(line, rows)]) + "\n")
+    for what in dict.fromkeys(f"{row['case']}: {row['what']}" for row in rows):
+        print(what)
     for row in rows:
         if row.get("fcts_ns3_us"):
             print(
