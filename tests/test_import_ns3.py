@@ -368,3 +368,11 @@ def test_ns3_output_keeps_the_files_node_ids(tmp_path):
 def test_pfc_log_refuses_exact_fast_forward():
     with pytest.raises(Exception, match="jumps over repeated PFC frames"):
         scenario(output={"traces": ["pfc"]}, sim={"fast_forward": "exact"})
+
+
+@pytest.mark.quick
+def test_fct_txt_source_ports_count_per_host_pair_as_the_simulator_numbers_them():
+    from roce_emu.results.ns3_format import source_ports
+
+    # third.cc keeps a port counter per (source, destination): a host's flows to two hosts both use 10000
+    assert source_ports([1, 1, 1, 2], [3, 4, 3, 3]) == [10000, 10000, 10001, 10000]

@@ -86,3 +86,41 @@ def test_switch_pauses_carry_the_data_priority():
     switch_ports = np.flatnonzero(w.port["at_host"] == 0)
     assert w.port["pauses_sent"][switch_ports].sum() == res.summary["pfc_pauses_sent"] > 0
     assert res.summary["pfc_resumes_sent"] > 0
+
+
+def test_a_flow_joining_three_is_paused_until_its_first_packets_cross_the_queue():
+    """PFC alone, three line-rate flows into one port, a fourth joining at 300 us (docs/model.md
+    §5.6): the closed forms of the MMU's dynamic threshold give when each ingress is paused, and
+    the joiner stays paused until its first packets, queued behind 2 x 300 us of line rate, leave.
+    The HPCC ns-3 simulator gives 355.4 us, 522.3 us and 910.5 us on the same inputs."""
+    flows = [{"src": s, "dst": 0, "bytes": 16_000_000} for s in (1, 2, 3)]
+    flows.append({"src": 4, "dst": 0, "bytes": 8_000_000, "start_ns": 300_000})
+    res = simulate(
+        scenario(
+            topology={"kind": "single_switch", "hosts": 5},
+            network={"profile": "hpcc_ns3", "cc": {"algorithm": "none"}},
+            workload={"flows": flows},
+            output={"traces": ["pfc"]},
+        )
+    )
+    w, trace = res.outcome.world, res.outcome.trace
+    pfc = trace[trace[:, 1] == K.TR_PFC]
+    nic = {int(w.port["node"][p]): p for p in range(len(w.port)) if w.port["at_host"][p]}
+
+    def times_us(host, pause):
+        rows = pfc[(pfc[:, 2] == nic[host]) & (pfc[:, 4] == pause)]
+        return rows[:, 0] / 1e6
+
+    c = RATE / 8 / 1e6  # bytes per us
+    shared = 32 * 2**20 - 5 * 3 * RATE * PROP // (8 * 10**12) - 5 * 4096  # buffer less headroom and reserves
+    # an old ingress gains 2C/3 (its third of the head leaves), the joiner C from 300 us; old ones
+    # pause at thr = (shared - used) / 8, the joiner at thr = shared / 12 once all four hold thr
+    old_pause = (shared + 300 * c) / (25 * c / 3)
+    join_pause = 300 + shared / 12 / c
+    for host in (1, 2, 3):
+        assert times_us(host, 1)[0] == pytest.approx(old_pause, rel=0.01)
+    assert times_us(4, 1)[0] == pytest.approx(join_pause, rel=0.01)
+    # the joiner's first packets leave after the queue of 2C x 300 us ahead of them (600 us), then
+    # a quarter of the port drains its headroom and the resume offset
+    resumed = times_us(4, 0)[0]
+    assert 900 <= resumed <= 920

@@ -4,8 +4,8 @@ its users' analysis scripts read roce-emu's runs.
 - fct.txt: one line per finished flow, in the order they finish:
   ``sip dip sport dport size_bytes start_ns fct_ns standalone_fct_ns``; hosts as that
   simulator's IPs in 8-digit hex (``0x0b000001 + (id / 256) * 0x10000 + (id % 256) * 0x100``),
-  source ports from 10000 per host in flow order, destination port 100 (roce-emu does not
-  model ports), the FCT to the sender's last ACK, and roce-emu's ideal FCT as the standalone one;
+  source ports from 10000 per (source, destination) pair in start order, destination port 100
+  (roce-emu does not model ports), the FCT to the sender's last ACK, and roce-emu's ideal FCT as the standalone one;
 - pfc.txt: one line per PFC frame as it takes effect, ``time_ns node node_type if_index type``
   (node type 0 host, 1 switch; the device index counts the node's links from 1 in the
   topology file's order; type 1 pause, 0 resume).
@@ -49,14 +49,23 @@ def device_index(fabric: Fabric, topology) -> np.ndarray:
     return index
 
 
+def source_ports(src: list[int], dst: list[int]) -> list[int]:
+    """The simulator's source port of each flow, given in the order it starts them (its flow
+    file's): from 10000 per (source, destination) pair (third.cc, ``portNumder``)."""
+    seen: dict[tuple[int, int], int] = {}
+    ports = []
+    for pair in zip(src, dst):
+        ports.append(FIRST_SPORT + seen.get(pair, 0))
+        seen[pair] = seen.get(pair, 0) + 1
+    return ports
+
+
 def fct_text(flow_table: dict, fabric: Fabric) -> str:
     ids = node_ids(fabric)
     src, dst = flow_table["src"], flow_table["dst"]
+    order = np.argsort(flow_table["start_ps"], kind="stable")
     sport = np.zeros(len(src), np.int64)
-    seen: dict[int, int] = {}
-    for f in np.argsort(flow_table["start_ps"], kind="stable").tolist():  # ports in start order, per host
-        sport[f] = FIRST_SPORT + seen.get(int(src[f]), 0)
-        seen[int(src[f])] = seen.get(int(src[f]), 0) + 1
+    sport[order] = source_ports(src[order].tolist(), dst[order].tolist())
     done = np.flatnonzero(flow_table["finish_ps"] >= 0)
     done = done[np.argsort(flow_table["finish_ps"][done], kind="stable")]
     lines = [
