@@ -45,6 +45,8 @@ def test_a_lone_long_flow_is_steady_but_for_its_start_and_end():
         assert b[f"global X={x}"] > 1 - (2 * (x + 2) * 1e6) / duration
         assert b[f"global, rates steady X={x} W=2 TOL=1"] > b[f"global X={x}"] - 0.05
         assert b[f"global, rates steady X={x} W=2 TOL=0"] < b[f"global, rates steady X={x} W=2 TOL=1"]
+        # alone, the flow's own steady packets are the network's steady events, within the ends' slices
+        assert abs(b[f"per flow, rate steady X={x} W=2 TOL=1"] - b[f"global, rates steady X={x} W=2 TOL=1"]) < 0.05
 
 
 def test_a_ring_of_short_steps_has_no_global_steady_phase():
