@@ -1195,7 +1195,7 @@ class ParameterServerUpdates(Strict):
 
     @model_validator(mode="after")
     def _replication_with_replicas(self):
-        if "replication" in self.model_fields_set and self.replicas is None:
+        if self.replication != "direct" and self.replicas is None:
             raise ValueError(f"{AT}replication is for replicas only: give replicas")
         return self
 
@@ -1278,7 +1278,7 @@ class Training(Strict):
             )
         if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
             raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
-        if "parameter_server" in self.model_fields_set and self.dp_algorithm != "parameter_server":
+        if self.parameter_server != ParameterServerUpdates() and self.dp_algorithm != "parameter_server":
             raise ValueError(f"{AT}parameter_server is for dp_algorithm parameter_server only")
         replicas = self.parameter_server.replicas
         if replicas is not None and len(replicas) != len(self.servers or ()):
