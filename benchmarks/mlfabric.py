@@ -5,6 +5,7 @@ iteration time.
     python benchmarks/mlfabric.py                  # every schedule below, a markdown table
     python benchmarks/mlfabric.py --csv out.csv    # also write the rows as tidy CSV
     python benchmarks/mlfabric.py --scenario S     # another parameter-server scenario
+    python benchmarks/mlfabric.py --set "workload.patterns=[]"   # overrides for every run (no background)
 
 Schedules (workload.training.parameter_server): fifo, every push at once sharing the server's
 port; mlfabric, one push at a time per server, shortest first; mlfabric with the updates of
@@ -55,10 +56,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "mlfabric.yaml")
     parser.add_argument("--csv", type=Path, help="also write the rows to this CSV file")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="an override for every run")
     args = parser.parse_args()
     rows = []
     for name, overrides in SCHEDULES:
-        rows.append(schedule_row(args.scenario, name, overrides))
+        rows.append(schedule_row(args.scenario, name, args.set + overrides))
         print(f"{name}: done", file=sys.stderr, flush=True)
     print_markdown(rows)
     if args.csv:
