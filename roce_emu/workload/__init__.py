@@ -352,7 +352,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     after = pull_waits(src, dst, item) if item.pull else waits(src, item)
                     k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=after)
                     if item.scheduled:
-                        port = b.queue_ids([("receiver", dst)], ordered=False)
+                        port = b.queue_ids([("update receiver", dst)], ordered=False)
                         b.dispatched([k], port, [transfer_ps(item.nbytes, rates[src], rates[dst])], [k])
                     for r in (src, dst, *item.counts_for.get(src, ())):
                         sent.setdefault(r, []).append(k)
