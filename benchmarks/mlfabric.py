@@ -9,8 +9,9 @@ iteration time.
 
 Schedules (workload.training.parameter_server): fifo, every push at once sharing the server's
 port; mlfabric, one push at a time per server, shortest first; mlfabric with the updates of
-pairs of workers summed at the faster one (aggregation 2); and with a replica server (host 10)
-fed directly by the workers, against chain replication through the server under FIFO. Times are
+pairs of workers summed at the faster one (aggregation 2); mlfabric dropping the updates that
+would reach the server more than 200 us after they were ready; and with a replica server (host
+10) fed directly by the workers, against chain replication through the server under FIFO. Times are
 simulated, so they do not depend on the machine.
 """
 
@@ -29,13 +30,14 @@ SCHEDULES = [
     ("fifo", [f"{KEY}.scheduling=fifo"]),
     ("mlfabric", [f"{KEY}.scheduling=mlfabric"]),
     ("mlfabric, aggregation 2", [f"{KEY}.scheduling=mlfabric", f"{KEY}.aggregation=2"]),
+    ("mlfabric, deadline 200 us", [f"{KEY}.scheduling=mlfabric", f"{KEY}.deadline_ns=200000"]),
     ("fifo, chain replica", [f"{KEY}.scheduling=fifo", f"{KEY}.replicas=[10]", f"{KEY}.replication=chain"]),
     ("mlfabric, direct replica", [f"{KEY}.scheduling=mlfabric", f"{KEY}.replicas=[10]"]),
 ]
 
 
 def schedule_row(scenario: Path, name: str, overrides: list[str]) -> dict:
-    """One schedule's run: the server's bytes, the update delays and the iteration times."""
+    """One schedule's run: the server's bytes, the updates dropped, their delays and the iteration times."""
     summary = run(prepare(scenario, overrides), None, progress=False).summary
     server = next(row for row in summary["server_load"] if row["role"] == "server")
     delay = summary["update_delay"]
@@ -44,6 +46,7 @@ def schedule_row(scenario: Path, name: str, overrides: list[str]) -> dict:
         "schedule": name,
         "server_in_MB": round(server["bytes_in"] / 1e6, 1),
         "server_out_MB": round(server["bytes_out"] / 1e6, 1),
+        "dropped": delay["dropped"],
         "mean_delay": round(delay["mean"], 2),
         "max_delay": delay["max"],
         "mean_iteration_ms": round(sum(iterations) / len(iterations) / 1e6, 3),

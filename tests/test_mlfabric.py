@@ -140,6 +140,31 @@ def test_asynchronous_delays_count_an_aggregate_as_one_version():
     assert delay["max"] == 2
 
 
+@pytest.mark.parametrize("staleness", [0, None])
+def test_an_update_that_would_miss_its_deadline_is_dropped_and_never_reaches_the_server(staleness):
+    # 3 workers' 1 MB updates ready together; each takes 80 us at 100 Gb/s: the first ends within
+    # the 100 us deadline, the other two would end after it (80 us later and more) and are dropped
+    workers, iterations, mb = 3, 2, 1_000_000
+    layers = [{"name": "l0", "forward_ns": 10_000, "backward_ns": 20_000, "weight_grad_bytes": mb}]
+    updates = {"scheduling": "mlfabric", "deadline_ns": 100_000}
+    result = ps_run(workers, updates, layers, iterations=iterations, staleness=staleness)
+    assert result.summary["status"] == "finished"
+    server = load(result, workers)
+    assert server["bytes_in"] == iterations * mb and server["bytes_dropped"] == iterations * 2 * mb
+    world, flows = result.outcome.world, result.prepared.workload.flows
+    into = (flows.dst == workers) & flows_of(result, "push.")
+    sent = world.flow["pkts_sent"][: len(flows)][into]
+    assert sorted(sent.tolist()) == [0] * (2 * iterations) + [mb // 1000] * iterations
+    delay = result.summary["update_delay"]
+    assert delay["dropped"] == 2 * iterations and delay["updates"] == iterations
+
+
+def test_without_a_deadline_nothing_is_dropped():
+    result = ps_run(3, {"scheduling": "mlfabric"})
+    assert result.summary["update_delay"]["dropped"] == 0
+    assert load(result, 3)["bytes_dropped"] == 0
+
+
 @pytest.mark.parametrize(
     "updates, key, needle",
     [
@@ -149,6 +174,7 @@ def test_asynchronous_delays_count_an_aggregate_as_one_version():
         ({"replication": "chain"}, "workload.training.parameter_server", "give replicas"),
         ({"scheduling": "sjf"}, "workload.training.parameter_server.scheduling", "fifo"),
         ({"aggregation": 0}, "workload.training.parameter_server.aggregation", "1"),
+        ({"deadline_ns": 1000}, "workload.training.parameter_server", "scheduling mlfabric only"),
     ],
 )
 def test_bad_update_settings_are_one_line_naming_the_key(tmp_path, updates, key, needle):
@@ -168,3 +194,15 @@ def test_update_settings_need_a_parameter_server(tmp_path):
         "workload": {"training": {"layers": [layer], "parameter_server": {"aggregation": 2}}},
     }
     assert_one_line_error(tmp_path / "s.yaml", doc, "workload.training", "dp_algorithm parameter_server only")
+
+
+def test_deadlines_need_fast_forward_off(tmp_path):
+    layer = {"name": "l0", "forward_ns": 1000, "backward_ns": 1000, "weight_grad_bytes": 4000}
+    updates = {"scheduling": "mlfabric", "deadline_ns": 1000}
+    training = {"layers": [layer], "dp_algorithm": "parameter_server", "servers": [2], "parameter_server": updates}
+    doc = {
+        "topology": {"kind": "single_switch", "hosts": 3},
+        "sim": {"fast_forward": "exact"},
+        "workload": {"training": training},
+    }
+    assert_one_line_error(tmp_path / "s.yaml", doc, "sim.fast_forward", "fast_forward off only")

@@ -1185,6 +1185,10 @@ class ParameterServerUpdates(Strict):
     """k > 1: the ranks in groups of k (by rank); each group's updates are summed at one of its ranks (the one
     computing fastest, by the scenario's stragglers) and reach a server as one: the servers receive 1/k of the
     bytes. 1: every rank pushes its own."""
+    deadline_ns: Optional[float] = Field(None, gt=0, le=1e15)
+    """scheduling mlfabric: an update that would reach its server later than this after its gradients were ready
+    (when the server's port could take it, its bytes' time at the slower link runs past) is dropped: it is never
+    sent and its worker goes on (summary.json's dropped_updates); null: none is dropped."""
     replicas: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
     """A replica server per server (replicas[j] holds servers[j]'s shard), each a host that is neither a rank nor
     a server; null: none."""
@@ -1197,6 +1201,8 @@ class ParameterServerUpdates(Strict):
     def _replication_with_replicas(self):
         if self.replication != "direct" and self.replicas is None:
             raise ValueError(f"{AT}replication is for replicas only: give replicas")
+        if self.deadline_ns is not None and self.scheduling != "mlfabric":
+            raise ValueError(f"{AT}deadline_ns is for scheduling mlfabric only (the server's port drops late updates)")
         return self
 
 
@@ -1718,6 +1724,16 @@ class Scenario(Strict):
             raise ValueError(
                 f"{AT}sim.stall_timeout_ns {self.sim.stall_timeout_ns:g} is not allowed: it must exceed "
                 f"network.{key} ({rto:g})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _deadlines_unskipped(self):
+        trainings = [w.training for w in [self.workload, *(job.workload for job in self.jobs)] if w.training]
+        if self.sim.fast_forward != "off" and any(t.parameter_server.deadline_ns is not None for t in trainings):
+            raise ValueError(
+                f"{AT}sim.fast_forward '{self.sim.fast_forward}' is not allowed with parameter_server.deadline_ns: "
+                "dropped updates are simulated with fast_forward off only"
             )
         return self
 

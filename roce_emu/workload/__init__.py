@@ -353,7 +353,8 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                     k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=after)
                     if item.scheduled:
                         port = b.queue_ids([("update receiver", dst)], ordered=False)
-                        b.dispatched([k], port, [transfer_ps(item.nbytes, rates[src], rates[dst])], [k])
+                        length = transfer_ps(item.nbytes, rates[src], rates[dst])
+                        b.dispatched([k], port, [length], [k], [item.deadline_ps])
                     for r in (src, dst, *item.counts_for.get(src, ())):
                         sent.setdefault(r, []).append(k)
                 # a rank in several pairs (a parameter server) is done with the item once all its flows are

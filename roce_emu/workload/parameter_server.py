@@ -21,6 +21,7 @@ import numpy as np
 
 from ..config.schema import GptModel, MoeModel, ParameterServerUpdates, Training
 from ..errors import ScenarioError
+from ..units import ns_to_ps
 from .collectives import split
 from .items import Item
 from .passes import KEY, LayerPasses
@@ -141,6 +142,7 @@ def pushes(
             named=False,
             scheduled=scheduled,
             counts_for=counts_for,
+            deadline_ps=-1 if updates.deadline_ns is None else ns_to_ps(updates.deadline_ns),
         )
         items.append(push)
         ends.append(push.name)
@@ -175,10 +177,14 @@ def update_delays(world, workload, synchronous: bool) -> dict:
     its first shard starts. Asynchronous, each applied update is a version: the delay counts the
     other updates applied after the pull and before this one. Synchronous, the servers apply an
     iteration's pushes together as one version, after the barrier: every delay is 0.
-    Returns the updates counted, the mean and largest delay, and how many updates had each delay."""
+    An update with a part dropped for missing its deadline is never applied: it counts as
+    dropped, not as a version. Returns the updates applied, those dropped, the mean and largest
+    delay, and how many updates had each delay."""
     tasks, flows = workload.tasks, workload.flows
     n = len(flows)
     start, finish = world.task["start_ps"][:n], world.task["finish_ps"][:n]
+    dropped = dropped_flows(world, n)
+    lost: set[tuple[int, int]] = set()  # (sender, iteration) of the updates a dropped flow was part of
     pulls: dict[tuple[int, int], list[int]] = {}  # (worker, iteration) -> its pull flows' starts
     pushes: dict[tuple[int, int], list[int]] = {}  # (sender, iteration) -> its push flows' finishes
     via: dict[tuple[int, int], int] = {}  # (worker, iteration) -> the worker its update is summed at
@@ -188,14 +194,19 @@ def update_delays(world, workload, synchronous: bool) -> dict:
             pulls.setdefault((int(flows.dst[f]), it), []).append(int(start[f]))
         elif name.startswith("push."):
             pushes.setdefault((int(flows.src[f]), it), []).append(int(finish[f]))
+            if dropped[f]:
+                lost.add((int(flows.src[f]), it))
         elif name.startswith("gather."):
             via[(int(flows.src[f]), it)] = int(flows.dst[f])
     pulled = {key: min(starts) for key, starts in pulls.items() if min(starts) >= 0}
-    applied = {key: max(ends) for key, ends in pushes.items() if min(ends) >= 0}  # one version each
+    # one version each; an update with a dropped part is never applied
+    applied = {key: max(ends) for key, ends in pushes.items() if min(ends) >= 0 and key not in lost}
     times = np.array(sorted(applied.values()), np.int64)
     updates = []  # (applied, (worker, iteration)) of each update
+    n_dropped = 0
     for (worker, it), t in pulled.items():
         sender = (via.get((worker, it), worker), it)
+        n_dropped += sender in lost
         if sender in applied:
             updates.append((applied[sender], (worker, it)))
     updates.sort()
@@ -211,23 +222,37 @@ def update_delays(world, workload, synchronous: bool) -> dict:
         counts[str(d)] = counts.get(str(d), 0) + 1
     return {
         "updates": len(delays),
+        "dropped": n_dropped,
         "mean": float(np.mean(delays)) if delays else 0.0,
         "max": max(delays, default=0),
         "counts": counts,
     }
 
 
-def server_load(workload, servers: list[int], replicas: list[int]) -> list[dict]:
+def dropped_flows(world, n_flows: int) -> np.ndarray:
+    """True for each flow dropped for missing its deadline (core/tasks.py): a flow that waited
+    for a dispatch queue with a deadline and was let go without freeing it."""
+    mask = np.zeros(n_flows, bool)
+    rows = world.qtask
+    gone = rows["task"][(rows["deadline_ps"] >= 0) & (rows["frees"] < 0)]
+    mask[gone[gone < n_flows]] = True
+    return mask
+
+
+def server_load(world, workload, servers: list[int], replicas: list[int]) -> list[dict]:
     """summary.json's ``server_load``: the bytes each server and replica received and sent (every
-    flow to or from it, payload bytes)."""
+    flow to or from it but the dropped updates, payload bytes), and the bytes of the updates to it
+    that were dropped."""
     flows = workload.flows
+    dropped = dropped_flows(world, len(flows))
     hosts = [(h, "server") for h in servers] + [(h, "replica") for h in replicas]
     return [
         {
             "host": h,
             "role": role,
-            "bytes_in": int(flows.size_bytes[flows.dst == h].sum()),
-            "bytes_out": int(flows.size_bytes[flows.src == h].sum()),
+            "bytes_in": int(flows.size_bytes[(flows.dst == h) & ~dropped].sum()),
+            "bytes_out": int(flows.size_bytes[(flows.src == h) & ~dropped].sum()),
+            "bytes_dropped": int(flows.size_bytes[(flows.dst == h) & dropped].sum()),
         }
         for h, role in hosts
     ]
