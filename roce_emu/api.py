@@ -227,6 +227,10 @@ def run(
     if training is not None and training.dp_algorithm == "parameter_server":
         synchronous = training.staleness_bound == 0
         info["update_delay"] = parameter_server.update_delays(outcome.world, prepared.workload, synchronous)
+        replicas = training.parameter_server.replicas or []
+        info["server_load"] = parameter_server.server_load(
+            outcome.world, prepared.workload, training.servers or [], replicas
+        )
     if prepared.warnings:
         info["warnings"] = list(prepared.warnings)
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)

@@ -1172,6 +1172,40 @@ MODEL_TAGS = ("builtin", "gpt", "moe")
 DDP_FIRST_BUCKET_BYTES = MIB  #: PyTorch DDP's first bucket (torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES)
 
 
+class ParameterServerUpdates(Strict):
+    """How the ranks' gradient updates reach the parameter servers (dp_algorithm parameter_server):
+    MLFabric's scheduling, aggregation and replication (docs/howto/parameter_servers.md)."""
+
+    scheduling: Literal["fifo", "mlfabric"] = "fifo"
+    """fifo: every push starts once its gradients are ready, and the pushes to a server share its port as the
+    congestion control lets them; mlfabric: each server takes one push at a time, the whole port reserved for it,
+    the shortest pending one first (its bytes over the slower of its two hosts' links; ties in the order they
+    became ready)."""
+    aggregation: int = Field(1, ge=1, le=4096)
+    """k > 1: the ranks in groups of k (by rank); each group's updates are summed at one of its ranks (the one
+    computing fastest, by the scenario's stragglers) and reach a server as one: the servers receive 1/k of the
+    bytes. 1: every rank pushes its own."""
+    deadline_ns: Optional[float] = Field(None, gt=0, le=1e15)
+    """scheduling mlfabric: an update that would reach its server later than this after its gradients were ready
+    (when the server's port could take it, its bytes' time at the slower link runs past) is dropped: it is never
+    sent and its worker goes on (summary.json's dropped_updates); null: none is dropped."""
+    replicas: Optional[list[Annotated[int, Field(ge=0)]]] = Field(None, min_length=1)
+    """A replica server per server (replicas[j] holds servers[j]'s shard), each a host that is neither a rank nor
+    a server; null: none."""
+    replication: Literal["direct", "chain"] = "direct"
+    """With replicas: direct, each update goes from its rank (or aggregating rank) to the replica too, as to the
+    server (MLFabric's); chain, the server forwards what it received to its replica (chain replication: the
+    server's port sends every update's bytes once more)."""
+
+    @model_validator(mode="after")
+    def _replication_with_replicas(self):
+        if self.replication != "direct" and self.replicas is None:
+            raise ValueError(f"{AT}replication is for replicas only: give replicas")
+        if self.deadline_ns is not None and self.scheduling != "mlfabric":
+            raise ValueError(f"{AT}deadline_ns is for scheduling mlfabric only (the server's port drops late updates)")
+        return self
+
+
 class Training(Strict):
     """Training iterations as compute and collectives: forward through the layers (and the
     pipeline stages), backward in reverse, each layer's weight gradients all-reduced over its
@@ -1202,6 +1236,9 @@ class Training(Strict):
     """dp_algorithm parameter_server: 0, synchronous (a server sends the next iteration's model once every rank's push
     has reached it); s > 0, a rank starts iteration k once every push of iteration k - 1 - s has reached the servers;
     null: asynchronous, no bound."""
+    parameter_server: ParameterServerUpdates = ParameterServerUpdates()
+    """dp_algorithm parameter_server: how the updates reach the servers (MLFabric's scheduling, aggregation and
+    replication)."""
     scheduler: Literal["baseline", "themis_fifo", "themis_scf"] = "baseline"
     """hierarchical gradient All-Reduces: the order of dimensions per chunk (docs/themis.md)."""
     chunks: int = Field(1, ge=1, le=4096)
@@ -1247,6 +1284,14 @@ class Training(Strict):
             )
         if self.staleness_bound != 0 and self.dp_algorithm != "parameter_server":
             raise ValueError(f"{AT}staleness_bound is for dp_algorithm parameter_server only")
+        if self.parameter_server != ParameterServerUpdates() and self.dp_algorithm != "parameter_server":
+            raise ValueError(f"{AT}parameter_server is for dp_algorithm parameter_server only")
+        replicas = self.parameter_server.replicas
+        if replicas is not None and len(replicas) != len(self.servers or ()):
+            raise ValueError(
+                f"{AT}parameter_server.replicas has {len(replicas)} hosts for {len(self.servers or ())} servers: "
+                f"give one replica per server"
+            )
         return self
 
     def bucket_caps(self) -> tuple[int, int]:
@@ -1679,6 +1724,16 @@ class Scenario(Strict):
             raise ValueError(
                 f"{AT}sim.stall_timeout_ns {self.sim.stall_timeout_ns:g} is not allowed: it must exceed "
                 f"network.{key} ({rto:g})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _deadlines_unskipped(self):
+        trainings = [w.training for w in [self.workload, *(job.workload for job in self.jobs)] if w.training]
+        if self.sim.fast_forward != "off" and any(t.parameter_server.deadline_ns is not None for t in trainings):
+            raise ValueError(
+                f"{AT}sim.fast_forward '{self.sim.fast_forward}' is not allowed with parameter_server.deadline_ns: "
+                "dropped updates are simulated with fast_forward off only"
             )
         return self
 

@@ -297,6 +297,7 @@ QTASK_DTYPE = np.dtype(
         ("key", np.int64),  # dispatch queue: its rank (smaller first); ordered queue: its ticket
         ("ready_ps", np.int64),  # when its predecessors were done
         ("ticket", np.int64),  # dispatch queue: the ticket it was granted (its place in the order)
+        ("deadline_ps", np.int64),  # dispatch queue: dropped if, granted, it would end past ready + this; -1 none
         ("task", np.int32),  # the task of this row
         ("queue", np.int32),  # the queue it waits for, -1 for none
         ("frees", np.int32),  # the dispatch queue it frees when it finishes, -1 for none

@@ -17,12 +17,29 @@ A task whose predecessors are done may still wait for its queue (World.qtask, Wo
   tasks, each after the one before it has finished. Tasks that run in the order their gates
   were dispatched (a stage's later ring steps, on every rank alike) hold one.
 
+A flow waiting for a dispatch queue may carry a deadline (a parameter server's update under
+MLFabric's scheduling, workload/parameter_server.py): if, when the queue would be granted to it
+at t, t plus its key (its length) ends past its ready time plus the deadline, it is dropped: it
+never sends, counts as a finished flow at t (no packet sent), frees nothing, and the queue goes
+to the next in line.
+
 World arrays: reads succ_off, succ; writes stats, meta, ev, flow, task, qtask, queue.
 """
 
 from .heap import heap_push
 from .jit import njit
-from .kinds import C_LAST_PROGRESS_PS, C_TASKS_DONE, EV_FLOW_START, EV_TASK_DONE, I64, M_COMPUTING, NO_ARG, TK_FLOW
+from .kinds import (
+    C_FLOWS_DONE,
+    C_LAST_PROGRESS_PS,
+    C_TASKS_DONE,
+    EV_FLOW_START,
+    EV_TASK_DONE,
+    FL_DONE,
+    I64,
+    M_COMPUTING,
+    NO_ARG,
+    TK_FLOW,
+)
 
 
 @njit
@@ -44,6 +61,8 @@ def release(w, k, t):
             _wait(w, k, q)
     elif queue["busy"]:
         _wait(w, k, q)
+    elif _late(w, k, t):
+        _drop(w, k, t)
     else:
         _grant(w, k, q, t)
 
@@ -102,8 +121,33 @@ def _queues_after(w, k, t):
     f = row["frees"]
     if f >= 0:
         w.queue[f]["busy"] = 0
-        if w.queue[f]["first"] >= 0:
-            _grant(w, _pop(w, f), f, t)
+        while w.queue[f]["first"] >= 0:
+            n = _pop(w, f)
+            if not _late(w, n, t):
+                _grant(w, n, f, t)
+                break
+            _drop(w, n, t)
+
+
+@njit
+def _late(w, k, t):
+    """Whether task k, granted its dispatch queue at t, would end past its deadline."""
+    row = w.qtask[w.task[k]["qrow"]]
+    return row["deadline_ps"] >= 0 and t + row["key"] > row["ready_ps"] + row["deadline_ps"]
+
+
+@njit
+def _drop(w, k, t):
+    """Flow k misses its deadline: it never sends, and finishes at t (an EV_TASK_DONE) without
+    freeing the queue it was never granted."""
+    w.qtask[w.task[k]["qrow"]]["frees"] = -1
+    w.task[k]["start_ps"] = t
+    fl = w.flow[k]
+    fl["start_ps"] = t
+    fl["finish_ps"] = t
+    fl["state"] = FL_DONE
+    w.stats[C_FLOWS_DONE] += 1
+    heap_push(w.ev, w.meta, t, EV_TASK_DONE, I64(k), NO_ARG)
 
 
 @njit

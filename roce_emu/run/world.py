@@ -282,6 +282,7 @@ def _queued_tasks(queues: QueueTable) -> np.ndarray:
     rows = np.zeros(len(queues.task), QTASK_DTYPE)
     for name in ("task", "queue", "key", "gate", "frees"):
         rows[name] = getattr(queues, name)
+    rows["deadline_ps"] = queues.deadline
     rows["next"] = -1
     return rows
 

@@ -245,8 +245,19 @@ def scenario_items(scenario: Scenario, fabric: Fabric, source: str) -> list[Item
     if training is not None:
         hosts = checked_hosts(source, "workload.training", training_hosts(training, H), H, 1)
         node_size = scenario.topology.gpus_per_node if scenario.topology.kind == "rail_optimized" else None
-        items.extend(training_items(training, hosts, H, source, node_size, scenario.seed))
+        items.extend(training_items(training, hosts, H, source, node_size, scenario.seed, slow_hosts(scenario, H)))
     return items
+
+
+def slow_hosts(scenario: Scenario, n_hosts: int) -> dict[int, float]:
+    """The stragglers' compute factors by host, for a parameter server's aggregation groups; none
+    where the stragglers do not fit these ranks (build_workload names the error)."""
+    if not scenario.stragglers:
+        return {}
+    try:
+        return {s["host"]: s["factor"] for s in straggling_ranks(scenario, n_hosts, "")}
+    except ScenarioError:
+        return {}
 
 
 def in_dependency_order(items: list[Item], source: str) -> list[Item]:
@@ -305,6 +316,7 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
     ends: list[dict[int, int]] = []  # per iteration: rank -> the join that ends its part
     previous: dict[int, int] = {}
     timing = dim_timing(scenario, fabric)
+    rates = host_rates(fabric)
     for it in range(scenario.workload.iterations):
         done: dict[str, dict[int, int]] = {}
         whole: dict[str, int] = {}
@@ -339,8 +351,12 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
                 for src, dst in item.pairs:
                     after = pull_waits(src, dst, item) if item.pull else waits(src, item)
                     k = b.flow(src, dst, item.nbytes, prio, item.name, it, after=after)
-                    sent.setdefault(src, []).append(k)
-                    sent.setdefault(dst, []).append(k)
+                    if item.scheduled:
+                        port = b.queue_ids([("update receiver", dst)], ordered=False)
+                        length = transfer_ps(item.nbytes, rates[src], rates[dst])
+                        b.dispatched([k], port, [length], [k], [item.deadline_ps])
+                    for r in (src, dst, *item.counts_for.get(src, ())):
+                        sent.setdefault(r, []).append(k)
                 # a rank in several pairs (a parameter server) is done with the item once all its flows are
                 done[item.name] = {
                     r: ks[0] if len(ks) == 1 else b.join(item.name, it, after=ks) for r, ks in sent.items()
@@ -381,6 +397,12 @@ def _add_iterations(b: DagBuilder, scenario: Scenario, fabric: Fabric, source: s
         previous = {r: b.join("iteration", it, after=ks) for r, ks in sorted(per_rank.items())}
         ends.append(previous)
     return collectives, ends
+
+
+def transfer_ps(nbytes: int, src_bps: float, dst_bps: float) -> int:
+    """How long ``nbytes`` take at the slower of two hosts' link rates, in ps (a scheduled send's rank in
+    its receiver's queue: shortest first)."""
+    return int(np.ceil(nbytes * 8e12 / min(src_bps, dst_bps)))
 
 
 def dim_timing(scenario: Scenario, fabric: Fabric) -> DimTiming:

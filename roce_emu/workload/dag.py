@@ -40,6 +40,7 @@ class QueueTable:
     key: np.ndarray  # int64: dispatch: its rank in the queue
     gate: np.ndarray  # int32: ordered: the task whose ticket it follows (final id), -1
     frees: np.ndarray  # int32: the dispatch queue it frees when it finishes, -1
+    deadline: np.ndarray  # int64: dispatch: dropped if, granted, it would end this long after ready; -1 never
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ class DagBuilder:
         self._computes = _Rows(3)  # host (-1 for a join), duration, earliest start
         self._nodes = _Rows(3)  # is flow, index into its rows, label
         self._edges = _Rows(2)  # before, after
-        self._waits = _Rows(4)  # task, runtime queue, key, gate task (-1)
+        self._waits = _Rows(5)  # task, runtime queue, key, gate task (-1), deadline (-1)
         self._frees = _Rows(2)  # task, dispatch queue
         self._gates = _Rows(3)  # gated flow, source flow, window (GateTable)
         self._queues: dict = {}  # a caller's queue name -> (queue id, ordered)
@@ -173,18 +174,20 @@ class DagBuilder:
             ids.append(qid)
         return np.array(ids, np.int64)
 
-    def dispatched(self, tasks, queues, keys, frees_after) -> None:
+    def dispatched(self, tasks, queues, keys, frees_after, deadlines=-1) -> None:
         """Each of ``tasks`` waits to be granted dispatch queue ``queues[i]``, ranked by
-        ``keys[i]``; task ``frees_after[i]`` frees it again when it finishes."""
+        ``keys[i]``; task ``frees_after[i]`` frees it again when it finishes. ``deadlines[i]`` >= 0:
+        a flow that, granted at t, would end past its ready time plus this (its key taken as its
+        length) is dropped instead: it never sends, is done at t, and frees nothing."""
         if len(tasks):
-            self._waits.extend(tasks, queues, keys, -1)
+            self._waits.extend(tasks, queues, keys, -1, deadlines)
             self._frees.extend(frees_after, queues)
 
     def ordered(self, tasks, queues, gates) -> None:
         """Each of ``tasks`` starts in ordered queue ``queues[i]`` in the order of the tickets
         its gate ``gates[i]`` (a dispatched task) was granted."""
         if len(tasks):
-            self._waits.extend(tasks, queues, 0, gates)
+            self._waits.extend(tasks, queues, 0, gates, -1)
 
     def compute(self, host: int, duration_ps: int, name: str, iteration: int = 0, after=()) -> int:
         self._computes.add((host, duration_ps, 0))
@@ -281,7 +284,7 @@ class DagBuilder:
         return bool((before < after).all())
 
     def _queue_table(self, new_id: np.ndarray) -> QueueTable:
-        waiter, wait_queue, wait_key, wait_gate = self._waits.columns()
+        waiter, wait_queue, wait_key, wait_gate, wait_deadline = self._waits.columns()
         freer, freed_queue = self._frees.columns()
         ordered = np.zeros(len(self._queues), np.int8)
         for qid, kind in self._queues.values():
@@ -289,15 +292,22 @@ class DagBuilder:
         task = np.unique(np.concatenate([waiter, freer]))
         queue, gate, freed = (np.full(len(task), -1, np.int32) for _ in range(3))
         key = np.zeros(len(task), np.int64)
+        deadline = np.full(len(task), -1, np.int64)
         at = np.searchsorted(task, waiter)
         assert len(np.unique(at)) == len(at), "a task waits for one runtime queue at most"
-        queue[at], key[at] = wait_queue, wait_key
+        queue[at], key[at], deadline[at] = wait_queue, wait_key, wait_deadline
         gate[at] = np.where(wait_gate >= 0, new_id[wait_gate], -1)
         at = np.searchsorted(task, freer)
         assert len(np.unique(at)) == len(at), "a task frees one runtime queue at most"
         freed[at] = freed_queue
         return QueueTable(
-            ordered=ordered, task=new_id[task].astype(np.int32), queue=queue, key=key, gate=gate, frees=freed
+            ordered=ordered,
+            task=new_id[task].astype(np.int32),
+            queue=queue,
+            key=key,
+            gate=gate,
+            frees=freed,
+            deadline=deadline,
         )
 
 

@@ -34,6 +34,14 @@ class Item:
     #: ``staleness`` before the previous one (0: the previous one, a barrier; None: no bound)
     pull: bool = False
     staleness: int | None = 0
+    #: a send of updates to parameter servers scheduled as MLFabric does (parameter_server.py): each flow
+    #: waits for its receiver's port, which takes one flow at a time, the shortest (in time) first
+    scheduled: bool = False
+    #: a scheduled send's deadline (ps after its flow is ready; -1 none): a flow that would end later is dropped
+    deadline_ps: int = -1
+    #: a send's flows that are also other ranks' part of it: src -> those ranks (an aggregated update is
+    #: each of its ranks' push)
+    counts_for: dict = field(default_factory=dict)
 
     def at(self, attribute: str) -> str:
         """The key an error about ``attribute`` names: the one the user wrote."""

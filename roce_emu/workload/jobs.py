@@ -144,7 +144,12 @@ def job_workload(spec: WorkloadSpec, hosts: list[int], source: str, key: str) ->
         ranks = many(training.hosts, "training.hosts") if training.hosts is not None else list(hosts)
         if training.hosts is None and servers is not None:
             ranks = [h for h in ranks if h not in servers]
-        update["training"] = training.model_copy(update={"hosts": ranks, "servers": servers})
+        changed: dict[str, object] = {"hosts": ranks, "servers": servers}
+        updates = training.parameter_server
+        if updates.replicas is not None:
+            replicas = many(updates.replicas, "training.parameter_server.replicas")
+            changed["parameter_server"] = updates.model_copy(update={"replicas": replicas})
+        update["training"] = training.model_copy(update=changed)
     if spec.inference is not None:
         inference = spec.inference
         if inference.hosts is None and inference.workers > n:

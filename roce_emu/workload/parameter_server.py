@@ -19,8 +19,9 @@ weights, the next pulls every push): an iteration takes at least 2·W·M / R.
 
 import numpy as np
 
-from ..config.schema import GptModel, MoeModel, Training
+from ..config.schema import GptModel, MoeModel, ParameterServerUpdates, Training
 from ..errors import ScenarioError
+from ..units import ns_to_ps
 from .collectives import split
 from .items import Item
 from .passes import KEY, LayerPasses
@@ -43,6 +44,16 @@ def check(spec: Training, worker_hosts: list[int], n_hosts: int, source: str) ->
             )
     if len(set(servers)) != len(servers):
         raise ScenarioError(source, f"{KEY}.servers", "each server once")
+    for j, host in enumerate(spec.parameter_server.replicas or ()):
+        at = f"{KEY}.parameter_server.replicas.{j}"
+        if not 0 <= host < n_hosts:
+            raise ScenarioError(
+                source, at, f"{host} is not allowed: host ids run from 0 to {n_hosts - 1} on this topology"
+            )
+        if host in worker_hosts or host in servers or host in (spec.parameter_server.replicas or ())[:j]:
+            raise ScenarioError(
+                source, at, f"{host} is not allowed: a replica is a host of its own (no rank, server or other replica)"
+            )
     for key in ("tp", "pp"):
         if getattr(spec, key) != 1:
             raise ScenarioError(
@@ -83,46 +94,122 @@ def pulls(servers: list[int], workers: list[int], layers: list[LayerPasses], sta
     ]
 
 
-def pushes(servers: list[int], workers: list[int], bucket: list[LayerPasses], after: list[str]) -> list[Item]:
-    """A bucket's gradients from every worker, each server its shard: one item per server."""
+def aggregation_groups(workers: list[int], k: int, slow: dict[int, float]) -> list[tuple[int, list[int]]]:
+    """The workers in W // k groups of consecutive ranks (sizes as even as possible, each at least k;
+    one group of all if k > W), each with the worker that sums the group's updates: the one that
+    computes fastest by the stragglers' factors ``slow`` (host -> factor), the first of them on a tie.
+    k = 1: every worker alone."""
+    n = max(1, len(workers) // k)
+    groups = [[int(h) for h in g] for g in np.array_split(workers, n)]
+    return [(min(g, key=lambda h: (slow.get(h, 1.0), g.index(h))), g) for g in groups]
+
+
+def pushes(
+    servers: list[int],
+    groups: list[tuple[int, list[int]]],
+    bucket: list[LayerPasses],
+    after: list[str],
+    updates: ParameterServerUpdates,
+) -> tuple[list[Item], list[str]]:
+    """A bucket's gradients from every worker, each server its shard, and the names the workers'
+    next bucket waits for. Per server one item ``push``: from each group's aggregating worker (every
+    worker, without aggregation), after a ``gather`` of the group's other workers' whole bucket to
+    it. With replicas, per replica one item ``replica``: the same pushes to the replica (direct),
+    or the server forwarding what it received (chain). Scheduled (``mlfabric``), each push and
+    replica flow waits for its receiver's port, shortest first."""
     name = bucket[0].name if len(bucket) == 1 else f"{bucket[0].name}-{bucket[-1].name}"
     nbytes = sum(layer.grad_bytes for layer in bucket)
-    return [
-        Item(
+    scheduled = updates.scheduling == "mlfabric"
+    items, ends = [], []
+    senders = [aggregator for aggregator, _ in groups]
+    counts_for = {aggregator: [w for w in group if w != aggregator] for aggregator, group in groups}
+    ready = list(after)
+    if any(counts_for.values()):
+        pairs = [(w, aggregator) for aggregator, others in counts_for.items() for w in others]
+        gather = Item(KEY, f"gather.{name}", "send", list(after), nbytes=max(nbytes, 1), pairs=pairs, named=False)
+        items.append(gather)
+        ready.append(gather.name)
+    replicas = updates.replicas or []
+    shares = split(max(nbytes, len(servers)), len(servers))
+    for j, (server, share) in enumerate(zip(servers, shares)):
+        push = Item(
             KEY,
             f"push.{name}.s{j}",
             "send",
-            list(after),
+            list(ready),
             nbytes=share,
-            pairs=[(worker, server) for worker in workers],
+            pairs=[(sender, server) for sender in senders],
             named=False,
+            scheduled=scheduled,
+            counts_for=counts_for,
+            deadline_ps=-1 if updates.deadline_ns is None else ns_to_ps(updates.deadline_ns),
         )
-        for j, (server, share) in enumerate(zip(servers, split(max(nbytes, len(servers)), len(servers))))
-    ]
+        items.append(push)
+        ends.append(push.name)
+        if not replicas:
+            continue
+        if updates.replication == "direct":
+            pairs, nb, waits = [(sender, replicas[j]) for sender in senders], share, ready
+        else:  # chain: what reached the server, forwarded once all of it has
+            pairs, nb, waits = [(server, replicas[j])], share * len(senders), [push.name]
+        replica = Item(
+            KEY,
+            f"replica.{name}.s{j}",
+            "send",
+            list(waits),
+            nbytes=nb,
+            pairs=pairs,
+            named=False,
+            scheduled=scheduled,
+            counts_for=counts_for if updates.replication == "direct" else {},
+        )
+        items.append(replica)
+        if updates.replication == "direct":
+            ends.append(replica.name)
+    return items, ends
 
 
 def update_delays(world, workload, synchronous: bool) -> dict:
     """summary.json's ``update_delay``: each update's delay as MLFabric defines it, the server
     versions between a worker's pull and its push being applied. An update is one worker's push
-    of one iteration, applied once its last shard has reached its server; the pull is read when
+    of one iteration, applied once its last shard has reached its server (summed with its group's
+    at an aggregating worker, once the sum's has: the sum is one version); the pull is read when
     its first shard starts. Asynchronous, each applied update is a version: the delay counts the
     other updates applied after the pull and before this one. Synchronous, the servers apply an
     iteration's pushes together as one version, after the barrier: every delay is 0.
-    Returns the updates counted, the mean and largest delay, and how many updates had each delay."""
+    An update with a part dropped for missing its deadline is never applied: it counts as
+    dropped, not as a version. Returns the updates applied, those dropped, the mean and largest
+    delay, and how many updates had each delay."""
     tasks, flows = workload.tasks, workload.flows
     n = len(flows)
     start, finish = world.task["start_ps"][:n], world.task["finish_ps"][:n]
+    dropped = dropped_flows(world, n)
+    lost: set[tuple[int, int]] = set()  # (sender, iteration) of the updates a dropped flow was part of
     pulls: dict[tuple[int, int], list[int]] = {}  # (worker, iteration) -> its pull flows' starts
-    pushes: dict[tuple[int, int], list[int]] = {}  # (worker, iteration) -> its push flows' finishes
+    pushes: dict[tuple[int, int], list[int]] = {}  # (sender, iteration) -> its push flows' finishes
+    via: dict[tuple[int, int], int] = {}  # (worker, iteration) -> the worker its update is summed at
     for f in range(n):
         name, it = tasks.name(f), int(tasks.iteration[f])
         if name.startswith("pull.s"):
             pulls.setdefault((int(flows.dst[f]), it), []).append(int(start[f]))
         elif name.startswith("push."):
             pushes.setdefault((int(flows.src[f]), it), []).append(int(finish[f]))
+            if dropped[f]:
+                lost.add((int(flows.src[f]), it))
+        elif name.startswith("gather."):
+            via[(int(flows.src[f]), it)] = int(flows.dst[f])
     pulled = {key: min(starts) for key, starts in pulls.items() if min(starts) >= 0}
-    updates = sorted((max(ends), key) for key, ends in pushes.items() if min(ends) >= 0 and key in pulled)
-    times = np.array([t for t, _ in updates], np.int64)
+    # one version each; an update with a dropped part is never applied
+    applied = {key: max(ends) for key, ends in pushes.items() if min(ends) >= 0 and key not in lost}
+    times = np.array(sorted(applied.values()), np.int64)
+    updates = []  # (applied, (worker, iteration)) of each update
+    n_dropped = 0
+    for (worker, it), t in pulled.items():
+        sender = (via.get((worker, it), worker), it)
+        n_dropped += sender in lost
+        if sender in applied:
+            updates.append((applied[sender], (worker, it)))
+    updates.sort()
     delays = []
     for t, key in updates:
         if synchronous:
@@ -135,7 +222,37 @@ def update_delays(world, workload, synchronous: bool) -> dict:
         counts[str(d)] = counts.get(str(d), 0) + 1
     return {
         "updates": len(delays),
+        "dropped": n_dropped,
         "mean": float(np.mean(delays)) if delays else 0.0,
         "max": max(delays, default=0),
         "counts": counts,
     }
+
+
+def dropped_flows(world, n_flows: int) -> np.ndarray:
+    """True for each flow dropped for missing its deadline (core/tasks.py): a flow that waited
+    for a dispatch queue with a deadline and was let go without freeing it."""
+    mask = np.zeros(n_flows, bool)
+    rows = world.qtask
+    gone = rows["task"][(rows["deadline_ps"] >= 0) & (rows["frees"] < 0)]
+    mask[gone[gone < n_flows]] = True
+    return mask
+
+
+def server_load(world, workload, servers: list[int], replicas: list[int]) -> list[dict]:
+    """summary.json's ``server_load``: the bytes each server and replica received and sent (every
+    flow to or from it but the dropped updates, payload bytes), and the bytes of the updates to it
+    that were dropped."""
+    flows = workload.flows
+    dropped = dropped_flows(world, len(flows))
+    hosts = [(h, "server") for h in servers] + [(h, "replica") for h in replicas]
+    return [
+        {
+            "host": h,
+            "role": role,
+            "bytes_in": int(flows.size_bytes[(flows.dst == h) & ~dropped].sum()),
+            "bytes_out": int(flows.size_bytes[(flows.src == h) & ~dropped].sum()),
+            "bytes_dropped": int(flows.size_bytes[(flows.dst == h) & dropped].sum()),
+        }
+        for h, role in hosts
+    ]

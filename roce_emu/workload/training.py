@@ -203,12 +203,23 @@ class TrainingBuilder:
     for: its pipeline send, or its last item."""
 
     def __init__(
-        self, spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None, seed: int = 1
+        self,
+        spec: Training,
+        hosts: list[int],
+        n_hosts: int,
+        source: str,
+        node_size: int | None = None,
+        seed: int = 1,
+        slow: dict[int, float] | None = None,
     ):
         self.spec = spec
         #: dp_algorithm parameter_server: the hosts of the model's shards (parameter_server.py)
         self.servers = ps.check(spec, hosts, n_hosts, source) if spec.dp_algorithm == "parameter_server" else []
         self.ranks = placement(spec, hosts, n_hosts, source)
+        #: parameter servers: the workers' aggregation groups, each with its aggregating worker
+        self.groups = (
+            ps.aggregation_groups(hosts, spec.parameter_server.aggregation, slow or {}) if self.servers else []
+        )
         if node_size is not None and not spec.tp_across_nodes:
             _check_tp_in_nodes(self.ranks, node_size, source)
         model = spec.model
@@ -382,10 +393,16 @@ class TrainingBuilder:
         """How stage s reduces a bucket of gradients over its groups of ``scope``: dp, the dense
         gradients (pushed to the parameter servers, if any); edp, a MoE model's experts'."""
         if self.servers and scope == "dp":
-            return lambda bucket, after: [
-                n for item in ps.pushes(self.servers, self.ranks.hosts, bucket, after) for n in self.add(item)
-            ]
+            return self.push_updates
         return lambda bucket, after: self.reduce_gradients(s, bucket, after, scope)
+
+    def push_updates(self, bucket: list[LayerPasses], after: list[str]) -> list[str]:
+        """One bucket's gradients to the parameter servers (parameter_server.pushes); the names the
+        next bucket's push waits for."""
+        items, ends = ps.pushes(self.servers, self.groups, bucket, after, self.spec.parameter_server)
+        for item in items:
+            self.add(item)
+        return ends
 
     def reduce_gradients(self, s: int, bucket: list[LayerPasses], after: list[str], scope: str) -> list[str]:
         """One bucket's gradients, reduced over stage s's data-parallel groups (``scope`` dp), or
@@ -422,13 +439,20 @@ class TrainingBuilder:
 
 
 def training_items(
-    spec: Training, hosts: list[int], n_hosts: int, source: str, node_size: int | None = None, seed: int = 1
+    spec: Training,
+    hosts: list[int],
+    n_hosts: int,
+    source: str,
+    node_size: int | None = None,
+    seed: int = 1,
+    slow: dict[int, float] | None = None,
 ) -> list[Item]:
     """The iteration's items, rank r on ``hosts[r]`` (the checked ``workload.training.hosts``, or
     every host of the fabric's ``n_hosts``). ``node_size``: the GPUs per server of a
     rail_optimized fabric, whose tensor-parallel groups must stay within a server. ``seed``: the
-    scenario's (which experts of a moe model are hot)."""
-    return TrainingBuilder(spec, hosts, n_hosts, source, node_size, seed).build()
+    scenario's (which experts of a moe model are hot). ``slow``: the stragglers' factors by host
+    (a parameter server's updates are summed at the fastest worker of a group)."""
+    return TrainingBuilder(spec, hosts, n_hosts, source, node_size, seed, slow).build()
 
 
 #: the gradient bytes of a layer each scope reduces: dp the dense ones, edp a MoE layer's experts'
