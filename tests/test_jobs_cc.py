@@ -1,7 +1,8 @@
 """Each job's own congestion control (a job's ``cc``): on disjoint hosts of a non-blocking fabric
 a job takes, to the picosecond, its time alone under its algorithm; on a shared bottleneck a job
 that backs off on ECN marks (DCQCN) leaves the link to one that does not (PFC alone); the fast
-forwards and the results see each job's algorithm; what the fabric cannot serve is refused."""
+forwards and the results see each job's algorithm. (What the fabric cannot serve is refused:
+test_jobs.test_bad_jobs_are_one_line_naming_the_key.)"""
 
 import copy
 
@@ -132,27 +133,6 @@ def test_jobs_csv_has_each_jobs_cc_and_scenario_yaml_its_parameters(tmp_path):
     assert {(r["job"], r["cc"]) for r in read(out / "jobs.csv")} == {("train", "dcqcn"), ("ring", "none")}
     written = (out / "scenario.yaml").read_text()
     assert "rate_ai_mbps" in written  # the job's parameters as the run used them, defaults filled in
-
-
-@pytest.mark.parametrize(
-    "change, key, words",
-    [
-        (lambda d: d["jobs"][0].update(cc={"algorithm": "bbr"}), "jobs.0.cc.algorithm", "dcqcn"),
-        (lambda d: d["jobs"][0].update(cc={"algorithm": "dcqcn", "params": {"eta": 1}}), "jobs.0.cc", "eta"),
-        (
-            lambda d: d["jobs"][1].update(cc={"algorithm": "dctcp"}),
-            "jobs.1.cc.algorithm",
-            "the switches mark all traffic alike",
-        ),
-    ],
-)
-def test_a_cc_the_fabric_cannot_serve_is_one_line_naming_the_key(tmp_path, change, key, words):
-    doc = {"name": "jobs", **mixed(None, None, {"cc": {"algorithm": "dcqcn"}})}
-    change(doc)
-    result = CliRunner().invoke(main, ["validate", str(write(tmp_path, doc))])
-    assert result.exit_code == 2, result.output
-    line = result.output.strip()
-    assert "\n" not in line and "jobs.yaml" in line and f"{key}" in line and words in line, line
 
 
 def test_dctcp_beside_dcqcn_runs_once_the_switches_marking_is_set(tmp_path):

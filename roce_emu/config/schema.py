@@ -1413,8 +1413,9 @@ class Job(Strict):
     """Let other jobs that also say share: true run on the same hosts (refused otherwise)."""
     cc: Optional[Cc] = None
     """The congestion control of the job's senders, written as network.cc (algorithm and params); null: network.cc.
-    The switches serve every job alike: one ECN marking for all traffic, and INT records on every packet that
-    carries the header (HPCC's), so jobs may mix algorithms (docs/howto/jobs.md)."""
+    The switches serve every job alike: one ECN marking for all traffic (switch.ecn), and INT records on every
+    packet that carries the header (HPCC's), so jobs may mix algorithms; one that reacts to ECN marks (dcqcn,
+    dctcp) needs the fabric's marking to be its default, or switch.ecn to set it (docs/howto/jobs.md)."""
 
     @model_validator(mode="after")
     def _hosts_or_placement(self):

@@ -971,7 +971,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n, sack):
     if w.pkt[k_data]["train_len"] > 1:  # answered at train_due_ps
         w.pkt[k]["sent_ps"] -= _ack_echo_shift_ps(w, k_data, w.port[p]["rate_bps"])
     if kind != PK_CNP:
-        cc.on_reply(w, k_data, k)
+        cc.on_reply(w, f, k_data, k)
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))
     return p
 

@@ -8,7 +8,7 @@ and raise it (fast recovery, additive, hyper increase by the stage count s).
 once per N per flow; each CNP cuts the rate at once; alpha decays after K without
 CNP; a timer T and a byte counter B drive the increase stages.
 
-World arrays: reads ccp; writes ccs.
+World arrays: reads qp, ccp; writes ccs.
 """
 
 from ..jit import njit

@@ -6,7 +6,9 @@ and is listed in ``registry``. ``CC_NONE`` sends at line rate and ignores every
 notification. A queue pair carries its flow's algorithm (qp["cc"]) and its row of
 parameters in World.ccp (qp["cc_row"]): jobs of one run may each have their own. A hook
 reads the code from the queue pair it acts on, a record the caller has just touched, so
-the branches cost one load and one comparison.
+the branches cost one load and one comparison; a switch port, which holds only the packet,
+looks at its queue pair only in a run that mixes HPCC with other algorithms
+(cfg[CFG_CC_USED]).
 
 World arrays: reads cfg, pkt, ccp; writes stats, qp.
 """
@@ -18,6 +20,7 @@ from ..kinds import CC_DCQCN, CC_DCTCP, CC_HPCC, CC_NONE, CC_TIMELY, CFG_CC_USED
 from . import dcqcn, dctcp, hpcc, timely
 from .base import timer_fires
 
+HPCC_BIT = 1 << CC_HPCC  #: HPCC's bit of cfg[CFG_CC_USED]
 NOTIFY_NONE = 0  #: a plain ACK
 NOTIFY_FLAG = 1  #: flag the ACK (ECN echo / ConnectX CNP flag)
 NOTIFY_CNP = 2  #: also send a separate CNP packet
@@ -97,12 +100,13 @@ def cnp_gap_ps(w, f):
 def on_switch_egress(w, k, p, t):
     """Switch port p starts sending data packet k (HPCC pushes its INT record: switches stamp
     the packets that carry an INT header, those of HPCC's flows)."""
-    if w.cfg[CFG_CC_USED] & (1 << CC_HPCC) and w.qp[w.pkt[k]["qp"]]["cc"] == CC_HPCC:
+    used = w.cfg[CFG_CC_USED]
+    if used & HPCC_BIT and (used == HPCC_BIT or w.qp[w.pkt[k]["qp"]]["cc"] == CC_HPCC):
         hpcc.stamp(w, k, p, t)
 
 
 @njit
-def on_reply(w, k_data, k):
-    """The receiver answers data packet k_data with ACK or NACK k (HPCC echoes the INT records)."""
-    if w.qp[w.pkt[k]["qp"]]["cc"] == CC_HPCC:
+def on_reply(w, f, k_data, k):
+    """Flow f's receiver answers data packet k_data with ACK or NACK k (HPCC echoes the INT records)."""
+    if w.qp[f]["cc"] == CC_HPCC:
         hpcc.echo(w, k_data, k)
