@@ -2,12 +2,15 @@
 
     python benchmarks/shared.py                  # scenarios/two_jobs.yaml under every policy below
     python benchmarks/shared.py --csv out.csv    # also write the rows as tidy CSV
-    python benchmarks/shared.py --scenario S     # another scenario with jobs:
+    python benchmarks/shared.py --scenario S     # another scenario with (at least two) jobs
+    python benchmarks/shared.py --policy "DCQCN + HPCC"   # only that policy (repeatable)
 
 Each policy runs the scenario once with its jobs together, then each job alone on the hosts it
-had (api.jobs_alone, what `roce-emu plot RUN --baseline alone` does). Policies: PFC alone (no
-congestion control), DCQCN and HPCC over RoCE with PFC, and IRN without PFC, with no congestion
-control and with DCQCN. Times are simulated, so they do not depend on the machine.
+had under its own congestion control (api.jobs_alone, what `roce-emu plot RUN --baseline alone`
+does). Policies: PFC alone (no congestion control), DCQCN and HPCC over RoCE with PFC, IRN
+without PFC, with no congestion control and with DCQCN, and two mixes in which the first job
+runs DCQCN and the second its own algorithm (a job's cc): HPCC, or none (PFC alone). Times are
+simulated, so they do not depend on the machine.
 """
 
 import argparse
@@ -30,6 +33,8 @@ POLICIES = [
         "IRN + DCQCN, no PFC",
         ["network.cc.algorithm=dcqcn", "network.transport=irn", "network.switch.pfc.enabled=false"],
     ),
+    ("DCQCN + HPCC", ["network.cc.algorithm=dcqcn", "jobs.1.cc.algorithm=hpcc"]),
+    ("DCQCN + PFC alone", ["network.cc.algorithm=dcqcn", "jobs.1.cc.algorithm=none"]),
 ]
 
 
@@ -45,6 +50,7 @@ def policy_rows(scenario: Path, name: str, overrides: list[str], scratch: Path) 
             {
                 "policy": name,
                 "job": job["job"],
+                "cc": job["cc"],
                 "alone_ms": round(solo["mean_iteration_ns"] / 1e6, 3),
                 "together_ms": round(job["mean_iteration_ns"] / 1e6, 3),
                 "slowdown": round(job["mean_iteration_ns"] / solo["mean_iteration_ns"], 3),
@@ -60,10 +66,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "two_jobs.yaml")
     parser.add_argument("--csv", type=Path, help="also write the rows to this CSV file")
+    names = [name for name, _ in POLICIES]
+    parser.add_argument("--policy", action="append", choices=names, help="only this policy (repeatable)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for name, overrides in POLICIES:
+            if args.policy and name not in args.policy:
+                continue
             rows += policy_rows(args.scenario, name, overrides, Path(scratch))
             print(f"{name}: done", file=sys.stderr, flush=True)
     print_markdown(rows)

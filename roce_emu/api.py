@@ -54,6 +54,7 @@ from .run.world import build_world
 from .units import ns_to_ps, ns_to_s
 from .workload import Workload, collective_flow_mask, parameter_server
 from .workload.gpt import implied_keys
+from .workload.jobs import cc_rows
 from .workload.training import placement
 
 
@@ -156,7 +157,11 @@ def normalized_document(prepared: Prepared) -> dict:
     doc = prepared.scenario.model_dump(mode="json")
     network = prepared.scenario.network
     algorithm = network.cc.algorithm
-    doc["network"]["cc"]["params"] = params_from_engine(algorithm, prepared.world.ccp)
+    doc["network"]["cc"]["params"] = params_from_engine(algorithm, prepared.world.ccp[0])
+    rows, job_rows = cc_rows(prepared.scenario)
+    for job, row in zip(doc["jobs"], job_rows):
+        if job["cc"] is not None:  # a job's own congestion control
+            job["cc"]["params"] = params_from_engine(rows[row].algorithm, prepared.world.ccp[row])
     kmin, kmax, pmax = network.switch.ecn.resolved(algorithm)
     doc["network"]["switch"]["ecn"].update(kmin_bytes=int(kmin), kmax_bytes=int(kmax), pmax=float(pmax))
     for device in ("nic", "switch"):

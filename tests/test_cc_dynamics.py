@@ -31,10 +31,15 @@ def _shared_bottleneck(algorithm, params, flows, interval_ns=5000, **network):
     )
 
 
+def _data_header(world):
+    """A data packet's header bytes: the fabric's and the INT of the flows' algorithm."""
+    return int(world.cfg[K.CFG_DATA_HDR] + K.CC_INT_BYTES[world.flow["cc"][0]])
+
+
 def _wire_factor(world):
     """Wire bytes per payload byte of a full data packet (headers, INT, preamble and gap)."""
     mtu = int(world.cfg[K.CFG_MTU])
-    return (mtu + int(world.cfg[K.CFG_DATA_HDR]) + int(world.cfg[K.CFG_IFG])) / mtu
+    return (mtu + _data_header(world) + int(world.cfg[K.CFG_IFG])) / mtu
 
 
 #: link utilisation two equal flows reach on one bottleneck (docs/model.md defaults): PFC alone,
@@ -90,7 +95,7 @@ def _first_time(t, values, threshold, after):
 
 
 def _base_rtt_ps(world):
-    mtu_frame = int(world.cfg[K.CFG_MTU] + world.cfg[K.CFG_DATA_HDR] + world.cfg[K.CFG_IFG])
+    mtu_frame = int(world.cfg[K.CFG_MTU] + _data_header(world) + world.cfg[K.CFG_IFG])
     return 4 * US + 2 * mtu_frame * 80  # two 1 us links, one data frame per hop at 100 Gb/s (80 ps/B)
 
 
@@ -103,7 +108,7 @@ def test_survivor_climbs_back_within_the_derived_bound(algorithm):
     drain = res.summary["max_queue_bytes"] * 8 * 10**12 // int(LINE)  # the standing queue empties
     t, rate = rate_series(trace, 0)
     r0 = float(rate[np.searchsorted(t, t_leave)])
-    p = world.ccp
+    p = world.ccp[0]
     if algorithm == "none":
         target, bound = 0.99 * LINE, drain
     elif algorithm == "hpcc":
@@ -156,7 +161,7 @@ def test_dcqcn_cx_survivor_follows_the_increase_timer_exactly():
     world = advance_to(world, t)
     f = qp_of(world, 0)
     c = world.ccs[f]
-    p = world.ccp
+    p = world.ccp[0]
     rate, target, stage = float(c["rate"]), float(c["target"]), int(c["stage"])
     tick = int(world.timer[f, K.TM_INCREASE, 0])
     period = int(p[cc_dcqcn.P_INC_PS])
@@ -188,7 +193,7 @@ def test_dcqcn_paper_survivor_within_additive_bound():
         t += 10 * US
         world = advance_to(world, t)
     t_leave = int(world.flow[1]["finish_ps"])
-    p = world.ccp
+    p = world.ccp[0]
     f = qp_of(world, 0)
     r0 = float(world.ccs[f]["rate"])
     gap = LINE - r0
@@ -277,7 +282,7 @@ def _latecomer(params):
 def test_hpcc_keeps_a_latecomers_larger_share_until_additive_increase_evens_it(rai_scale):
     res = simulate(_latecomer({"rate_ai_mbps": 40.0 * rai_scale} if rai_scale != 1 else {}))
     world, trace = res.outcome.world, res.outcome.trace
-    p = world.ccp
+    p = world.ccp[0]
     n, rai, T = 4, p[cc_hpcc.P_RAI], p[cc_hpcc.P_BASE_RTT_PS]
     window = 50 * US
 
@@ -313,7 +318,7 @@ def test_hpcc_state_mid_run_shows_why_the_ratio_holds():
     world = advance_to(world, 1000 * US)
     qps = [qp_of(world, f) for f in range(4)]  # all four still sending
     c = world.ccs[qps]
-    T = world.ccp[cc_hpcc.P_BASE_RTT_PS]
+    T = world.ccp[0, cc_hpcc.P_BASE_RTT_PS]
     assert c["util"].max() / c["util"].min() < 1.02, f"one bottleneck, one U: {c['util']}"
     assert c["util"].mean() == pytest.approx(0.95, abs=0.05)  # held near eta
     windows = world.qp["window_bytes"][qps]

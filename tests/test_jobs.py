@@ -159,6 +159,10 @@ def write(tmp_path, doc: dict, name: str = "jobs.yaml"):
         (lambda d: d["jobs"][1].update(placement="packed"), "jobs.1", "either hosts or placement"),
         (lambda d: d["jobs"][1].pop("hosts") and d["jobs"][1].update(placement="packed"), "jobs.1.ranks", "required"),
         (lambda d: d["jobs"][1].update(hosts=None, placement="spread", ranks=5), "jobs.1.ranks", "4 of the 8 hosts"),
+        (lambda d: d["jobs"][0].update(cc={"algorithm": "bbr"}), "jobs.0.cc.algorithm", "dcqcn, hpcc"),
+        (lambda d: d["jobs"][0].update(cc={"algorithm": "dcqcn", "params": {"eta": 1}}), "jobs.0.cc.params.eta", "g,"),
+        # DCTCP's marking (one threshold) is not the fabric's (network.cc none's RED)
+        (lambda d: d["jobs"][1].update(cc={"algorithm": "dctcp"}), "jobs.1.cc.algorithm", "mark all traffic alike"),
     ],
 )
 def test_bad_jobs_are_one_line_naming_the_key(tmp_path, change, key, words):

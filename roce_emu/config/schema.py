@@ -580,6 +580,11 @@ class Ecn(Strict):
         )
 
 
+def _marking(ecn: tuple) -> str:
+    kmin, kmax, pmax = ecn
+    return f"kmin {kmin} B, kmax {kmax} B, pmax {pmax:g}"
+
+
 class Switch(Strict):
     """Every switch: its shared buffer, PFC, ECN marking, where ACKs queue, and in-network reduction."""
 
@@ -1451,6 +1456,11 @@ class Job(Strict):
     """Priority (PFC class) of the job's data packets, unless a flow sets its own; null: network.nic.data_priority."""
     share: StrictBool = False
     """Let other jobs that also say share: true run on the same hosts (refused otherwise)."""
+    cc: Optional[Cc] = None
+    """The congestion control of the job's senders, written as network.cc (algorithm and params); null: network.cc.
+    The switches serve every job alike: one ECN marking for all traffic (switch.ecn), and INT records on every
+    packet that carries the header (HPCC's), so jobs may mix algorithms; one that reacts to ECN marks (dcqcn,
+    dctcp) needs the fabric's marking to be its default, or switch.ecn to set it (docs/howto/jobs.md)."""
 
     @model_validator(mode="after")
     def _hosts_or_placement(self):
@@ -1713,6 +1723,27 @@ class Scenario(Strict):
                     f"{AT}jobs.{i}.name '{job.name}' is not allowed: jobs.{seen[job.name]} has that name already"
                 )
             seen[job.name] = i
+        return self
+
+    @model_validator(mode="after")
+    def _jobs_cc_served_by_the_fabric(self):
+        """The switches mark ECN one way for all traffic (switch.ecn, its omitted values network.cc's
+        algorithm's defaults): a job's own algorithm that reacts to the marks is refused unless that
+        marking is its own defaults, or the scenario sets the marking itself."""
+        ecn = self.network.switch.ecn
+        fabric = ecn.resolved(self.network.cc.algorithm)
+        for i, job in enumerate(self.jobs):
+            if job.cc is None or not ecn.enabled or not BY_NAME[job.cc.algorithm].reacts_to_ecn:
+                continue
+            own = ecn.resolved(job.cc.algorithm)
+            if own != fabric:
+                name = job.cc.algorithm
+                raise ValueError(
+                    f"{AT}jobs.{i}.cc.algorithm '{name}' is not allowed with the fabric's ECN marking: the switches "
+                    f"mark all traffic alike, {_marking(fabric)} (network.cc.algorithm "
+                    f"'{self.network.cc.algorithm}'), not {name}'s {_marking(own)}: set network.switch.ecn's "
+                    f"kmin_bytes, kmax_bytes and pmax, or network.cc.algorithm '{name}'"
+                )
         return self
 
     @model_validator(mode="after")

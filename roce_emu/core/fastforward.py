@@ -367,7 +367,7 @@ def _walk_flow(w, ff, f):
     last = c["last_cnp_ps"]
     _put(ff, T_PLAIN, _i(last >= 0))
     if last >= 0:  # DCQCN paper receiver: the time from which it may send the next CNP
-        gap = cc.cnp_gap_ps(w)
+        gap = cc.cnp_gap_ps(w, f)
         c["last_cnp_ps"] = _put(ff, T_TIME, last + gap) - gap
     for tm in range(N_TIMERS):
         armed = w.timer[f, tm, TIMER_ARMED]

@@ -84,6 +84,8 @@ CC_DCQCN = I64(_cc_registry.code("dcqcn"))
 CC_HPCC = I64(_cc_registry.code("hpcc"))
 CC_TIMELY = I64(_cc_registry.code("timely"))
 CC_DCTCP = I64(_cc_registry.code("dctcp"))
+#: INT bytes every data packet and ACK of a flow carries, by its algorithm's code (HPCC's INT stack)
+CC_INT_BYTES = np.array([a.int_header_bytes for a in _cc_registry.ALGORITHMS], np.int64)
 
 #: congestion-control timers per flow (one pending event each, see cc/base.py)
 TM_ALPHA = I64(0)
@@ -141,8 +143,8 @@ KICK_CAP = 64  #: restart-stack room beyond one entry per (port, priority)
 
 # ---- scalar configuration: indices into World.cfg (int64) ----------------------
 CFG_MTU = 0  #: payload bytes per data packet
-CFG_DATA_HDR = 1  #: data frame header bytes (everything but payload)
-CFG_ACK_BYTES = 2
+CFG_DATA_HDR = 1  #: data frame header bytes (everything but payload), before a flow's INT (CC_INT_BYTES)
+CFG_ACK_BYTES = 2  #: before a flow's INT (CC_INT_BYTES)
 CFG_CNP_BYTES = 3
 CFG_PFC_BYTES = 4
 CFG_IFG = 5  #: preamble + inter-frame gap bytes (wire only, not buffered)
@@ -155,7 +157,7 @@ CFG_RESUME_OFF = 11  #: XON hysteresis bytes
 CFG_STALL_PS = 12
 CFG_N_HOSTS = 13
 CFG_N_FLOWS = 14
-CFG_CC = 15  #: CC_* code of the run's algorithm
+CFG_CC_USED = 15  #: bit 1 << CC_* set for each algorithm some flow of the run uses (its queue pairs' qp["cc"])
 CFG_TRACE = 16  #: TRACE_*_ON bits, 0 = no traces
 CFG_TRACE_PS = 17  #: trace sampling interval
 CFG_N_TASKS = 18

@@ -4,10 +4,10 @@ Flows that start at the same instant and share egress ports (their data's or the
 form a *component*. If none of its ports is used by a flow the exact engine is running, or
 reserved by another component, the component is *virtual*:
 
-- **Key.** Its shape up to the order its flows started in: each flow's bytes and priority, the
-  ports its data and its ACKs cross (renamed in the order they appear), and each port's rate,
-  delay, cut-through, ECN thresholds and PFC settings. The run's congestion control, MTU and
-  ACK ratio are the same for every component of a run.
+- **Key.** Its shape up to the order its flows started in: each flow's bytes, priority and
+  congestion control (its row of World.ccp), the ports its data and its ACKs cross (renamed in
+  the order they appear), and each port's rate, delay, cut-through, ECN thresholds and PFC
+  settings. The run's MTU and ACK ratio are the same for every component of a run.
 - **Contended.** A component whose flows' data meet at a switch port faster than it sends is left to
   the engine (a queue builds there: it would be volatile, below).
 - **Miss.** The exact engine runs the component alone from its start to its last packet, on a
@@ -45,8 +45,6 @@ from .heap import heap_pop, heap_push
 from .jit import njit_alloc
 from .kinds import (
     CFG_HEAP_ROOM,
-    CFG_ACK_BYTES,
-    CFG_DATA_HDR,
     CFG_IFG,
     CFG_MTU,
     CFG_N_HOSTS,
@@ -85,6 +83,7 @@ from .kinds import (
 )
 from .loop import advance
 from .nic import flow_start
+from .packets import ack_frame_bytes, data_header_bytes
 from .paths import path_into, ser_ps
 from .port import drain_kicks, kick
 from .state import EV_DTYPE, World
@@ -285,8 +284,9 @@ def _conflicts(w, mm, L, t, materialise):
             if mm.users[mm.path[h, i]] > 0:
                 _sweep(w, mm, t)
                 a, b = _paths(w, mm, L)
-    data_wire = min(w.cfg[CFG_MTU], w.flow[L]["size_bytes"]) + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG]
-    ack_wire = w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
+    cc = w.flow[L]["cc"]
+    data_wire = min(w.cfg[CFG_MTU], w.flow[L]["size_bytes"]) + data_header_bytes(w, cc) + w.cfg[CFG_IFG]
+    ack_wire = ack_frame_bytes(w, cc) + w.cfg[CFG_IFG]
     free = True
     need = 0
     found = np.empty(2 * MAX_HOPS * K_RES, np.int64)
@@ -445,7 +445,7 @@ def _key(w, mm, c, ports_out):
     for i in range(n):
         L = mm.comp_flows[first + i]
         buf[k] = w.flow[L]["size_bytes"]
-        buf[k + 1] = w.flow[L]["prio"]
+        buf[k + 1] = w.flow[L]["prio"] + 256 * w.flow[L]["cc_row"]  # its priority and congestion control
         k += 2
         a, b = _paths(w, mm, L)
         for h in range(2):

@@ -31,11 +31,9 @@ from .heap import heap_push
 from .jit import njit
 from .kinds import (
     ARRIVE_TOKEN,
-    CFG_ACK_BYTES,
     CFG_ACK_EVERY,
     CFG_ACK_WITH_DATA,
     CFG_CNP_BYTES,
-    CFG_DATA_HDR,
     CFG_IFG,
     CFG_MTU,
     CFG_NACK_PS,
@@ -72,7 +70,15 @@ from .kinds import (
     TP_IRN,
 )
 from .mmu import release
-from .packets import count_sent, fifo_push, fifo_shrink, pkt_alloc, wire_bytes
+from .packets import (
+    ack_frame_bytes,
+    count_sent,
+    data_header_bytes,
+    fifo_push,
+    fifo_shrink,
+    pkt_alloc,
+    wire_bytes,
+)
 from .paths import PATH_END, next_egress, next_hop, ser_ps
 from .pfc import is_paused
 from .qp import qp_open
@@ -300,18 +306,18 @@ def _reach(w, f):
     first link")."""
     r = w.qp[f]
     left = r["n_pkts"] - r["snd_nxt"] - TRAIN_TAIL
-    cap = _first_link_cap(w, w.port[r["nic_port"]])
+    cap = _first_link_cap(w, w.port[r["nic_port"]], r["cc"])
     return left if r["n_pkts"] >= TRAIN_REACH * cap else min(left, cap)
 
 
 @njit
-def _first_link_cap(w, pt):
+def _first_link_cap(w, pt, cc):
     """Packets a train from host port pt may carry and still be cut at its NIC: no longer than
     the first link's delay, so that until its first packet arrives the NIC holds all of it. On a
     multi_dim NIC link, whose router passes packets on as they come in (port._try_send), the
     delay to the next router, by the dimension link: until the train reaches it, the router's
     port can cut it too (cut_train)."""
-    one = ser_ps(w.cfg[CFG_MTU] + w.cfg[CFG_DATA_HDR] + w.cfg[CFG_IFG], pt["rate_bps"])
+    one = ser_ps(w.cfg[CFG_MTU] + data_header_bytes(w, cc) + w.cfg[CFG_IFG], pt["rate_bps"])
     delay = pt["prop_ps"]
     if pt["cut_through"] != 0:
         delay += w.port[w.port[pt["peer_port"]]["pass_to"]]["prop_ps"]
@@ -324,7 +330,7 @@ def reaches_on(w, k):
     from its NIC as it began (port._send_train), and the ports that pass it on end it at the
     later of their own end and its arrival (retime_train)."""
     r = w.qp[w.pkt[k]["qp"]]
-    return w.pkt[k]["train_len"] > _first_link_cap(w, w.port[r["nic_port"]])
+    return w.pkt[k]["train_len"] > _first_link_cap(w, w.port[r["nic_port"]], r["cc"])
 
 
 @njit(inline="always")
@@ -378,7 +384,7 @@ def _emit_data(w, p, f, t):
     selective = w.cfg[CFG_TRANSPORT] == TP_IRN
     seq = irn.next_seq(w, f) if selective else r["snd_nxt"]
     payload = min(n * mtu, r["size_bytes"] - seq * mtu)
-    frame = payload + n * w.cfg[CFG_DATA_HDR]
+    frame = payload + n * data_header_bytes(w, r["cc"])
     wire = frame + n * w.cfg[CFG_IFG]
     k = pkt_alloc(w, PK_DATA, I64(f), seq, frame, I64(r["prio"]), I64(r["dst"]))
     w.pkt[k]["sent_ps"] = t
@@ -919,7 +925,7 @@ def _ack_lead_ps(w, k, rate):
     n = I64(pk["train_len"])
     m, first, last = _train_acks(w, k)
     data_wire = (pk["frame_bytes"] + n * w.cfg[CFG_IFG]) // n
-    return ser_ps(((2 * (n - 1) - first - last) * data_wire + (m - 1) * _ack_wire_bytes(w)) // 2, rate)
+    return ser_ps(((2 * (n - 1) - first - last) * data_wire + (m - 1) * _ack_wire_bytes(w, k)) // 2, rate)
 
 
 @njit
@@ -928,12 +934,13 @@ def _ack_echo_shift_ps(w, k, rate):
     echoes: the exact last ACK echoes its own packet's send time, and the ACK train ends sooner
     than that ACK by as much again, so the sender measures the last ACK's RTT (TIMELY's)."""
     m, _, _ = _train_acks(w, k)
-    return _ack_lead_ps(w, k, rate) - ser_ps((m - 1) * _ack_wire_bytes(w), rate)
+    return _ack_lead_ps(w, k, rate) - ser_ps((m - 1) * _ack_wire_bytes(w, k), rate)
 
 
 @njit
-def _ack_wire_bytes(w):
-    return w.cfg[CFG_ACK_BYTES] + w.cfg[CFG_IFG]
+def _ack_wire_bytes(w, k):
+    """Wire bytes of one ACK answering data packet k."""
+    return ack_frame_bytes(w, w.qp[w.pkt[k]["qp"]]["cc"]) + w.cfg[CFG_IFG]
 
 
 @njit
@@ -952,7 +959,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n, sack):
 
     It echoes the data packet's send time (TIMELY's RTT) and, for HPCC, its INT records."""
     r = w.qp[f]
-    size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else w.cfg[CFG_ACK_BYTES]
+    size = w.cfg[CFG_CNP_BYTES] if kind == PK_CNP else ack_frame_bytes(w, r["cc"])
     prio = I64(r["prio"]) if kind != PK_CNP and w.cfg[CFG_ACK_WITH_DATA] != 0 else CTRL_PRIO
     k = pkt_alloc(w, kind, I64(f), seq, n * size, prio, I64(r["src"]))
     w.pkt[k]["train_len"] = n
@@ -964,7 +971,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n, sack):
     if w.pkt[k_data]["train_len"] > 1:  # answered at train_due_ps
         w.pkt[k]["sent_ps"] -= _ack_echo_shift_ps(w, k_data, w.port[p]["rate_bps"])
     if kind != PK_CNP:
-        cc.on_reply(w, k_data, k)
+        cc.on_reply(w, f, k_data, k)
     fifo_push(w, I64(p), CTRL_PRIO, I64(k))
     return p
 

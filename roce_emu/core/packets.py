@@ -5,6 +5,9 @@ World arrays: reads cfg; writes stats, meta, pkt, pkt_free, port, pq, qp.
 
 from .jit import njit
 from .kinds import (
+    CC_INT_BYTES,
+    CFG_ACK_BYTES,
+    CFG_DATA_HDR,
     CFG_IFG,
     C_CTRL_DROPPED,
     C_DATA_DROPPED,
@@ -47,6 +50,19 @@ def pkt_alloc(w, kind, f, seq, frame_bytes, prio, dst):
     r["take_tok"] = 0
     r["n_int"] = 0
     return k
+
+
+@njit(inline="always")
+def data_header_bytes(w, cc):
+    """Header bytes of a data frame of a flow whose algorithm is cc (CC_*): the fabric's, and
+    the INT its packets carry (HPCC's)."""
+    return w.cfg[CFG_DATA_HDR] + CC_INT_BYTES[cc]
+
+
+@njit(inline="always")
+def ack_frame_bytes(w, cc):
+    """Bytes of an ACK or NACK frame of a flow whose algorithm is cc (CC_*), its INT echo included."""
+    return w.cfg[CFG_ACK_BYTES] + CC_INT_BYTES[cc]
 
 
 @njit

@@ -183,8 +183,10 @@ FLOW_DTYPE = np.dtype(
         ("dst", np.int32),
         ("nic_port", np.int32),  # sender's first-hop port
         ("qp", np.int32),  # its queue pair while it has one, else -1
+        ("cc_row", np.int16),  # its congestion control's row of World.ccp (a job's own, or the run's)
         ("prio", np.int8),
         ("state", np.int8),  # FL_*
+        ("cc", np.int8),  # CC_* of that row's algorithm
     ],
     align=True,
 )
@@ -236,6 +238,8 @@ QP_DTYPE = np.dtype(
         ("act_next", np.int32),  # ring of active queue pairs on the NIC port
         ("act_prev", np.int32),
         ("conn_next", np.int32),  # queue_pair: connection: the flow that waits for this one to have sent all
+        ("cc_row", np.int16),  # its flow's row of World.ccp
+        ("cc", np.int8),  # its flow's CC_*: what the congestion-control hooks (cc/dispatch.py) run
         ("prio", np.int8),
         ("state", np.int8),  # FL_*
         ("in_ring", np.uint8),
@@ -336,7 +340,9 @@ class World(NamedTuple):
     flow: np.ndarray  # FLOW_DTYPE per workload flow
     qp: np.ndarray  # QP_DTYPE: queue-pair slots, the live state of the flows in flight (qp.py)
     qp_free: np.ndarray  # int32 stack of free queue-pair slots (meta[M_QP_FREE] of them)
-    ccp: np.ndarray  # float64: the algorithm's parameters (indices in its cc_* module)
+    # float64[rows, width]: per congestion control of the run (row 0 network.cc, then the jobs' own),
+    # its algorithm's parameters (indices in its cc_* module); a queue pair reads its row, qp["cc_row"]
+    ccp: np.ndarray
     ccs: np.ndarray  # CC_DTYPE per queue pair
     timer: np.ndarray  # int64[queue pairs, N_TIMERS, 2]: CC timer deadline and armed flag (TIMER_*)
     int_rec: np.ndarray  # int64[pool, max hops, INT_FIELDS]: INT carried by each packet (0 hops if not HPCC)

@@ -23,6 +23,7 @@ JOB_COLUMNS = (
     "job",
     "hosts",
     "priority",
+    "cc",
     "start_ns",
     "last_finish_ns",
     "time_ns",
@@ -54,8 +55,9 @@ def job_view(workload: Workload, i: int) -> Workload:
 
 
 def job_results(world: World, workload: Workload) -> list[JobResult]:
-    """Each job's summary (where it ran, its last finish, its time from start to last finish,
-    its iteration times with their breakdown, and its inference requests' latency) and rank timeline."""
+    """Each job's summary (where it ran, its priority and congestion control, its last finish,
+    its time from start to last finish, its iteration times with their breakdown, and its
+    inference requests' latency) and rank timeline."""
     out = []
     # a flow's task finishes when its receiver has the last byte, the flow when its last ACK is
     # back (summary.json's last_finish_ns): a job's last finish is the later
@@ -71,6 +73,7 @@ def job_results(world: World, workload: Workload) -> list[JobResult]:
             "job": part.name,
             "hosts": part.hosts,
             "priority": part.priority,
+            "cc": part.cc,
             "start_ns": ps_to_ns(part.start_ps),
             "last_finish_ns": ps_to_ns(last) if last >= 0 else None,
             "time_ns": ps_to_ns(last - part.start_ps) if last >= 0 else None,
@@ -92,6 +95,7 @@ def jobs_rows(results: list[JobResult]) -> list[tuple]:
             s["job"],
             " ".join(map(str, s["hosts"])),
             s["priority"],
+            s["cc"],
             format_ps_as_ns(r.start_ps) or "0",
             format_ps_as_ns(r.last_finish_ps) if done else "",
             format_ps_as_ns(r.last_finish_ps - r.start_ps) if done else "",

@@ -46,24 +46,29 @@ def flow_table(world: World) -> dict[str, np.ndarray]:
     """Every flow's results as numeric columns (times in ps, -1 for none), computed in bulk."""
     flow = flows_now(world)
     cfg = world.cfg
-    hops, ideal = flow_hops_and_ideal_fcts(
-        world.route_off[0],
-        world.route_ports,
-        world.port["node"],
-        world.port["peer_port"],
-        world.port["pass_to"],
-        int(cfg[K.CFG_N_HOSTS]),
-        flow["src"].astype(np.int64),
-        flow["dst"].astype(np.int64),
-        flow["ecmp_hash"].astype(np.int64),
-        flow["size_bytes"].astype(np.int64),
-        cfg[K.CFG_MTU],
-        cfg[K.CFG_DATA_HDR],
-        cfg[K.CFG_ACK_BYTES],
-        cfg[K.CFG_IFG],
-        world.port["nominal_bps"],
-        world.port["prop_ps"],
-    )
+    hops = np.zeros(len(flow), np.int64)
+    ideal = np.zeros(len(flow), np.int64)
+    int_bytes = K.CC_INT_BYTES[flow["cc"]]
+    for extra in np.unique(int_bytes):  # the flows whose packets carry as many INT bytes (HPCC's, or none)
+        mine = int_bytes == extra
+        hops[mine], ideal[mine] = flow_hops_and_ideal_fcts(
+            world.route_off[0],
+            world.route_ports,
+            world.port["node"],
+            world.port["peer_port"],
+            world.port["pass_to"],
+            int(cfg[K.CFG_N_HOSTS]),
+            flow["src"][mine].astype(np.int64),
+            flow["dst"][mine].astype(np.int64),
+            flow["ecmp_hash"][mine].astype(np.int64),
+            flow["size_bytes"][mine].astype(np.int64),
+            cfg[K.CFG_MTU],
+            cfg[K.CFG_DATA_HDR] + extra,
+            cfg[K.CFG_ACK_BYTES] + extra,
+            cfg[K.CFG_IFG],
+            world.port["nominal_bps"],
+            world.port["prop_ps"],
+        )
     start = flow["start_ps"].astype(np.int64)
     finish = flow["finish_ps"].astype(np.int64)
     return {
@@ -227,7 +232,7 @@ def summary(world: World, fabric: Fabric, scenario, outcome, table: dict[str, np
         "switches": fabric.n_switches,
         "links": fabric.n_links,
         "cc_algorithm": scenario.network.cc.algorithm,
-        "cc_params": params_from_engine(scenario.network.cc.algorithm, world.ccp),
+        "cc_params": params_from_engine(scenario.network.cc.algorithm, world.ccp[0]),
         "flows": len(table["flow_id"]),
         "sim_time_ns": float(format_ps_as_ns(int(stats[K.C_NOW_PS])) or 0),
         "last_finish_ns": float(format_ps_as_ns(int(finishes.max()))) if len(finishes) else None,

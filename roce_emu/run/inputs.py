@@ -20,6 +20,7 @@ from ..fabric.routing import build_routes
 from ..fabric.topology import Fabric, build_fabric, fabric_size
 from ..workload import Workload, build_workload, workload_items
 from ..workload.collectives import HIERARCHICAL, Collective
+from ..workload.jobs import used_algorithms
 from ..workload.size import WorkloadSize, workload_size
 from .sizing import check_fabric_memory, check_memory
 
@@ -69,7 +70,7 @@ STREAMING = "the switches reduce packet by packet (network.switch.reduction: str
 
 def why_no_trains(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
-    an algorithm clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
+    an algorithm some flow uses clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
     packet apart ACK trains would stall, faults (every fault is a link action), whose losses
     and detours trains do not model, IRN, whose BDP cap is a window too and whose recovery
     trains do not model, jitter, which holds each packet of a train for its own time, or a
@@ -77,9 +78,10 @@ def why_no_trains(scenario: Scenario, workload: Workload | None = None) -> str:
     world.train_limit turns trains off then, and accuracy_warnings says so."""
     if streams(workload):
         return STREAMING
-    algorithm = scenario.network.cc.algorithm
-    if BY_NAME[algorithm].windowed:
-        return f"{algorithm} is clocked by a window (network.cc.algorithm)"
+    for algorithm in used_algorithms(scenario):
+        if BY_NAME[algorithm].windowed:
+            key = "network.cc.algorithm" if algorithm == scenario.network.cc.algorithm else "a job's cc.algorithm"
+            return f"{algorithm} is clocked by a window ({key})"
     if scenario.faults:
         return "the scenario has faults, whose losses and detours trains do not model"
     if scenario.network.transport == "irn":

@@ -4,7 +4,7 @@ reading its flows as of now (flows_now, for the results and the stall report).""
 import numpy as np
 
 from ..config.cc_params import engine_params, resolved_params
-from ..config.schema import Scenario
+from ..config.schema import Cc, Scenario
 from ..core import fastforward as ff
 from ..core import kinds as K
 from ..core.cc.registry import BY_NAME, code
@@ -31,7 +31,7 @@ from ..units import bps_to_gbps, ns_to_ps
 from ..workload import streams
 from ..workload import Workload
 from ..workload.dag import GateTable, QueueTable, TaskTable
-from ..workload.jobs import job_seed
+from ..workload.jobs import cc_rows, job_seed, used_algorithms
 from .inputs import Inputs, why_no_trains
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
@@ -48,11 +48,10 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     """World.cfg: the run's scalar configuration (kinds.CFG_*), all but CFG_HEAP_ROOM."""
     scenario, workload = inputs.scenario, inputs.workload
     net = scenario.network
-    int_bytes = BY_NAME[net.cc.algorithm].int_header_bytes
     cfg = np.zeros(K.CFG_SIZE, np.int64)
     cfg[K.CFG_MTU] = net.mtu_bytes
-    cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes + int_bytes
-    cfg[K.CFG_ACK_BYTES] = net.wire.ack_bytes + int_bytes
+    cfg[K.CFG_DATA_HDR] = net.wire.data_header_bytes
+    cfg[K.CFG_ACK_BYTES] = net.wire.ack_bytes
     cfg[K.CFG_CNP_BYTES] = net.wire.cnp_bytes
     cfg[K.CFG_PFC_BYTES] = net.wire.pfc_bytes
     cfg[K.CFG_IFG] = net.wire.preamble_ifg_bytes
@@ -68,7 +67,7 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_N_HOSTS] = inputs.fabric.n_endpoints
     cfg[K.CFG_N_FLOWS] = len(workload.flows)
     cfg[K.CFG_N_TASKS] = len(workload.tasks)
-    cfg[K.CFG_CC] = code(net.cc.algorithm)
+    cfg[K.CFG_CC_USED] = sum(1 << code(a) for a in used_algorithms(scenario))
     traces = scenario.output.traces
     cfg[K.CFG_TRACE] = (
         (K.TRACE_RATE_ON if "rate" in traces else 0)
@@ -106,37 +105,49 @@ def bdp_cap_packets(inputs: Inputs, base_rtt_ps: int) -> int:
     return max(1, -(-base_rtt_ps * line_bps // (8 * net.mtu_bytes * 10**12)))
 
 
-def route_extremes(inputs: Inputs, cfg: np.ndarray) -> tuple[int, int]:
-    """(the healthy fabric's largest base RTT in ps, the most switch hops of any route in any
-    epoch). The all-pairs route walk (O(hosts^2)) runs only for an algorithm that needs the base
-    RTT (HPCC, DCTCP, IRN's BDP cap) or INT room per hop (HPCC, for the longest detour a failure forces)."""
-    spec = BY_NAME[inputs.scenario.network.cc.algorithm]
-    irn_cap = inputs.scenario.network.transport == "irn" and inputs.scenario.network.irn.bdp_cap_packets is None
-    if not (spec.needs_fabric_rtt or spec.int_header_bytes or irn_cap):
-        return 0, 0
+def route_extremes(inputs: Inputs, cfg: np.ndarray, rows: list[str]) -> tuple[list[int], int]:
+    """(the healthy fabric's largest base RTT in ps for each row's algorithm, its data frames
+    carrying that algorithm's INT; the most switch hops of any route in any epoch if some flow
+    carries INT, else 0: World.int_rec's room per packet). The all-pairs route walk (O(hosts^2))
+    runs only for an algorithm that needs the base RTT (HPCC, DCTCP; row 0's for IRN's BDP cap),
+    once per INT size, and for INT room per hop (HPCC, for the longest detour a failure forces);
+    a row that needs no base RTT gets 0."""
+    scenario = inputs.scenario
+    irn_cap = scenario.network.transport == "irn" and scenario.network.irn.bdp_cap_packets is None
+    specs = [BY_NAME[a] for a in rows]
+    needs = [spec.needs_fabric_rtt or (irn_cap and row == 0) for row, spec in enumerate(specs)]
+    with_int = any(BY_NAME[a].int_header_bytes for a in used_algorithms(scenario))
+    frames = {spec.int_header_bytes for spec, need in zip(specs, needs) if need}
+    if not (frames or with_int):
+        return [0] * len(rows), 0
     port, plan = inputs.port, inputs.plan
-    walk = (
-        plan.route_ports,
-        port["node"],
-        port["peer_port"],
-        port["pass_to"],
-        port["rate_bps"],
-        port["prop_ps"],
-        inputs.fabric.n_endpoints,
-        int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + cfg[K.CFG_IFG]),
-    )
-    base_rtt_ps, max_switch_hops = base_rtt_extremes(plan.route_off[0], *walk)
-    for epoch in range(1, len(plan.route_off) if spec.int_header_bytes else 1):  # detours only matter for INT
-        max_switch_hops = max(max_switch_hops, base_rtt_extremes(plan.route_off[epoch], *walk)[1])
-    return int(base_rtt_ps), int(max_switch_hops)
+
+    def walk(int_bytes: int) -> tuple:
+        frame = int(cfg[K.CFG_MTU] + cfg[K.CFG_DATA_HDR] + int_bytes + cfg[K.CFG_IFG])
+        args = (plan.route_ports, port["node"], port["peer_port"], port["pass_to"], port["rate_bps"], port["prop_ps"])
+        return (*args, inputs.fabric.n_endpoints, frame)
+
+    rtt = {}
+    max_switch_hops = 0
+    for int_bytes in sorted(frames or {0}):
+        rtt[int_bytes], max_switch_hops = base_rtt_extremes(plan.route_off[0], *walk(int_bytes))
+    for epoch in range(1, len(plan.route_off) if with_int else 1):  # detours only matter for INT
+        max_switch_hops = max(max_switch_hops, base_rtt_extremes(plan.route_off[epoch], *walk(0))[1])
+    rtts = [int(rtt[spec.int_header_bytes]) if need else 0 for spec, need in zip(specs, needs)]
+    return rtts, int(max_switch_hops) if with_int else 0
 
 
-def cc_parameters(inputs: Inputs, base_rtt_ps: int) -> np.ndarray:
-    """World.ccp: the algorithm's parameters in engine units, defaults resolved for the NIC rate."""
-    cc = inputs.scenario.network.cc
+def cc_parameters(inputs: Inputs, rows: list[Cc], base_rtt_ps: list[int]) -> np.ndarray:
+    """World.ccp: a row per congestion control of the run (workload.jobs.cc_rows), its
+    algorithm's parameters in engine units, defaults resolved for the NIC rate and the row's
+    base RTT."""
     port = inputs.port
     line_gbps = bps_to_gbps(float(port["rate_bps"][port["at_host"] == 1].max()))
-    return engine_params(cc.algorithm, resolved_params(cc.algorithm, dict(cc.params), line_gbps), base_rtt_ps)
+    ccp = np.zeros((len(rows), max(BY_NAME[cc.algorithm].n_params for cc in rows)), np.float64)
+    for i, (cc, rtt) in enumerate(zip(rows, base_rtt_ps)):
+        values = engine_params(cc.algorithm, resolved_params(cc.algorithm, dict(cc.params), line_gbps), rtt)
+        ccp[i, : len(values)] = values
+    return ccp
 
 
 def build_world(inputs: Inputs) -> World:
@@ -147,12 +158,12 @@ def build_world(inputs: Inputs) -> World:
     route_off, route_ports = plan.route_off, plan.route_ports
     cfg = config_slots(inputs)
     port, node = inputs.port, inputs.node
-    flow = _flows(scenario, fabric, workload, route_off[0], route_ports)
+    rows, job_rows = cc_rows(scenario)
+    flow = _flows(scenario, fabric, workload, route_off[0], route_ports, rows, job_rows)
     n_qps = first_qp_slots(len(flows), fabric.n_endpoints)
-    base_rtt_ps, max_switch_hops = route_extremes(inputs, cfg)
-    ccp = cc_parameters(inputs, base_rtt_ps)
-    cfg[K.CFG_IRN_CAP] = bdp_cap_packets(inputs, base_rtt_ps)
-    int_hops = max_switch_hops if BY_NAME[scenario.network.cc.algorithm].int_header_bytes else 0
+    base_rtt_ps, max_switch_hops = route_extremes(inputs, cfg, [cc.algorithm for cc in rows])
+    ccp = cc_parameters(inputs, rows, base_rtt_ps)
+    cfg[K.CFG_IRN_CAP] = bdp_cap_packets(inputs, base_rtt_ps[0])
     n_ports = len(port)
     pool_cap = pool_capacity(n_ports, n_qps)
     fanout = np.diff(workload.tasks.succ_off)
@@ -191,8 +202,8 @@ def build_world(inputs: Inputs) -> World:
         ccp=ccp,
         ccs=np.zeros(n_qps, CC_DTYPE),
         timer=np.zeros((n_qps, K.N_TIMERS, 2), np.int64),
-        int_rec=np.zeros((pool_cap, int_hops, INT_FIELDS), np.int64),
-        int_prev=np.zeros((n_qps, int_hops, INT_FIELDS), np.int64),
+        int_rec=np.zeros((pool_cap, max_switch_hops, INT_FIELDS), np.int64),
+        int_prev=np.zeros((n_qps, max_switch_hops, INT_FIELDS), np.int64),
         trace=np.zeros((_trace_rows(cfg, n_qps, n_ports), K.TR_COLS), np.int64),
         task=_tasks(workload.tasks),
         succ_off=workload.tasks.succ_off,
@@ -347,7 +358,11 @@ def ecmp_hashes(scenario: Scenario, workload: Workload) -> np.ndarray:
     return hashes
 
 
-def _flows(scenario: Scenario, fabric: Fabric, workload: Workload, route_off, route_ports) -> np.ndarray:
+def _flows(
+    scenario: Scenario, fabric: Fabric, workload: Workload, route_off, route_ports, rows: list[Cc], job_rows: list[int]
+) -> np.ndarray:
+    """World.flow: each flow of the workload as it waits to start, with its congestion control's
+    row of World.ccp (its job's, cc_rows) and algorithm."""
     table = workload.flows
     F = len(table)
     hashes = ecmp_hashes(scenario, workload)
@@ -361,6 +376,9 @@ def _flows(scenario: Scenario, fabric: Fabric, workload: Workload, route_off, ro
     flow["nic_port"] = first_hops(
         route_off, route_ports, fabric.n_endpoints, table.src.astype(np.int64), table.dst.astype(np.int64), hashes
     )
+    if workload.job is not None:
+        flow["cc_row"] = np.asarray(job_rows, np.int16)[workload.job[:F]]
+    flow["cc"] = np.array([code(cc.algorithm) for cc in rows], np.int8)[flow["cc_row"]]
     flow["state"] = K.FL_WAITING
     flow["qp"] = -1
     flow["finish_ps"] = -1

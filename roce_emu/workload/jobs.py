@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config.schema import Job, Scenario
+from ..config.schema import Cc, Job, Scenario
 from ..config.schema import Workload as WorkloadSpec
 from ..errors import ScenarioError
 from ..fabric.reduction import Reductions
@@ -34,6 +34,7 @@ class JobPart:
     hosts: list[int]
     start_ps: int
     priority: int
+    cc: str  #: the algorithm of its congestion control
     iteration_ends: list = field(default_factory=list)  # per iteration: {host: join task id}
     collectives: list = field(default_factory=list)  # indices into Workload.collectives
 
@@ -42,6 +43,31 @@ def job_seed(scenario: Scenario, name: str) -> np.random.SeedSequence:
     """The seed of a job's own random streams: the scenario's seed and the job's name, so that a
     job draws the same alone as among other jobs, wherever it comes in the list."""
     return streams.sequence(scenario.seed, streams.JOB, zlib.crc32(name.encode()))
+
+
+def job_cc(scenario: Scenario, i: int) -> Cc:
+    """Job i's congestion control: its own, else the run's (network.cc)."""
+    return scenario.jobs[i].cc or scenario.network.cc
+
+
+def used_algorithms(scenario: Scenario) -> list[str]:
+    """The congestion-control algorithms the run's flows use (each job's, or network.cc's), each once."""
+    if not scenario.jobs:
+        return [scenario.network.cc.algorithm]
+    return list(dict.fromkeys(job_cc(scenario, i).algorithm for i in range(len(scenario.jobs))))
+
+
+def cc_rows(scenario: Scenario) -> tuple[list[Cc], list[int]]:
+    """The run's congestion controls, one per row of World.ccp: network.cc first, then each
+    job's own unlike any before it; and each job's row (none without jobs)."""
+    rows = [scenario.network.cc]
+    of_job = []
+    for i in range(len(scenario.jobs)):
+        cc = job_cc(scenario, i)
+        if cc not in rows:
+            rows.append(cc)
+        of_job.append(rows.index(cc))
+    return rows, of_job
 
 
 def place_jobs(scenario: Scenario, fabric: Fabric, source: str) -> list[list[int]]:
@@ -167,13 +193,18 @@ def job_workload(spec: WorkloadSpec, hosts: list[int], source: str, key: str) ->
 
 def job_scenario(scenario: Scenario, i: int, hosts: list[int], source: str) -> Scenario:
     """The scenario job i would be alone on its hosts: its workload in fabric host ids, its data
-    priority, the seed of its own streams."""
+    priority and congestion control on the same switches (their ECN marking as the run's),
+    the seed of its own streams."""
     job = scenario.jobs[i]
     workload = job_workload(job.workload, hosts, source, f"jobs.{i}.workload")
-    nic = scenario.network.nic
+    net = scenario.network
+    nic = net.nic
     if job.priority is not None:
         nic = nic.model_copy(update={"data_priority": job.priority})
-    network = scenario.network.model_copy(update={"nic": nic})
+    kmin, kmax, pmax = net.switch.ecn.resolved(net.cc.algorithm)
+    ecn = net.switch.ecn.model_copy(update={"kmin_bytes": kmin, "kmax_bytes": kmax, "pmax": pmax})
+    switch = net.switch.model_copy(update={"ecn": ecn})
+    network = net.model_copy(update={"nic": nic, "cc": job_cc(scenario, i), "switch": switch})
     seed = int(job_seed(scenario, job.name).generate_state(1, np.uint64)[0] >> 1)
     return scenario.model_copy(update={"workload": workload, "network": network, "jobs": [], "seed": seed})
 
@@ -240,6 +271,7 @@ def build_jobs(scenario: Scenario, fabric: Fabric, source: str) -> Workload:
                 built.hosts,
                 int(start[i]),
                 built.scenario.network.nic.data_priority,
+                built.scenario.network.cc.algorithm,
                 parts[i].iteration_ends,
                 list(range(first, first + n)),
             )

@@ -13,7 +13,7 @@ from ..jit import njit
 from .base import set_rate, set_window_for_rate
 from .registry import DCTCP as SPEC
 
-# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+# ---- parameters: columns of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
 P_G = SPEC.slot("g")  #: alpha EWMA gain
 P_RAI = SPEC.slot("rate_ai_mbps")  #: additive increase per window (bit/s)
 P_MIN_RATE = SPEC.slot("min_rate_mbps")
@@ -24,6 +24,7 @@ N_PARAMS = SPEC.n_params
 @njit
 def on_ack(w, f, k):
     p = w.ccp
+    row = w.qp[f]["cc_row"]  # the flow's parameters: its row of World.ccp
     c = w.ccs[f]
     r = w.qp[f]
     ack = w.pkt[k]["seq"]
@@ -34,7 +35,7 @@ def on_ack(w, f, k):
     if new_window:
         if c["update_seq"] > 0:
             frac = min(1.0, c["ecn_cnt"] / c["batch"])
-            c["alpha"] = (1.0 - p[P_G]) * c["alpha"] + p[P_G] * frac
+            c["alpha"] = (1.0 - p[row, P_G]) * c["alpha"] + p[row, P_G] * frac
             c["ecn_cnt"] = 0
             c["batch"] = r["snd_nxt"] - ack + 1
         else:
@@ -48,6 +49,6 @@ def on_ack(w, f, k):
         c["cwr_seq"] = r["snd_nxt"]
         rate = rate * (1.0 - c["alpha"] / 2.0)
     elif c["in_cwr"] == 0 and new_window:
-        rate = rate + p[P_RAI]
-    set_rate(w, f, rate, p[P_MIN_RATE])
-    set_window_for_rate(w, f, p[P_BASE_RTT_PS])
+        rate = rate + p[row, P_RAI]
+    set_rate(w, f, rate, p[row, P_MIN_RATE])
+    set_window_for_rate(w, f, p[row, P_BASE_RTT_PS])

@@ -15,7 +15,7 @@ from ..state import INT_FIELDS, INT_PORT, INT_QLEN, INT_TS_PS, INT_TX_BYTES
 from .base import set_rate, set_window_for_rate
 from .registry import HPCC as SPEC
 
-# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+# ---- parameters: columns of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
 P_ETA = SPEC.slot("eta")  #: target utilisation
 P_MAX_STAGE = SPEC.slot("max_stage")  #: additive-increase stages before multiplicative steps
 P_RAI = SPEC.slot("rate_ai_mbps")  #: R_AI = W_AI / T (bit/s)
@@ -60,7 +60,7 @@ def echo(w, k_data, k_ack):
 def _measure(w, f, k):
     """Update U from the ACK's INT against the last records seen (MeasureInflight)."""
     c = w.ccs[f]
-    T = w.ccp[P_BASE_RTT_PS]
+    T = w.ccp[w.qp[f]["cc_row"], P_BASE_RTT_PS]
     prev = w.int_prev[f]
     now = w.int_rec[k]
     best_u = -1.0
@@ -100,20 +100,21 @@ def on_ack(w, f, k):
 def _update_rate(w, f, k):
     """R = R_c / (U / eta) + R_AI, or R_c + R_AI in the additive stages; commit once per RTT."""
     p = w.ccp
+    row = w.qp[f]["cc_row"]  # the flow's parameters: its row of World.ccp
     c = w.ccs[f]
     r = w.qp[f]
     _measure(w, f, k)
     per_rtt = w.pkt[k]["seq"] > c["update_seq"]
     stage = c["stage"]
-    ratio = c["util"] / p[P_ETA]
-    if ratio >= 1.0 or stage >= p[P_MAX_STAGE]:
-        rate = c["ref_rate"] / ratio + p[P_RAI]
+    ratio = c["util"] / p[row, P_ETA]
+    if ratio >= 1.0 or stage >= p[row, P_MAX_STAGE]:
+        rate = c["ref_rate"] / ratio + p[row, P_RAI]
         stage = 0
     else:
-        rate = c["ref_rate"] + p[P_RAI]
+        rate = c["ref_rate"] + p[row, P_RAI]
         stage += 1
-    set_rate(w, f, rate, p[P_MIN_RATE])
-    set_window_for_rate(w, f, p[P_BASE_RTT_PS])
+    set_rate(w, f, rate, p[row, P_MIN_RATE])
+    set_window_for_rate(w, f, p[row, P_BASE_RTT_PS])
     if per_rtt:
         c["ref_rate"] = c["rate"]
         c["stage"] = stage

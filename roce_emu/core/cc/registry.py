@@ -3,10 +3,10 @@
 Everything about an algorithm that is not its jitted code comes from its entry here: its
 name in scenarios and on the command line, its kind code in the engine (its position in
 ``ALGORITHMS``), its label in figures, its parameter table (names, units, defaults,
-sources; a parameter's slot in ``World.ccp`` is its position in the table), the INT bytes
-its packets carry, its ECN marking defaults, and whether it needs the fabric's base RTT
-(a parameter whose default is None). Its jitted code is its own module in this folder,
-hooked into the engine by ``dispatch.py``.
+sources; a parameter's column in ``World.ccp`` is its position in the table), the INT bytes
+its packets carry, its ECN marking defaults and whether it reacts to the marks, and whether
+it needs the fabric's base RTT (a parameter whose default is None). Its jitted code is its
+own module in this folder, hooked into the engine by ``dispatch.py``.
 
 Adding an algorithm: write its module, add its entry to ``ALGORITHMS`` and its hooks to
 ``dispatch.py``. This module imports no Numba, so the configuration can use it without
@@ -44,11 +44,12 @@ class Algorithm:
     params: tuple = ()
     int_header_bytes: int = 0  #: extra bytes every data packet and ACK carries
     ecn: tuple = (400_000, 1_600_000, 0.2)  #: RED (kmin_bytes, kmax_bytes, pmax) at 100 Gb/s
+    reacts_to_ecn: bool = False  #: its senders slow down on ECN marks (so the fabric's marking is tuned for it)
     ordered: tuple = ()  #: (low, high) parameter pairs whose values must not cross
     windowed: bool = False  #: clocked by a window (cc.dispatch.on_open opens it): it sends no packet trains
 
     def slot(self, name: str) -> int:
-        """The parameter's index in World.ccp."""
+        """The parameter's column in World.ccp."""
         for i, p in enumerate(self.params):
             if p.name == name:
                 return i
@@ -197,6 +198,7 @@ DCQCN = Algorithm(
             "HPCC run.py dcqcn (§1.1)",
         ),
     ),
+    reacts_to_ecn=True,
 )
 
 HPCC = Algorithm(
@@ -314,6 +316,7 @@ DCTCP = Algorithm(
         ),
     ),
     ecn=(300_000, 300_000, 1.0),
+    reacts_to_ecn=True,
     windowed=True,
 )  # one threshold K, 300 KB at 100 Gb/s (the HPCC run.py dctcp profile)
 

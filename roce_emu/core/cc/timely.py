@@ -13,7 +13,7 @@ from ..jit import njit
 from .base import set_rate
 from .registry import TIMELY as SPEC
 
-# ---- parameters: slots of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
+# ---- parameters: columns of World.ccp (engine units: ps, bit/s, bytes), from the registry's table ----
 P_ALPHA = SPEC.slot("alpha")  #: EWMA weight of the newest RTT difference
 P_BETA = SPEC.slot("beta")  #: multiplicative decrease factor
 P_T_LOW_PS = SPEC.slot("t_low_us")
@@ -27,20 +27,21 @@ N_PARAMS = SPEC.n_params
 
 
 @njit
-def next_rate(p, ref_rate, stage, rtt_diff, last_rtt, rtt):
-    """The gradient rule: (new rate before clamping to min/line, new stage, new rtt_diff)."""
-    diff = (1.0 - p[P_ALPHA]) * rtt_diff + p[P_ALPHA] * float(rtt - last_rtt)
-    gradient = diff / p[P_MIN_RTT_PS]
-    if rtt < p[P_T_LOW_PS]:
+def next_rate(p, row, ref_rate, stage, rtt_diff, last_rtt, rtt):
+    """The gradient rule with the parameters of p's row: (new rate before clamping to
+    min/line, new stage, new rtt_diff)."""
+    diff = (1.0 - p[row, P_ALPHA]) * rtt_diff + p[row, P_ALPHA] * float(rtt - last_rtt)
+    gradient = diff / p[row, P_MIN_RTT_PS]
+    if rtt < p[row, P_T_LOW_PS]:
         factor = -1.0
-    elif rtt > p[P_T_HIGH_PS]:
-        factor = 1.0 - p[P_BETA] * (1.0 - p[P_T_HIGH_PS] / rtt)
+    elif rtt > p[row, P_T_HIGH_PS]:
+        factor = 1.0 - p[row, P_BETA] * (1.0 - p[row, P_T_HIGH_PS] / rtt)
     elif gradient <= 0.0:
         factor = -1.0
     else:
-        factor = max(0.0, 1.0 - p[P_BETA] * gradient)
+        factor = max(0.0, 1.0 - p[row, P_BETA] * gradient)
     if factor < 0.0:  # increase
-        step = p[P_RAI] if stage < p[P_HAI_N] else p[P_RHAI]
+        step = p[row, P_RAI] if stage < p[row, P_HAI_N] else p[row, P_RHAI]
         return ref_rate + step, stage + 1, diff
     return ref_rate * factor, 0, diff
 
@@ -54,8 +55,9 @@ def on_ack(w, f, k, t):
         return
     rtt = t - w.pkt[k]["sent_ps"]
     if c["update_seq"] > 0:  # not the first window: there is a previous sample
-        rate, stage, diff = next_rate(w.ccp, c["ref_rate"], c["stage"], c["rtt_diff"], c["last_rtt_ps"], rtt)
-        set_rate(w, f, min(rate, c["line_bps"]), w.ccp[P_MIN_RATE])
+        row = r["cc_row"]
+        rate, stage, diff = next_rate(w.ccp, row, c["ref_rate"], c["stage"], c["rtt_diff"], c["last_rtt_ps"], rtt)
+        set_rate(w, f, min(rate, c["line_bps"]), w.ccp[row, P_MIN_RATE])
         c["ref_rate"] = c["rate"]
         c["stage"] = stage
         c["rtt_diff"] = diff
