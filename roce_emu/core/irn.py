@@ -6,7 +6,7 @@ would act otherwise.
 
 - **Receiver.** It keeps the packets that arrive out of order in a bitmap (World.irn_bits[f,
   IRN_RCV]) and answers each with a NACK that carries its cumulative ack (the packet it
-  expects) and, in the NACK's ``nic_start_ps``, the sequence that arrived (a selective ack).
+  expects) and, in the NACK's ``aux`` field, the sequence that arrived (a selective ack).
   The packet it expects advances the cumulative ack past every packet the bitmap holds.
 - **BDP-FC.** A sender sends a new packet only while fewer than cfg[CFG_IRN_CAP] packets are in
   flight (its next new sequence minus its cumulative ack): the bandwidth-delay product of the

@@ -958,7 +958,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n, sack):
     w.pkt[k]["train_len"] = n
     w.pkt[k]["ecn"] = ecn
     if sack >= 0:
-        w.pkt[k]["nic_start_ps"] = sack
+        w.pkt[k]["aux"] = sack  # the NACK's selective ack
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host always has a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if w.pkt[k_data]["train_len"] > 1:  # answered at train_due_ps
@@ -995,7 +995,7 @@ def on_host_arrive(w, k, node, t):
     if kind == PK_NACK:
         if not selective:
             return _go_back(w, f, pk["seq"])
-        if irn.on_nack(w, f, pk["nic_start_ps"]):
+        if irn.on_nack(w, f, pk["aux"]):  # the NACK's selective ack
             ring_insert(w, r["nic_port"], f)
     return kick
 
