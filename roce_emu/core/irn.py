@@ -73,6 +73,14 @@ def start(w, f, t):
         for word in range(w.irn_bits.shape[2]):
             w.irn_bits[f, side, word] = 0
     r["recover_seq"] = -1
+    restart_timer(w, f, t)
+
+
+@njit
+def restart_timer(w, f, t):
+    """Queue pair f's timeout counts from t, RTO_low away (it opens, or it had nothing in flight
+    while it waited for data to send, which is no loss)."""
+    r = w.qp[f]
     r["acked_ps"] = t
     r["rto_ps"] = t + w.cfg[CFG_RTO_LOW_PS]
 

@@ -176,8 +176,9 @@ def next_data_packet(w, p, t):
         eligible = not is_paused(w, p, r["prio"])
         if eligible and r["window_bytes"] > 0 and not selective:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
-        if eligible and gated:  # streaming in-switch reduction: as far as its gates let it (stream.py)
-            eligible = r["snd_nxt"] < w.gate_state[r["flow"], GATE_LIMIT]
+        if eligible and gated:  # streaming in-switch reduction: new packets as far as its gates let it (stream.py);
+            # resends are free (go-back-N moves snd_nxt back; IRN resends below it)
+            eligible = r["snd_nxt"] < w.gate_state[r["flow"], GATE_LIMIT] or (selective and irn.next_lost(w, f) >= 0)
         if eligible and selective:
             eligible = irn.may_send(w, f)
         if eligible and r["next_tx_ps"] > t:
@@ -844,6 +845,17 @@ def arm_rto(w, f):
     if r["rto_armed"] == 0:
         r["rto_armed"] = 1
         heap_push(w.ev, w.meta, r["rto_ps"], EV_RTO, I64(f), I64(r["flow"]))
+
+
+@njit(inline="always")
+def restart_rto(w, f, t):
+    """Queue pair f's retransmission timer counts from t (it had nothing in flight while it waited
+    for data to send, which is no loss), and is armed."""
+    if w.cfg[CFG_TRANSPORT] == TP_IRN:
+        irn.restart_timer(w, f, t)
+    else:
+        w.qp[f]["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    arm_rto(w, f)
 
 
 @njit(inline="always")
