@@ -16,6 +16,7 @@ from .config.load import read_document, validate_document
 from .config.schema import GptModel, MultiDim, Scenario
 from .errors import ScenarioError
 from .core.state import World
+from .fabric.faults import slowed_links
 from .fabric.topology import Fabric
 from .results.scenario_file import write_scenario
 from .results.iteration import (
@@ -228,6 +229,9 @@ def run(
         info["workload_notes"] = list(prepared.workload.notes)
     if prepared.workload.stragglers:
         info["stragglers"] = list(prepared.workload.stragglers)
+    slow = slowed_links(sc, prepared.fabric)
+    if slow:
+        info["slow_links"] = slow
     training = sc.workload.training
     if training is not None and training.dp_algorithm == "parameter_server":
         synchronous = training.staleness_bound == 0

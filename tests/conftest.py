@@ -1,6 +1,10 @@
-"""Shared helpers: build scenarios from dicts, run them in-process, check conservation on every run."""
+"""Shared helpers: build scenarios from dicts, run them in-process, check conservation on every run,
+run the command line in a subprocess."""
 
 import copy
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +14,22 @@ from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Scenario
 from roce_emu.core import kinds as K
 from roce_emu.results.tables import flows_now, in_flight_per_flow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, cwd=None, timeout=600, **popen) -> subprocess.CompletedProcess:
+    """``python -m roce_emu ARGS`` (each argument str()-ed) in a subprocess, from ``cwd`` (default
+    the checkout), with no stdin, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "roce_emu", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        **popen,
+    )
 
 
 def scenario(**sections) -> Scenario:

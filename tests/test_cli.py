@@ -9,19 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import cli
+
 ROOT = Path(__file__).resolve().parent.parent
 SCEN = ROOT / "scenarios"
-
-
-def cli(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "roce_emu", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        stdin=subprocess.DEVNULL,
-        timeout=600,
-    )
 
 
 @pytest.mark.parametrize(
@@ -241,14 +232,7 @@ def test_cache_clear_removes_only_what_roce_emu_wrote(tmp_path):
         (tmp_path / version / "core_x").mkdir(parents=True)
         (tmp_path / version / "core_x" / "loop.advance-47.py311.nbi").write_text("")
     env = {**os.environ, "ROCE_EMU_CACHE_DIR": str(tmp_path)}
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "cache", "clear"],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    p = cli("cache", "clear", env=env, timeout=120)
     assert p.returncode == 0 and "removed 2 cached engine versions" in p.stdout
     assert sorted(x.name for x in tmp_path.iterdir()) == ["notes.txt", "other"]
 

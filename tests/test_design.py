@@ -2,15 +2,13 @@
 optimality conditions, the budget, a packet-level check against the equal split, bad input."""
 
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import scenario, simulate
+from conftest import cli, scenario, simulate
 from roce_emu import design
 from roce_emu.errors import ScenarioError
 from roce_emu.run.inputs import check_inputs
@@ -92,23 +90,13 @@ def test_packet_level_the_design_beats_the_equal_split():
 def test_command_writes_the_designed_scenario(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(two_dim().model_dump(mode="json")))
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "design", path, "--budget-gbps", "400", "-o", tmp_path / "d.yaml"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    p = cli("design", path, "--budget-gbps", "400", "-o", tmp_path / "d.yaml")
     assert p.returncode == 0, p.stderr
     assert "designed" in p.stdout and "equal split" in p.stdout
     doc = yaml.safe_load((tmp_path / "d.yaml").read_text())
     rates = [d["rate_gbps"] for d in doc["topology"]["dims"]]
     assert 2 * rates[0] + rates[1] == pytest.approx(400)
-    bad = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "design", path, "--cost", "1,x", "--cost-budget", "5"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    bad = cli("design", path, "--cost", "1,x", "--cost-budget", "5")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--cost" in bad.stderr
 
 

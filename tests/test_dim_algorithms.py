@@ -3,14 +3,11 @@
 links each algorithm keeps busy (wire bytes on every direction of every dimension link), the
 time against the alpha-beta closed forms, and bad input."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import yaml
 
-from conftest import scenario, simulate
+from conftest import cli, scenario, simulate
 from roce_emu.config.schema import MultiDim
 from roce_emu.core.paths import ser_ps
 from roce_emu.results.links import port_bytes
@@ -122,11 +119,6 @@ def test_one_dimension_time_matches_the_closed_form(dim, algorithm, predicted):
 def test_bad_dim_algorithms_is_one_line_exit_2(tmp_path, value, message):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(all_reduce([RING4, FC4, SWITCH4], 1000).model_dump(mode="json")))
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "validate", path, "--set", f"topology.dim_algorithms={value}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = cli("validate", path, "--set", f"topology.dim_algorithms={value}", timeout=300)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert str(path) in p.stderr and message in p.stderr

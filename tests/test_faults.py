@@ -293,6 +293,65 @@ def test_a_slow_link_recovers_its_rate():
     assert (part.outcome.world.port["rate_bps"] == 100e9).all()
 
 
+# ---- a seeded fraction of slow links (network stragglers) -----------------------------------------
+def slow_fraction(seed=1, fraction=0.25, factor=2.0, workload=None, **fault):
+    """A k=4 fat-tree (48 links at 100 Gb/s) with ``fraction`` of its links at 1/``factor`` rate."""
+    return scenario(
+        seed=seed,
+        topology={"kind": "fat_tree", "k": 4},
+        workload=workload or {"flows": [{"src": 0, "dst": 15, "bytes": 10_000}]},
+        faults=[{"kind": "slow_link", "fraction": fraction, "factor": factor, **fault}],
+    )
+
+
+def chosen(sc) -> list:
+    return [tuple(link["link"]) for link in simulate(sc).summary["slow_links"]]
+
+
+def test_a_fraction_of_the_links_runs_at_its_rate_over_factor():
+    """A quarter of the 48 links (12), each both ways at 100 / 2.5 = 40 Gb/s once the run is over;
+    every other port keeps 100 Gb/s; summary.json names the links chosen."""
+    res = simulate(slow_fraction(factor=2.5))
+    fabric, port = res.prepared.fabric, res.outcome.world.port
+    links = res.summary["slow_links"]
+    assert len(links) == 12 == round(0.25 * fabric.n_links)
+    assert all(link["fault"] == 0 and link["rate_gbps"] == 40 for link in links)
+    slow = set()
+    for link in links:
+        a, b = (fabric.names.index(n) for n in link["link"])
+        p = fabric.port_towards(a, b)
+        slow |= {p, int(fabric.port_peer[p])}
+    assert len(slow) == 24
+    assert all(port["rate_bps"][p] == (40e9 if p in slow else 100e9) for p in range(len(port)))
+
+
+def test_the_links_chosen_follow_the_seed_alone():
+    """The same seed picks the same links whatever else the scenario draws; other seeds pick
+    others; a fraction of 1 picks every link, and a tiny one picks one."""
+    first = chosen(slow_fraction(seed=7))
+    assert chosen(slow_fraction(seed=7, workload={"patterns": [{"kind": "permutation", "bytes": 10_000}]})) == first
+    assert any(chosen(slow_fraction(seed=s)) != first for s in (8, 9))
+    assert len(chosen(slow_fraction(fraction=1.0))) == 48
+    assert len(chosen(slow_fraction(fraction=0.001))) == 1
+
+
+def test_halving_a_tenth_of_the_links_slows_training():
+    """MLFabric's motivating direction (Middleware'20): half the bandwidth on 10 % of the links
+    slows data-parallel training. 16 ranks ring all-reduce 4 layers' gradients on the fat-tree;
+    with 5 of its 48 links at half rate, every seed's iteration is no shorter, and on average
+    longer, than the healthy fabric's."""
+    layers = [
+        {"name": f"l{i}", "forward_ns": 20_000, "backward_ns": 40_000, "weight_grad_bytes": 1_000_000} for i in range(4)
+    ]
+    training = {"training": {"layers": layers, "bucket_bytes": 0}, "iterations": 1}
+    seeds = range(1, 5)
+    healthy = [simulate(scenario(seed=s, topology={"kind": "fat_tree", "k": 4}, workload=training)) for s in seeds]
+    slow = [simulate(slow_fraction(seed=s, fraction=0.1, workload=training)) for s in seeds]
+    assert all(len(r.summary["slow_links"]) == 5 for r in slow)
+    ratios = [b.summary["iteration_ns"][0] / a.summary["iteration_ns"][0] for a, b in zip(healthy, slow)]
+    assert min(ratios) >= 1.0 and np.mean(ratios) > 1.05, ratios
+
+
 # ---- a cut-off host: wait for the repair, or report the stall -------------------------------------
 def test_host_link_down_and_up_recovers_by_timeout():
     """h1's only link is down from 50 to 250 us: no route avoids it, the sender's data is lost, and
@@ -356,6 +415,15 @@ def test_faults_are_deterministic_however_sliced():
             "overlaps faults.0",
         ),
         ([{"kind": "slow_link", "link": ["leaf0", "spine0"]}], "faults.0.rate_gbps", "required by kind 'slow_link'"),
+        ([{"kind": "slow_link", "rate_gbps": 10}], "faults.0.link", "needs: link or fraction, rate_gbps or factor"),
+        (
+            [{"kind": "slow_link", "link": ["leaf0", "spine0"], "fraction": 0.1, "factor": 2}],
+            "faults.0.fraction",
+            "not allowed beside link",
+        ),
+        ([{"kind": "link_down", "fraction": 0.1}], "faults.0.fraction", "not used by kind 'link_down'"),
+        ([{"kind": "slow_link", "fraction": 0.1, "factor": 0.5}], "faults.0.factor", "greater than or equal to 1"),
+        ([{"kind": "slow_link", "fraction": 1.5, "factor": 2}], "faults.0.fraction", "1.5 is not allowed"),
         ([{"kind": "link_down", "link": ["leaf0", "spine0"], "loss": 0.1}], "faults.0.loss", "not used by kind"),
         ([{"kind": "lossy_port", "port": ["leaf0", "spine0"], "loss": 1.5}], "faults.0.loss", "1.5 is not allowed"),
         (

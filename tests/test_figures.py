@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from conftest import scenario
+from conftest import cli, scenario
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config import load_scenario
 from roce_emu.results.figures import RUN_FIGURES, SWEEP_FIGURES, figures_for, save
@@ -116,13 +116,7 @@ def test_pdf_bytes_repeat(run_dir, tmp_path):
 
 
 def test_plot_command_and_scripts(sweep_dir, run_dir, tmp_path):
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "plot", str(sweep_dir), "--out", str(tmp_path / "cli")],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    p = cli("plot", sweep_dir, "--out", tmp_path / "cli", timeout=300)
     assert p.returncode == 0, p.stderr
     assert {f.name for f in (tmp_path / "cli").iterdir()} >= {
         "policy_time.pdf",
@@ -139,9 +133,7 @@ def test_plot_command_and_scripts(sweep_dir, run_dir, tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "ts" / "queues.png").stat().st_size > 1000
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "plot", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    p = cli("plot", tmp_path, timeout=300)
     assert p.returncode == 2 and "neither a run directory" in p.stderr
 
 
@@ -162,9 +154,7 @@ def test_plot_reads_a_parquet_run_like_a_csv_one(run_dir, tmp_path):
                 assert list(la.get_ydata()) == pytest.approx(list(lb.get_ydata()))
             for pa, pb in zip(a.patches, b.patches):
                 assert pa.get_bbox().bounds == pytest.approx(pb.get_bbox().bounds), name
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "plot", str(parquet)], capture_output=True, text=True, cwd=ROOT, timeout=300
-    )
+    p = cli("plot", parquet, timeout=300)
     assert p.returncode == 0, p.stderr
     assert (parquet / "plots" / "fct_slowdown.png").stat().st_size > 1000
 

@@ -2,13 +2,11 @@
 per rank against the formulas, micro-batches, compute from FLOPs, the presets' parameter
 counts, placement, bad input as one line, and a small run end to end."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import named, scenario, simulate
+from conftest import cli, named, scenario, simulate
 from roce_emu.config.load import validate_document
 from roce_emu.config.schema import GptModel, Training
 from roce_emu.errors import ScenarioError
@@ -211,9 +209,7 @@ def test_the_commands_refuse_bad_model_input_in_one_line_with_exit_2(tmp_path, c
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"name": "t", **doc}))
     out = ["--out", str(tmp_path / "run")] if command == "run" else []
-    done = subprocess.run(
-        [sys.executable, "-m", "roce_emu", command, str(path), *out], capture_output=True, text=True, timeout=120
-    )
+    done = cli(command, path, *out, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0 and expected in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()

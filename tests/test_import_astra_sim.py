@@ -3,14 +3,12 @@ the import command, and bad files as one line naming the file and the key."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import simulate
+from conftest import cli, simulate
 from roce_emu.config.load import load_scenario
 from roce_emu.core.paths import ser_ps
 from roce_emu.errors import ScenarioError
@@ -26,17 +24,6 @@ def write(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text)
     return path
-
-
-def cli(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "roce_emu", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=600,
-    )
 
 
 @pytest.mark.quick

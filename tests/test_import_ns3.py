@@ -2,14 +2,12 @@
 or named, faults and ECN maps, the custom topology kind, and bad files as one line."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import scenario, simulate
+from conftest import cli, scenario, simulate
 from roce_emu.config.load import load_scenario
 from roce_emu.core.cc.registry import BY_NAME
 from roce_emu.errors import ScenarioError
@@ -30,17 +28,6 @@ def files(tmp_path, config="", topo=TOPO, flows=FLOWS):
     path = tmp_path / "config.txt"
     path.write_text("TOPOLOGY_FILE mix/topology.txt\nFLOW_FILE mix/flow.txt\n" + config)
     return path
-
-
-def cli(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "roce_emu", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=600,
-    )
 
 
 @pytest.mark.quick

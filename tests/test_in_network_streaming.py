@@ -178,3 +178,36 @@ def test_streaming_is_deterministic_and_no_fast_forward_changes_it():
         other = simulate(all_reduce(fred(), nbytes=400_000, chunks=3, sim={"fast_forward": mode}))
         assert np.array_equal(a.flow_table["fct_ps"], other.flow_table["fct_ps"]), mode
         assert any("reduce packet by packet" in w for w in other.summary["warnings"]), mode
+
+
+def test_irn_streams_and_resends_what_a_lossy_link_loses():
+    """network.transport: irn (no PFC) under a streaming reduction on 4 NPUs. Without loss it takes
+    go-back-N's time to the picosecond. With an NPU's uplink and another's downlink losing 2 %, it
+    finishes, resending each lost packet once, sooner than go-back-N. With one slot a member has one
+    packet in flight, so only a timeout finds a loss (a resend is not held back by the gates, which
+    count new packets): each lost packet costs IRN's RTO_low (100 us), within a round trip, where
+    go-back-N waits its rto_ns (1 ms)."""
+    lossy = [
+        {"kind": "lossy_port", "port": ["h1", "sw0"], "loss": 0.02},
+        {"kind": "lossy_port", "port": ["sw0", "h2"], "loss": 0.02},
+    ]
+
+    def run(transport, slots=None, faults=()):
+        net = {"transport": transport, **({"switch": {"reduction_slots": slots}} if slots else {})}
+        res = simulate(all_reduce(single(4), nbytes=200 * MTU, network=net, faults=list(faults)))
+        assert res.summary["flows_finished"] == res.summary["flows"] == 8
+        return res
+
+    rtt = 2 * PROP + 4 * S_D + 2 * S_A
+    for slots in (None, 1):
+        clean = iteration_ps(run("irn", slots))
+        assert clean == iteration_ps(run("go_back_n", slots))
+        irn, gbn = run("irn", slots, lossy), run("go_back_n", slots, lossy)
+        lost = irn.summary["data_packets_lost_on_links"]
+        assert lost > 0 and irn.summary["retransmits"] == lost
+        assert iteration_ps(irn) < iteration_ps(gbn)
+        if slots == 1:
+            assert irn.summary["timeouts"] == lost
+            assert lost * (100_000_000 - rtt) <= iteration_ps(irn) - clean <= lost * 100_000_000
+            gbn_lost = gbn.summary["data_packets_lost_on_links"]
+            assert gbn_lost * (1_000_000_000 - rtt) <= iteration_ps(gbn) - clean <= gbn_lost * 1_000_000_000

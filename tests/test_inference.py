@@ -10,13 +10,10 @@ last byte at the receiver: back-to-back frames through a store-and-forward switc
 layers' compute.
 """
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from conftest import assert_one_line_error, scenario, simulate
+from conftest import assert_one_line_error, cli, scenario, simulate
 from roce_emu.core.paths import ser_ps
 from roce_emu.results.requests import latency_summary
 from roce_emu.run.inputs import check_inputs
@@ -279,6 +276,6 @@ def test_bad_inference_exits_with_code_2(tmp_path):
         "topology: {kind: single_switch, hosts: 2}\n"
         "workload: {inference: {layers: [8, 8], workers: 3, requests_per_s: 1, duration_ns: 1}}\n"
     )
-    done = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
+    done = cli("validate", path)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "workload.inference.workers" in done.stderr

@@ -4,8 +4,6 @@ never reorder a link. And the statistics over seeds (results/seeds.py) and ``run
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +14,7 @@ from roce_emu.core import kinds as K
 from roce_emu.results.seeds import SEED_COLUMNS, spread, t_quantile
 from roce_emu.run.inputs import accuracy_warnings, check_inputs, memo_settings, why_no_memo, why_no_trains
 
-from conftest import scenario, simulate
+from conftest import cli, scenario, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,21 +171,7 @@ def test_the_literature_defaults_fill_in_a_left_out_mean():
     ],
 )
 def test_bad_jitter_is_one_line_exit_2(value, needle):
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "roce_emu",
-            "validate",
-            "scenarios/single_flow.yaml",
-            "--set",
-            f"network.jitter={value}",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
+    p = cli("validate", "scenarios/single_flow.yaml", "--set", f"network.jitter={value}", timeout=120)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert needle in p.stderr and "single_flow.yaml" in p.stderr
 
@@ -211,26 +195,17 @@ def test_t_quantiles_and_the_interval():
 
 def test_run_seeds_writes_each_seed_and_their_statistics(tmp_path):
     out = tmp_path / "seeds"
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "roce_emu",
-            "run",
-            "scenarios/single_flow.yaml",
-            "--set",
-            "network.jitter.nic.distribution=exponential",
-            "--set",
-            "seed=4",
-            "--seeds",
-            "3",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
+    p = cli(
+        "run",
+        "scenarios/single_flow.yaml",
+        "--set",
+        "network.jitter.nic.distribution=exponential",
+        "--set",
+        "seed=4",
+        "--seeds",
+        "3",
+        "--out",
+        out,
     )
     assert p.returncode == 0, p.stderr
     assert sorted(x.name for x in out.iterdir() if not x.name.startswith(".")) == [

@@ -4,13 +4,12 @@ reductions, per-rank expert compute, the Mixtral preset's parameter counts, bad 
 and the per-pair all-to-all (all_to_allv) as flows in a run."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import named, scenario, simulate
+from conftest import cli, named, scenario, simulate
 from roce_emu.config.schema import MoeModel, Training
 from roce_emu.workload.gpt import mlp_params
 from roce_emu.workload.moe import active_parameter_count, dense_layer_params, parameter_count, popularity
@@ -159,7 +158,7 @@ def _validate(tmp_path, model: dict, **training) -> subprocess.CompletedProcess:
     }
     path = tmp_path / "moe.yaml"
     path.write_text(yaml.safe_dump(doc))
-    return subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
+    return cli("validate", path)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ cut-through by its router: it costs nothing of its own (tests/test_rail_optimize
 
 import pytest
 
-from conftest import scenario, simulate
+from conftest import cli, scenario, simulate
 from roce_emu.core.paths import ser_ps
 from roce_emu.errors import ScenarioError
 from roce_emu.api import prepare_scenario
@@ -217,15 +217,13 @@ def test_bad_nvls_names_the_key(topology, collective, needle):
 
 def test_bad_nvls_is_one_line_and_exit_2(tmp_path):
     """From the command line: one line naming the file and the key, exit code 2, no traceback."""
-    import subprocess
-    import sys
 
     path = tmp_path / "bad.yaml"
     path.write_text(
         "topology: {kind: single_switch, hosts: 4}\n"
         "workload: {collectives: [{kind: all_reduce, algorithm: nvls, bytes: 8000}]}\n"
     )
-    out = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
+    out = cli("validate", path)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "bad.yaml" in lines[0] and "workload.collectives.0.algorithm" in lines[0]

@@ -1,14 +1,12 @@
 """Parallelisation search (roce_emu/parallelism.py, `roce-emu design --parallel`): the memory
 model by hand, the fit filter, the ranking against packet level, bad input."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import scenario
+from conftest import cli, scenario
 from roce_emu import parallelism
 from roce_emu.run.inputs import check_inputs
 
@@ -46,14 +44,7 @@ def test_memory_of_a_split_by_hand():
 
 
 def design(*args, cwd):
-    return subprocess.run(
-        [sys.executable, "-m", "roce_emu", "design", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=600,
-    )
+    return cli("design", *args, cwd=cwd)
 
 
 def write(tmp_path, sc) -> Path:

@@ -6,14 +6,13 @@ RLIMIT_DATA: one line, exit 2, in seconds, nothing written."""
 import gc
 import re
 import resource
-import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from conftest import cli
 from roce_emu.api import prepare_scenario
 from roce_emu.config import load_scenario
 from roce_emu.config.schema import Scenario
@@ -230,15 +229,7 @@ def limited(limit, gib: float, *args, cwd=ROOT):
     """``python -m roce_emu ARGS`` with the soft and hard ``limit`` (resource.RLIMIT_*) at ``gib``."""
     size = int(gib * 2**30)
     began = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "roce_emu", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=300,
-        preexec_fn=lambda: resource.setrlimit(limit, (size, size)),
-    )
+    done = cli(*args, cwd=cwd, timeout=300, preexec_fn=lambda: resource.setrlimit(limit, (size, size)))
     return done, time.perf_counter() - began
 
 

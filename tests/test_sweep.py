@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import cli
 from roce_emu.sweep import SweepSpec, parse_grid, points, run_sweep, sweep_spec
 
 pytestmark = pytest.mark.extensive
@@ -88,13 +89,7 @@ def test_failed_point_is_recorded_and_the_sweep_goes_on(small, tmp_path):
 )
 def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
     args = [a for g in grid for a in ("--grid", g)]
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "sweep", small, *args, "--out", tmp_path / "s"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    p = cli("sweep", small, *args, "--out", tmp_path / "s", timeout=300)
     lines = [line for line in p.stderr.splitlines() if line.strip()]
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in p.stderr
@@ -103,23 +98,15 @@ def test_bad_grid_is_one_line_exit_2(small, tmp_path, grid, needle):
 
 def test_an_unreachable_dask_scheduler_is_one_line_and_writes_nothing(small, tmp_path):
     """Nothing listens on loopback port 1: one line naming --scheduler, exit 2, no sweep folder."""
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "roce_emu",
-            "sweep",
-            small,
-            "--grid",
-            "network.cc.algorithm=none,dcqcn",
-            "--scheduler",
-            "tcp://127.0.0.1:1",
-            "--out",
-            tmp_path / "s",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+    p = cli(
+        "sweep",
+        small,
+        "--grid",
+        "network.cc.algorithm=none,dcqcn",
+        "--scheduler",
+        "tcp://127.0.0.1:1",
+        "--out",
+        tmp_path / "s",
         timeout=300,
     )
     lines = [line for line in p.stderr.splitlines() if line.strip()]

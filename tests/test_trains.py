@@ -7,15 +7,13 @@ modelled (windowed congestion control, faults), in which case the run is exact.
 """
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import advance_to, assert_conservation, qp_of, scenario, simulate
+from conftest import advance_to, assert_conservation, cli, qp_of, scenario, simulate
 from roce_emu.api import prepare, run
 from roce_emu.config.schema import Scenario
 from roce_emu.results.scenario_file import write_scenario
@@ -661,7 +659,7 @@ def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     assert "warnings" not in simulate(scenario(**pairwise)).summary
     path = tmp_path / "ring.yaml"
     path.write_text(yaml.safe_dump({"name": "ring", **ring(24, "trains")}))
-    p = subprocess.run([sys.executable, "-m", "roce_emu", "validate", str(path)], capture_output=True, text=True)
+    p = cli("validate", path)
     warned = "warning: sim.fast_forward: trains with a ring of 24 ranks"
     assert p.returncode == 0 and p.stderr.startswith(warned), p.stderr
 
@@ -685,11 +683,7 @@ SHIPPED = Path(__file__).resolve().parent.parent / "scenarios"
 def test_trains_warn_for_the_shipped_scenarios_they_miss_by_more_than_1_percent(name, warned):
     """`run` and `validate` share accuracy_warnings: with fast_forward: trains it warns for a training
     workload, and not where benchmarks/fast_forward_accuracy.py measured trains within 1 %."""
-    p = subprocess.run(
-        [sys.executable, "-m", "roce_emu", "validate", SHIPPED / f"{name}.yaml", "--set", "sim.fast_forward=trains"],
-        capture_output=True,
-        text=True,
-    )
+    p = cli("validate", SHIPPED / f"{name}.yaml", "--set", "sim.fast_forward=trains")
     assert p.returncode == 0, p.stderr
     expected = (
         "warning: sim.fast_forward: trains with a training workload: packet trains have been measured more than 1"
@@ -731,9 +725,7 @@ def test_on_is_a_deprecated_name_of_trains(tmp_path):
     path.write_text(yaml.safe_dump(doc))
     line = "sim.fast_forward: 'on' is deprecated, the former name of 'trains': write 'trains'"
     for given, args in ((path, []), (SHIPPED / "incast.yaml", ["--set", "sim.fast_forward=on"])):
-        p = subprocess.run(
-            [sys.executable, "-m", "roce_emu", "validate", str(given), *args], capture_output=True, text=True
-        )
+        p = cli("validate", given, *args)
         assert p.returncode == 0 and p.stderr.splitlines()[0] == f"warning: {given}: {line}", p.stderr
     res = run(prepare(path), out=tmp_path / "run", progress=False)
     assert res.summary["fast_forward"] == "trains" and res.summary["trains_sent"] > 0

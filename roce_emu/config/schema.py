@@ -1479,9 +1479,17 @@ class Job(Strict):
 
 
 # ---- faults in the modelled network -------------------------------------------------------
+#: the most a straggler may slow its ranks' compute down, or a slow link its rate (and the largest
+#: compute jitter cv): beyond it the run models a rank or link that has stopped, which a fault or a
+#: shorter hosts list says better
+MAX_STRAGGLER_FACTOR = 1000.0
 FAULT_KINDS = ("link_down", "slow_link", "lossy_port")
-#: the keys each kind needs, beside kind, at_ns and until_ns
-FAULT_NEEDS = {"link_down": ("link",), "slow_link": ("link", "rate_gbps"), "lossy_port": ("port", "loss")}
+#: what each kind needs beside kind, at_ns and until_ns: one key of each group
+FAULT_NEEDS = {
+    "link_down": (("link",),),
+    "slow_link": (("link", "fraction"), ("rate_gbps", "factor")),
+    "lossy_port": (("port",), ("loss",)),
+}
 NodeName = Annotated[str, Field(min_length=1, max_length=100)]
 
 
@@ -1489,16 +1497,20 @@ class Fault(Strict):
     """A fault from at_ns until until_ns (for the rest of the run without it).
 
     link_down: the link [a, b] carries nothing (the switches reroute after
-    network.routing.convergence_ns). slow_link: the link [a, b] runs at rate_gbps both ways.
+    network.routing.convergence_ns). slow_link: the link [a, b], or a seeded fraction of the fabric's links, runs at
+    rate_gbps both ways, or at its own rate divided by factor.
     lossy_port: node a's port towards b ("port: [a, b]") loses each packet it sends with
     probability loss (data, ACK, NACK and CNP; PFC frames are spared). Nodes are named as
     ``roce-emu topo`` lists them (h0, h1, ... for hosts)."""
 
     kind: Literal["link_down", "slow_link", "lossy_port"]
-    """link_down: the link carries nothing; slow_link: it runs at rate_gbps; lossy_port: a port loses packets with
-    probability loss."""
+    """link_down: the link carries nothing; slow_link: it runs at rate_gbps (or its rate over factor); lossy_port: a
+    port loses packets with probability loss."""
     link: Optional[list[NodeName]] = Field(None, min_length=2, max_length=2)
     """link_down, slow_link: the link's two nodes, by name (`roce-emu topo --links`)."""
+    fraction: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False)
+    """slow_link, instead of link: this share of the fabric's links (those `roce-emu topo --links` lists; rounded
+    half up, at least one), chosen at random from the scenario's seed, each slowed alike."""
     port: Optional[list[NodeName]] = Field(None, min_length=2, max_length=2)
     """lossy_port: [node, neighbour]: the node's port towards the neighbour."""
     at_ns: float = Field(0.0, ge=0, le=1e15)
@@ -1507,33 +1519,35 @@ class Fault(Strict):
     """When it ends; null: at the end of the run."""
     rate_gbps: Optional[float] = Field(None, ge=MIN_RATE_GBPS, le=1e5)
     """slow_link: the rate both ways."""
+    factor: Optional[float] = Field(None, ge=1, le=MAX_STRAGGLER_FACTOR, allow_inf_nan=False)
+    """slow_link, instead of rate_gbps: the link's own rate divided by this (2: half rate)."""
     loss: Optional[float] = Field(None, gt=0, le=1)
     """lossy_port: probability of losing each packet the port sends (PFC frames are spared)."""
 
     @model_validator(mode="after")
     def _keys_of_kind(self):
-        needs = FAULT_NEEDS[self.kind]
-        for key in ("link", "port", "rate_gbps", "loss"):
-            given = getattr(self, key) is not None
-            if key in needs and not given:
-                raise ValueError(f"{AT}{key} is required by kind '{self.kind}' (it needs: {', '.join(needs)})")
-            if key not in needs and given:
-                raise ValueError(f"{AT}{key} is not used by kind '{self.kind}' (it needs: {', '.join(needs)})")
+        groups = FAULT_NEEDS[self.kind]
+        needs = ", ".join(" or ".join(group) for group in groups)
+        for key in ("link", "fraction", "port", "rate_gbps", "factor", "loss"):
+            if getattr(self, key) is not None and not any(key in group for group in groups):
+                raise ValueError(f"{AT}{key} is not used by kind '{self.kind}' (it needs: {needs})")
+        for group in groups:
+            given = [key for key in group if getattr(self, key) is not None]
+            if not given:
+                raise ValueError(f"{AT}{group[0]} is required by kind '{self.kind}' (it needs: {needs})")
+            if len(given) > 1:
+                raise ValueError(f"{AT}{given[1]} is not allowed beside {given[0]}: give one (it needs: {needs})")
         if self.until_ns is not None and self.until_ns <= self.at_ns:
             raise ValueError(f"{AT}until_ns {self.until_ns:g} is not allowed: it must be after at_ns ({self.at_ns:g})")
         return self
 
     @property
-    def nodes(self) -> list[str]:
-        nodes = self.link if self.link is not None else self.port
-        assert nodes is not None, "every kind needs link or port (_keys_of_kind)"
-        return nodes
+    def nodes(self) -> list[str] | None:
+        """The link's or the port's two nodes; None for a fraction of the links."""
+        return self.link if self.link is not None else self.port
 
 
 # ---- stragglers: slower compute on chosen ranks, and compute that varies ----------------------
-#: the most a straggler may slow its ranks' compute down (and the largest jitter cv): beyond it the
-#: run models a rank that has stopped, which a fault or a shorter hosts list says better
-MAX_STRAGGLER_FACTOR = 1000.0
 
 
 class Straggler(Strict):
@@ -1680,7 +1694,8 @@ class Scenario(Strict):
     """Several jobs sharing the fabric, each with its own workload and hosts, instead of `workload`
     (docs/howto/jobs.md)."""
     stragglers: list[Straggler] = Field([], max_length=10_000)
-    """Ranks whose compute is slower than the others' (slower links: faults of kind slow_link)."""
+    """Ranks whose compute is slower than the others' (slower links, chosen or a seeded fraction: faults of kind
+    slow_link)."""
     compute_jitter: Optional[ComputeJitter] = None
     """Random variation of every compute task's duration; null: every task takes its given time."""
     _deprecated: tuple[str, ...] = PrivateAttr(())

@@ -6,7 +6,7 @@ would act otherwise.
 
 - **Receiver.** It keeps the packets that arrive out of order in a bitmap (World.irn_bits[f,
   IRN_RCV]) and answers each with a NACK that carries its cumulative ack (the packet it
-  expects) and, in the NACK's ``nic_start_ps``, the sequence that arrived (a selective ack).
+  expects) and, in the NACK's ``aux`` field, the sequence that arrived (a selective ack).
   The packet it expects advances the cumulative ack past every packet the bitmap holds.
 - **BDP-FC.** A sender sends a new packet only while fewer than cfg[CFG_IRN_CAP] packets are in
   flight (its next new sequence minus its cumulative ack): the bandwidth-delay product of the
@@ -73,6 +73,14 @@ def start(w, f, t):
         for word in range(w.irn_bits.shape[2]):
             w.irn_bits[f, side, word] = 0
     r["recover_seq"] = -1
+    restart_timer(w, f, t)
+
+
+@njit
+def restart_timer(w, f, t):
+    """Queue pair f's timeout counts from t, RTO_low away (it opens, or it had nothing in flight
+    while it waited for data to send, which is no loss)."""
+    r = w.qp[f]
     r["acked_ps"] = t
     r["rto_ps"] = t + w.cfg[CFG_RTO_LOW_PS]
 

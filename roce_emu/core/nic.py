@@ -182,8 +182,9 @@ def next_data_packet(w, p, t):
         eligible = not is_paused(w, p, r["prio"])
         if eligible and r["window_bytes"] > 0 and not selective:
             eligible = (r["snd_nxt"] - r["snd_una"]) * mtu < r["window_bytes"]
-        if eligible and gated:  # streaming in-switch reduction: as far as its gates let it (stream.py)
-            eligible = r["snd_nxt"] < w.gate_state[r["flow"], GATE_LIMIT]
+        if eligible and gated:  # streaming in-switch reduction: new packets as far as its gates let it (stream.py);
+            # resends are free (go-back-N moves snd_nxt back; IRN resends below it)
+            eligible = r["snd_nxt"] < w.gate_state[r["flow"], GATE_LIMIT] or (selective and irn.next_lost(w, f) >= 0)
         if eligible and selective:
             eligible = irn.may_send(w, f)
         if eligible and r["next_tx_ps"] > t:
@@ -853,6 +854,17 @@ def arm_rto(w, f):
 
 
 @njit(inline="always")
+def restart_rto(w, f, t):
+    """Queue pair f's retransmission timer counts from t (it had nothing in flight while it waited
+    for data to send, which is no loss), and is armed."""
+    if w.cfg[CFG_TRANSPORT] == TP_IRN:
+        irn.restart_timer(w, f, t)
+    else:
+        w.qp[f]["rto_ps"] = t + w.cfg[CFG_RTO_PS]
+    arm_rto(w, f)
+
+
+@njit(inline="always")
 def on_rto(w, f, t):
     """The slot's retransmission timer popped (its event is spent): for the flow now in it,
     re-arm at the deadline, or go back to the last ack if it passed."""
@@ -965,7 +977,7 @@ def _reply(w, f, kind, seq, ecn, node, k_data, n, sack):
     w.pkt[k]["train_len"] = n
     w.pkt[k]["ecn"] = ecn
     if sack >= 0:
-        w.pkt[k]["nic_start_ps"] = sack
+        w.pkt[k]["aux"] = sack  # the NACK's selective ack
     p = next_hop(w, I64(node), I64(r["src"]), r["ecmp_hash"])  # a host always has a route
     w.pkt[k]["sent_ps"] = w.pkt[k_data]["sent_ps"]
     if w.pkt[k_data]["train_len"] > 1:  # answered at train_due_ps
@@ -1002,7 +1014,7 @@ def on_host_arrive(w, k, node, t):
     if kind == PK_NACK:
         if not selective:
             return _go_back(w, f, pk["seq"])
-        if irn.on_nack(w, f, pk["nic_start_ps"]):
+        if irn.on_nack(w, f, pk["aux"]):  # the NACK's selective ack
             ring_insert(w, r["nic_port"], f)
     return kick
 

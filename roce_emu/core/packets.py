@@ -43,7 +43,7 @@ def pkt_alloc(w, kind, f, seq, frame_bytes, prio, dst):
     r["dst"] = dst
     r["in_port"] = -1
     r["sent_ps"] = 0
-    r["nic_start_ps"] = 0
+    r["aux"] = 0
     r["last_in_ps"] = 0
     r["nxt"] = -1
     r["train_len"] = 1

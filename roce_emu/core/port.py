@@ -214,7 +214,7 @@ def _send_train(w, p, k, n, wire, t, end):
 
     A NIC keeps a train no longer than its first link's delay (nic._first_link_cap) until it has
     left, so that a queue pair joining the NIC can cut it (nic.cut_train), remembering its start
-    (nic_start_ps); _leave_nic hands it on. Any other train is handed on as it begins, as a switch
+    (the packet's aux); _leave_nic hands it on. Any other train is handed on as it begins, as a switch
     forwards it, cut-through: its first packet reaches the peer after one packet's serialisation
     and the propagation delay, as a lone packet would (nic.hand_on). At a switch, its last packet
     leaves no sooner than one packet's time after it arrived here (last_in_ps), or as it arrives if
@@ -224,7 +224,7 @@ def _send_train(w, p, k, n, wire, t, end):
     pt = w.port[p]
     pk = w.pkt[k]
     if pt["at_host"] != 0 and not reaches_on(w, k):
-        pk["nic_start_ps"] = t
+        pk["aux"] = t  # when the NIC began sending the train
         return end
     one = ser_ps(wire // n, pt["rate_bps"])
     if pt["at_host"] == 0:
@@ -273,7 +273,7 @@ def _leave_nic(w, p, k, t):
     pk = w.pkt[k]
     n = I64(pk["train_len"])
     one = ser_ps(wire_bytes(w, k) // n, pt["rate_bps"])
-    head = max(pk["nic_start_ps"] + one, t - pt["prop_ps"])
+    head = max(pk["aux"] + one, t - pt["prop_ps"])  # aux: when the NIC began sending it
     pk["last_in_ps"] = t + pt["prop_ps"]
     return head + pt["prop_ps"]
 

@@ -23,9 +23,10 @@ PKT_DTYPE = np.dtype(
     [
         ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
         ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
-        # a train its NIC keeps until it has left (port._send_train): when the NIC began sending it;
-        # an IRN NACK (no train): the sequence that triggered it, its selective ack (irn.py)
-        ("nic_start_ps", np.int64),
+        # a second number whose meaning depends on the packet (0 where none applies):
+        # - a train its NIC keeps until it has left (port._send_train): when the NIC began sending it, in ps;
+        # - an IRN NACK (never a train): the sequence that arrived out of order, its selective ack (irn.py)
+        ("aux", np.int64),
         # a train handed on: when its last bit reaches the next node, from the port that passes it
         # on now (a host takes it then or later: nic.train_due_ps)
         ("last_in_ps", np.int64),

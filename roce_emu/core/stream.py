@@ -3,7 +3,7 @@
 A switch's reduction unit (fabric/reduction.py) is an endpoint, and the flows in and out of it
 are flows like any other. In a streaming reduction (``network.switch.reduction: streaming``,
 workload/collectives.py) they are tied together by *gates*: flow L may have sent (first
-transmissions; go-back resends are free) at most
+transmissions; resends, go-back-N's or IRN's, are free) at most
 
     min over its gates g of  held(source_g) * n(L) // n(source_g) + window_g
 
@@ -25,8 +25,8 @@ World arrays: reads cfg, flow, gate_off, gate_in, gate_out; writes qp, gate_stat
 """
 
 from .jit import njit
-from .kinds import CFG_MTU, CFG_RTO_PS, FL_ACTIVE, I64
-from .nic import arm_rto
+from .kinds import CFG_MTU, FL_ACTIVE, I64
+from .nic import restart_rto
 from .port import kick
 from .state import GATE_HELD, GATE_LIMIT, GATE_OPEN
 
@@ -89,6 +89,5 @@ def on_delivered(w, f, t):
             continue  # not started, or it was not waiting for its gates
         r = w.qp[g]
         if r["snd_nxt"] == r["snd_una"]:  # nothing in flight: its timer runs from now
-            r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-            arm_rto(w, g)
+            restart_rto(w, g, t)
         kick(w, r["nic_port"])

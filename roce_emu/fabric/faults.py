@@ -7,15 +7,17 @@ moment. Those tables are computed here, once per distinct set of dead links, so 
 engine switches between them with no Python in the loop.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..config.schema import Fault, Scenario
+from ..config.schema import MIN_RATE_GBPS, Fault, Scenario
 from ..core import kinds as K
 from ..core.state import LINK_PLAN_DTYPE
 from ..errors import ScenarioError
-from ..units import gbps_to_bps, ns_to_ps
+from ..units import bps_to_gbps, gbps_to_bps, ns_to_ps
+from ..workload import streams
 from .routing import build_routes
 from .topology import Fabric
 
@@ -44,7 +46,7 @@ class _Window:
 def compile_faults(scenario: Scenario, fabric: Fabric, healthy: tuple[np.ndarray, np.ndarray], source: str) -> LinkPlan:
     """The link plan of the scenario's faults, and the route epochs they need after the healthy
     fabric's routes (routing.build_routes); ScenarioError for a name, link or overlap that is wrong."""
-    windows = [_resolve(i, fault, fabric, source) for i, fault in enumerate(scenario.faults)]
+    windows = [w for i, fault in enumerate(scenario.faults) for w in _resolve(scenario, i, fault, fabric, source)]
     _refuse_overlaps(windows, source)
     rows: list[tuple[int, int, int, float, int]] = []  # (t_ps, action, port, loss, value)
     for w in windows:
@@ -61,7 +63,64 @@ def compile_faults(scenario: Scenario, fabric: Fabric, healthy: tuple[np.ndarray
     return LinkPlan(actions, route_off, route_ports)
 
 
-def _resolve(i: int, fault: Fault, fabric: Fabric, source: str) -> _Window:
+def fabric_links(fabric: Fabric) -> list[int]:
+    """Every link of the fabric as `roce-emu topo --links` lists it (not a reduction unit's link
+    inside its switch), by its lower port, in port order."""
+    return [p for p in range(len(fabric.port_peer)) if p < fabric.port_peer[p] and fabric.port_tier[p] != "unit"]
+
+
+def chosen_links(scenario: Scenario, i: int, fault: Fault, fabric: Fabric) -> list[int]:
+    """The links fault i acts on, by their lower port: its ``fraction`` of the fabric's links
+    (rounded half up, at least one), drawn from the scenario's seed; [] for a fault that names
+    its link or port."""
+    if fault.fraction is None:
+        return []
+    links = fabric_links(fabric)
+    count = max(1, math.floor(fault.fraction * len(links) + 0.5))
+    rng = streams.rng(scenario.seed, streams.SLOW_LINK_FRACTION, i)
+    return sorted(links[j] for j in rng.choice(len(links), count, replace=False))
+
+
+def slowed_links(scenario: Scenario, fabric: Fabric) -> list[dict]:
+    """The links chosen by the faults with a ``fraction``, each as {fault, link: [a, b],
+    rate_gbps} (summary.json names them)."""
+    return [
+        {
+            "fault": i,
+            "link": [fabric.names[fabric.port_node[p]], fabric.names[fabric.port_node[fabric.port_peer[p]]]],
+            "rate_gbps": bps_to_gbps(_slow_rate_bps(fault, int(fabric.port_rate_bps[p]))),
+        }
+        for i, fault in enumerate(scenario.faults)
+        for p in chosen_links(scenario, i, fault, fabric)
+    ]
+
+
+def _slow_rate_bps(fault: Fault, nominal_bps: int) -> int:
+    """A slow_link's rate on a link of nominal rate: rate_gbps, or the nominal rate over factor."""
+    if fault.rate_gbps is not None:
+        return gbps_to_bps(fault.rate_gbps)
+    assert fault.factor is not None  # the schema's _keys_of_kind
+    return int(round(nominal_bps / fault.factor))
+
+
+def _resolve(scenario: Scenario, i: int, fault: Fault, fabric: Fabric, source: str) -> list[_Window]:
+    """The fault's windows: one for a named link or port, one per chosen link for a fraction."""
+    start = ns_to_ps(fault.at_ns)
+    end = ns_to_ps(fault.until_ns) if fault.until_ns is not None else INFINITE_PS
+    if fault.fraction is not None:
+        ports = chosen_links(scenario, i, fault, fabric)
+    else:
+        ports = [_named_port(i, fault, fabric, source)]
+    floor = gbps_to_bps(MIN_RATE_GBPS)
+    if fault.factor is not None and any(_slow_rate_bps(fault, int(fabric.port_rate_bps[p])) < floor for p in ports):
+        below = f"it slows a link below {MIN_RATE_GBPS:g} Gb/s"
+        raise ScenarioError(source, f"faults.{i}.factor", f"{fault.factor:g} is not allowed: {below}")
+    return [_Window(i, fault, p, int(fabric.port_peer[p]), start, end) for p in ports]
+
+
+def _named_port(i: int, fault: Fault, fabric: Fabric, source: str) -> int:
+    """The port of a fault's ``link`` (its first node's end) or ``port``."""
+    assert fault.nodes is not None  # a fault without a fraction names its link or port (the schema's _keys_of_kind)
     key = f"faults.{i}.{'link' if fault.link is not None else 'port'}"
     ids = {name: n for n, name in enumerate(fabric.names)}
     nodes = []
@@ -76,13 +135,11 @@ def _resolve(i: int, fault: Fault, fabric: Fabric, source: str) -> _Window:
             )
         nodes.append(ids[name])
     try:
-        port = fabric.port_towards(nodes[0], nodes[1])
+        return fabric.port_towards(nodes[0], nodes[1])
     except KeyError:
         raise ScenarioError(
             source, key, f"{fault.nodes} is not allowed: no link joins {fault.nodes[0]} and {fault.nodes[1]}"
         ) from None
-    end = ns_to_ps(fault.until_ns) if fault.until_ns is not None else INFINITE_PS
-    return _Window(i, fault, port, int(fabric.port_peer[port]), ns_to_ps(fault.at_ns), end)
 
 
 def _target(w: _Window) -> tuple[str, int]:
@@ -114,8 +171,7 @@ def _actions(w: _Window, fabric: Fabric) -> list[tuple[int, int, int, float, int
     if kind == "link_down":
         start, end = (K.LA_DOWN, 0.0, 0), (K.LA_UP, 0.0, 0)
     elif kind == "slow_link":
-        assert w.fault.rate_gbps is not None and w.fault.loss is None  # the schema's _keys_of_kind
-        start, end = (K.LA_RATE, 0.0, gbps_to_bps(w.fault.rate_gbps)), (K.LA_RATE, 0.0, nominal)
+        start, end = (K.LA_RATE, 0.0, _slow_rate_bps(w.fault, nominal)), (K.LA_RATE, 0.0, nominal)
     else:
         assert w.fault.loss is not None
         start, end = (K.LA_LOSS, float(w.fault.loss), 0), (K.LA_LOSS, 0.0, 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 from .output import read_rows, read_summary
 
 #: summary.json fields that are not one value per run (their own table, or too long for one cell)
-NOT_SCALAR = ("iteration_ns", "hottest_links", "workload_notes", "warnings", "stragglers", "update_delay")
+NOT_SCALAR = ("iteration_ns", "hottest_links", "workload_notes", "warnings", "stragglers", "slow_links", "update_delay")
 
 
 @dataclass

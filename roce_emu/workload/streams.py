@@ -9,12 +9,13 @@ number.
   ``(ENGINE, layer)``: a MoE layer's expert popularity (workload/moe.py);
 - ``(JOB, crc32(name))``: a job's own streams (workload/jobs.py);
 - ``(STRAGGLER_FRACTION, i)``, ``(COMPUTE_JITTER,)``: workload/stragglers.py;
-- ``(ARRIVALS,)``: inference requests' arrivals (workload/inference.py).
+- ``(ARRIVALS,)``: inference requests' arrivals (workload/inference.py);
+- ``(SLOW_LINK_FRACTION, i)``: the links fault i slows (fabric/faults.py).
 """
 
 import numpy as np
 
-PATTERNS, HASHES, ENGINE, JOB, STRAGGLER_FRACTION, COMPUTE_JITTER, ARRIVALS = 1, 2, 3, 4, 5, 6, 7
+PATTERNS, HASHES, ENGINE, JOB, STRAGGLER_FRACTION, COMPUTE_JITTER, ARRIVALS, SLOW_LINK_FRACTION = 1, 2, 3, 4, 5, 6, 7, 8
 
 
 def sequence(seed: int, *key: int) -> np.random.SeedSequence:
