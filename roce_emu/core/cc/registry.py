@@ -320,7 +320,7 @@ DCTCP = Algorithm(
     windowed=True,
 )  # one threshold K, 300 KB at 100 Gb/s (the HPCC run.py dctcp profile)
 
-#: every algorithm; the position is the engine's kind code (CFG_CC)
+#: every algorithm; the position is the engine's kind code (CC_*, a queue pair's "cc")
 ALGORITHMS = (NONE, DCQCN, HPCC, TIMELY, DCTCP)
 NAMES = tuple(a.name for a in ALGORITHMS)
 BY_NAME = {a.name: a for a in ALGORITHMS}
