@@ -24,7 +24,14 @@ Cases:
 - ``fat_tree_k8``: a k=8 fat-tree (128 hosts, 100 Gb/s, 1 us links), a random permutation of
   ``--perm-bytes`` flows;
 - ``pfc_join``: PFC alone on one switch (CC_MODE 1 with ENABLE_QCN 0: no marks, so line rate):
-  three 16 MB flows into one host, a fourth of ``--join-bytes`` joining at 300 us.
+  three 16 MB flows into one host, a fourth of ``--join-bytes`` joining at 300 us;
+- ``incast2``, ``incast3``: 2 or 3 flows of 1 MB into one host of one switch (no ECMP), all
+  starting together: DCQCN's dynamics alone.
+
+The ECN marks are random draws in both tools: the simulator draws from ns-3's generator (its run
+number, ``NS_GLOBAL_VALUE=RngRun=N``; 1 by default), roce-emu from the scenario seed, which also
+draws the ECMP hashes. ``--ns3-seeds N`` and ``--emu-seeds N`` run each tool with runs (seeds)
+1..N and report the range and the mean of the median and p99 FCT over them.
 
 The configuration of each congestion control is the simulator's run.py at 100 Gb/s (DCQCN:
 CC_MODE 1, RP_TIMER 300, RATE_AI 20 Mb/s, ACKs at high priority; HPCC: CC_MODE 3, eta 0.95,
@@ -61,7 +68,7 @@ sys.path.insert(0, str(ROOT))
 from roce_emu.importers import ns3  # noqa: E402
 from roce_emu.results.ns3_format import source_ports  # noqa: E402
 
-CASES = ("shipped", "fat_websearch", "fat_tree_k8", "pfc_join")
+CASES = ("shipped", "fat_websearch", "fat_tree_k8", "pfc_join", "incast2", "incast3")
 CCS = ("dcqcn", "hpcc")
 START_S = 2.0  # the simulator's flows start at 2 s by convention
 TIMING_LOCK = "/tmp/timing.lock"
@@ -243,6 +250,13 @@ def build_case(name: str, args, shipped: Path) -> Case:
             ns3.flows_text(flows, section),
             ccs=("none",),
         )
+    if name in ("incast2", "incast3"):
+        n = int(name[-1])
+        section = {"kind": "custom", "switches": [0], "links": [[0, h, 100.0, 1000.0] for h in range(1, n + 2)]}
+        flows = [{"src": s, "dst": 0, "bytes": 1_000_000, "start_ns": START_S * 1e9} for s in range(1, n + 1)]
+        return Case(
+            name, f"{n} x 1 MB into one host of one switch", ns3.topology_text(section), ns3.flows_text(flows, section)
+        )
     raise SystemExit(f"--cases: '{name}' is not a case (allowed: {', '.join(CASES)})")
 
 
@@ -338,9 +352,9 @@ def find_ns3(option: str | None) -> Path | None:
     return None
 
 
-def _ns3_once(binary: Path, folder: Path, timeout: float) -> tuple[float, str]:
-    """One timed run of the simulator in ``folder``: (wall s, its output)."""
-    env = dict(os.environ, LD_LIBRARY_PATH=str(binary.parent.parent))
+def _ns3_once(binary: Path, folder: Path, timeout: float, rng_run: int = 1) -> tuple[float, str]:
+    """One timed run of the simulator in ``folder`` with ns-3's run number ``rng_run``: (wall s, its output)."""
+    env = dict(os.environ, LD_LIBRARY_PATH=str(binary.parent.parent), NS_GLOBAL_VALUE=f"RngRun={rng_run}")
     with timing_lock():
         began = time.perf_counter()
         proc = subprocess.run(
@@ -410,14 +424,28 @@ def warm_up(work: Path) -> None:
 
 def seed_spread(config: Path, overrides: list[str], seeds: int, keys_done) -> dict:
     """roce-emu's median and p99 FCT (us) over scenario seeds 1..seeds (ECMP hashes and ECN
-    draws; the simulator has one fixed set of each): their lowest and highest."""
-    medians, p99s = [], []
-    for seed in range(1, seeds + 1):
-        fct = run_roce(config, [*overrides, f"seed={seed}"], timed=False)["fct_ns"]
-        m, p = stats(fct[keys_done(fct)].astype(float))
-        medians.append(m / 1e3)
-        p99s.append(p / 1e3)
-    return {"emu_seed_median_us": (min(medians), max(medians)), "emu_seed_p99_us": (min(p99s), max(p99s))}
+    draws; the simulator's hashes are fixed)."""
+    fcts = [run_roce(config, [*overrides, f"seed={seed}"], timed=False)["fct_ns"] for seed in range(1, seeds + 1)]
+    return _spread("emu", [fct[keys_done(fct)] for fct in fcts])
+
+
+def ns3_seed_spread(binary: Path, folder: Path, runs: int, timeout: float, keys: list) -> dict:
+    """The simulator's median and p99 FCT (us) over its run numbers 1..runs (its ECN draws)."""
+    fcts = []
+    for rng_run in range(1, runs + 1):
+        _ns3_once(binary, folder, timeout, rng_run)
+        fct = align(read_fct((folder / "fct.txt").read_text()), keys)[0]
+        fcts.append(fct[fct >= 0])
+    return _spread("ns3", fcts)
+
+
+def _spread(tool: str, fcts: list[np.ndarray]) -> dict:
+    """Lowest, highest and mean over runs of each run's median and p99 FCT (us)."""
+    medians, p99s = np.array([stats(fct.astype(float) / 1e3) for fct in fcts]).T
+    return {
+        f"{tool}_seed_median_us": (medians.min(), medians.max(), medians.mean()),
+        f"{tool}_seed_p99_us": (p99s.min(), p99s.max(), p99s.mean()),
+    }
 
 
 def compare(case: Case, cc: str, ours: dict, theirs: dict) -> dict:
@@ -463,7 +491,7 @@ def compare(case: Case, cc: str, ours: dict, theirs: dict) -> dict:
 
 AGREEMENT = (
     "| case | CC | flows | FCT median us: ns-3 / roce-emu (diff) | FCT p99 us: ns-3 / roce-emu (diff) | "
-    "roce-emu over seeds: median, p99 us | slowdown median: ns-3 / roce-emu | slowdown p99 |"
+    "over seeds, ns-3 / roce-emu: median us | p99 us | slowdown median: ns-3 / roce-emu | slowdown p99 |"
 )
 COST = (
     "| case | CC | ns-3 wall s (setup) | ns-3 events | ns-3 Mevents/s | roce-emu wall s (setup + engine) | "
@@ -478,17 +506,24 @@ def _rule(header: str) -> str:
 def agreement_line(row: dict) -> str:
     head = f"| {row['case']} | {row['cc']} | {row['flows']} | "
     if "ns3_median_us" not in row:
-        return head + "no flow finished in both | | | | |"
-    seeds = ""
-    if "emu_seed_median_us" in row:
-        (m0, m1), (p0, p1) = row["emu_seed_median_us"], row["emu_seed_p99_us"]
-        seeds = f"{m0:.1f}-{m1:.1f}, {p0:.1f}-{p1:.1f}"
+        return head + "no flow finished in both | | | | | |"
     return head + (
         f"{row['ns3_median_us']:.1f} / {row['emu_median_us']:.1f} ({row['median_diff']:+.1f} %) | "
-        f"{row['ns3_p99_us']:.1f} / {row['emu_p99_us']:.1f} ({row['p99_diff']:+.1f} %) | {seeds} | "
+        f"{row['ns3_p99_us']:.1f} / {row['emu_p99_us']:.1f} ({row['p99_diff']:+.1f} %) | "
+        f"{_seeds(row, 'median')} | {_seeds(row, 'p99')} | "
         f"{row['ns3_slow_median']:.2f} / {row['emu_slow_median']:.2f} | "
         f"{row['ns3_slow_p99']:.2f} / {row['emu_slow_p99']:.2f} |"
     )
+
+
+def _seeds(row: dict, stat: str) -> str:
+    """``low-high (mean)`` of one statistic over each tool's seeds; a single run's value without them."""
+    out = []
+    for tool in ("ns3", "emu"):
+        spread = row.get(f"{tool}_seed_{stat}_us")
+        single = row[f"{tool}_{stat}_us"]
+        out.append(f"{spread[0]:.1f}-{spread[1]:.1f} ({spread[2]:.1f})" if spread else f"{single:.1f}")
+    return " / ".join(out)
 
 
 def cost_line(row: dict) -> str:
@@ -516,6 +551,7 @@ def main() -> int:
     ap.add_argument("--join-bytes", type=int, default=8_000_000, help="pfc_join: the joining flow's bytes")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per simulator run")
     ap.add_argument("--emu-seeds", type=int, default=1, help="also run roce-emu with seeds 1..N: FCT range")
+    ap.add_argument("--ns3-seeds", type=int, default=1, help="also run the simulator with RngRun 1..N: FCT range")
     ap.add_argument("--json", help="write the rows to this file")
     ap.add_argument("--set", action="append", default=[], help="an override for roce-emu's runs (KEY=VALUE)")
     args = ap.parse_args()
@@ -542,6 +578,8 @@ def main() -> int:
             theirs = run_ns3(binary, folder, args.runs, args.timeout)
             ours = run_roce(config, args.set)
             row = compare(case, cc, ours, theirs)
+            if args.ns3_seeds > 1:
+                row.update(ns3_seed_spread(binary, folder, args.ns3_seeds, args.timeout, flow_keys(case.flows)))
             if args.emu_seeds > 1:
                 ns3_done = align(theirs["fct"], flow_keys(case.flows))[0] >= 0
                 row.update(seed_spread(config, args.set, args.emu_seeds, lambda fct: ns3_done & (fct >= 0)))

@@ -50,6 +50,28 @@ def test_dcqcn_cx_single_cnp_trajectory():
     assert world.stats[K.C_CNPS] == 0
 
 
+def test_dcqcn_cx_replays_the_hpcc_simulators_cuts():
+    """The CNP arrivals of one flow in the simulator (2 x 1 MB into one host, run.py's DCQCN at
+    100 Gb/s, RngRun 1; rdma-hw.cc with PRINT_LOG on) replayed into the cx reaction point give
+    the rates the simulator printed at its cuts and its fast recovery (Gb/s, 3 decimals)."""
+    world = prepare_scenario(one_flow("dcqcn", ecn=False)).world
+    t0 = 10 * US
+    world = advance_to(world, t0)
+    f = qp_of(world, 0)
+    cnps_ns = [38370, 39200, 48662, 59452, 62938]  # CNP-flagged ACKs, ns after the flows start
+    printed = {42371: 50.584, 50371: 26.259, 62371: 14.160, 66371: 7.710, 366371: 53.855}
+    events = sorted([(t, "cnp") for t in cnps_ns] + [(t, "rate") for t in printed])
+    for t_ns, what in events:
+        at = t0 + (t_ns - cnps_ns[0]) * 1000
+        if what == "cnp":
+            world = advance_to(world, at - 1)
+            cc.on_cnp(world, np.int32(f), at)
+        else:
+            world, r = _rate_at(world, at)
+            assert r / 1e9 == pytest.approx(printed[t_ns], abs=5e-4), t_ns
+            assert world.ccs[f]["target"] == LINE
+
+
 def test_dcqcn_paper_cut_and_fast_recovery():
     """Paper variant: one CNP at alpha = 1 halves the rate at once; after T = 55 us the first
     fast-recovery step closes half the gap to the target."""

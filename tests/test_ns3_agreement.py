@@ -87,3 +87,17 @@ def test_written_configs_import_as_the_algorithm_they_name(tmp_path, cc, mode):
     assert doc["network"]["switch"]["ecn"]["enabled"] is (cc != "none")
     assert doc["network"]["switch"]["buffer_bytes"] == 32 * 2**20
     assert not any("not a key" in n for n in notes)
+
+
+@pytest.mark.quick
+def test_incast_cases_and_the_seed_columns(tmp_path):
+    case = bench.build_case("incast3", None, tmp_path)
+    (tmp_path / "topology.txt").write_text(case.topology)
+    topo = ns3.read_topology(tmp_path / "topology.txt")
+    assert topo.custom()["switches"] == [0] and len(topo.custom()["links"]) == 4
+    keys = bench.flow_keys(case.flows)
+    assert len({src for src, _, _ in keys}) == 3 and len({dst for _, dst, _ in keys}) == 1
+    spread = bench._spread("ns3", [np.array([100e3, 300e3]), np.array([200e3, 400e3])])
+    assert spread["ns3_seed_median_us"] == (200.0, 300.0, 250.0)
+    row = {"ns3_median_us": 1.0, "emu_median_us": 2.0, **spread}
+    assert bench._seeds(row, "median") == "200.0-300.0 (250.0) / 2.0"
