@@ -172,8 +172,9 @@ def test_hpcc_lone_flow_settles_at_eta_b_plus_rai():
 def test_timely_gradient_rule_hand_computed():
     """HPCC-model TIMELY defaults (alpha 0.875, beta 0.8, T_low 50 us, T_high 500 us, minRTT 20 us,
     delta 100 Mb/s, HAI 500 Mb/s after 5 increases), from R_c = 50 Gb/s, last RTT 60 us."""
-    p = np.zeros(cc_timely.N_PARAMS)
+    p = np.zeros((1, cc_timely.N_PARAMS))  # one row of parameters
     p[
+        0,
         [
             cc_timely.P_ALPHA,
             cc_timely.P_BETA,
@@ -186,27 +187,27 @@ def test_timely_gradient_rule_hand_computed():
         ]
     ] = [0.875, 0.8, 50 * US, 500 * US, 20 * US, 100e6, 500e6, 5]
     # rtt 70 us: diff = 0.875 * 10 us = 8.75 us, gradient 0.4375 -> R * (1 - 0.8 * 0.4375) = 0.65 R
-    rate, stage, diff = cc_timely.next_rate(p, 50e9, 0, 0.0, 60 * US, 70 * US)
+    rate, stage, diff = cc_timely.next_rate(p, 0, 50e9, 0, 0.0, 60 * US, 70 * US)
     assert (rate, stage, diff) == (pytest.approx(32.5e9), 0, pytest.approx(8.75 * US))
     # rtt 40 us < T_low: + delta; diff = 0.125 * 8.75 - 0.875 * 30 = -25.15625 us
-    rate, stage, diff = cc_timely.next_rate(p, rate, stage, diff, 70 * US, 40 * US)
+    rate, stage, diff = cc_timely.next_rate(p, 0, rate, stage, diff, 70 * US, 40 * US)
     assert (rate, stage, diff) == (pytest.approx(32.6e9), 1, pytest.approx(-25.15625 * US))
     # rtt 600 us > T_high: R * (1 - 0.8 * (1 - 500/600)) = 32.6e9 * 13/15
-    rate, stage, diff = cc_timely.next_rate(p, rate, stage, diff, 40 * US, 600 * US)
+    rate, stage, diff = cc_timely.next_rate(p, 0, rate, stage, diff, 40 * US, 600 * US)
     assert (rate, stage) == (pytest.approx(32.6e9 * 13 / 15), 0)
     assert diff == pytest.approx((0.125 * -25.15625 + 0.875 * 560) * US)
     # rtt 100 us, falling: gradient < 0 -> + delta
     r0 = rate
-    rate, stage, diff = cc_timely.next_rate(p, rate, stage, diff, 600 * US, 100 * US)
+    rate, stage, diff = cc_timely.next_rate(p, 0, rate, stage, diff, 600 * US, 100 * US)
     assert (rate, stage) == (pytest.approx(r0 + 100e6), 1)
     # four more falling samples, then the sixth increase in a row is hyperactive
     for _ in range(4):
-        rate, stage, diff = cc_timely.next_rate(p, rate, stage, diff, 100 * US, 90 * US)
+        rate, stage, diff = cc_timely.next_rate(p, 0, rate, stage, diff, 100 * US, 90 * US)
     assert (rate, stage) == (pytest.approx(r0 + 500e6), 5)
-    rate, stage, diff = cc_timely.next_rate(p, rate, stage, diff, 90 * US, 80 * US)
+    rate, stage, diff = cc_timely.next_rate(p, 0, rate, stage, diff, 90 * US, 80 * US)
     assert (rate, stage) == (pytest.approx(r0 + 1000e6), 6)
     # rising between the thresholds with a large gradient: the factor floors at 0 (then min rate)
-    rate, stage, diff = cc_timely.next_rate(p, rate, 6, 0.0, 100 * US, 300 * US)
+    rate, stage, diff = cc_timely.next_rate(p, 0, rate, 6, 0.0, 100 * US, 300 * US)
     assert (rate, stage) == (0.0, 0)
 
 

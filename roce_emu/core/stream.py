@@ -21,7 +21,7 @@ When a flow's receiver holds more packets, the flows it gates whose limit it set
 limit, and the NIC port of each one that may now send is kicked. A flow whose sender had nothing in flight
 restarts its retransmission timer then: its wait for data is not a loss.
 
-World arrays: reads cfg, flow, gate_off, gate_in, gate_out; writes qp, gate_state.
+World arrays: reads cfg, flow, qp, gate_off, gate_in, gate_out; writes gate_state.
 """
 
 from .jit import njit
