@@ -184,7 +184,7 @@ def test_timely_gradient_rule_hand_computed():
             cc_timely.P_RAI,
             cc_timely.P_RHAI,
             cc_timely.P_HAI_N,
-        ]
+        ],
     ] = [0.875, 0.8, 50 * US, 500 * US, 20 * US, 100e6, 500e6, 5]
     # rtt 70 us: diff = 0.875 * 10 us = 8.75 us, gradient 0.4375 -> R * (1 - 0.8 * 0.4375) = 0.65 R
     rate, stage, diff = cc_timely.next_rate(p, 0, 50e9, 0, 0.0, 60 * US, 70 * US)

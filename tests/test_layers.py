@@ -16,6 +16,7 @@ RANK = {
     "": 0,  # the package itself (__version__)
     "units": 0,
     "errors": 0,
+    "streams": 0,
     "images": 0,
     "examples": 0,
     "core": 0,

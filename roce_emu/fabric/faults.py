@@ -17,7 +17,7 @@ from ..core import kinds as K
 from ..core.state import LINK_PLAN_DTYPE
 from ..errors import ScenarioError
 from ..units import bps_to_gbps, gbps_to_bps, ns_to_ps
-from ..workload import streams
+from .. import streams
 from .routing import build_routes
 from .topology import Fabric
 

@@ -28,7 +28,7 @@ from ..core.state import (
 )
 from ..fabric.topology import Fabric
 from ..units import bps_to_gbps, ns_to_ps
-from ..workload import streams
+from .. import streams
 from ..workload import Workload
 from ..workload.dag import GateTable, QueueTable, TaskTable
 from ..workload.jobs import cc_rows, job_seed, used_algorithms

@@ -17,7 +17,8 @@ from ..fabric.reduction import Reductions, check_reducing
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from .background import poisson_flows
-from . import dim_algorithms, streams
+from .. import streams
+from . import dim_algorithms
 from .collectives import HIERARCHICAL, Collective, expand
 from .dag import DagBuilder, FlowTable, GateTable, TaskTable, has_cycle
 from .inference import Requests, add_inference, inference_hosts

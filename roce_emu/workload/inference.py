@@ -36,7 +36,7 @@ import numpy as np
 from ..config.schema import Inference
 from ..errors import ScenarioError
 from ..units import ns_to_ps
-from . import streams
+from .. import streams
 from .background import poisson_times
 from .dag import DagBuilder
 

@@ -21,7 +21,7 @@ from ..fabric.reduction import Reductions
 from ..fabric.topology import Fabric
 from ..units import ns_to_ps
 from . import NOTHING_TO_DO, Workload, WorkloadPart, add_workload, checked_hosts, finish_workload, workload_items
-from . import streams
+from .. import streams
 from .dag import DagBuilder
 from .items import Item
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..config.schema import MoeModel, Training
 from ..errors import ScenarioError
-from . import streams
+from .. import streams
 from .gpt import BYTES, MODEL, Gpt, embedding_params, layer_params, mlp_params, norm_params
 from .passes import Compute, Exchange, ExpertCompute, LayerPasses, Step
 

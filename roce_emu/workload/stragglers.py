@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config.schema import ComputeJitter, Scenario
 from ..errors import ScenarioError
-from . import streams
+from .. import streams
 from .dag import TaskTable
 from .training import training_hosts
 

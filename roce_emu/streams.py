@@ -1,4 +1,4 @@
-"""The scenario seed's random streams, one source of truth: each random choice the workload and
+"""The scenario seed's random streams, one source of truth: each random choice the workload, the fabric and
 the world make draws from its own NumPy SeedSequence spawn key, so that adding a draw in one
 place leaves every other draw as it was. The keys are named here; a new one takes a new first
 number.
