@@ -19,6 +19,7 @@ started are cancelled; a point a worker is running finishes there and is kept.
 import hashlib
 import itertools
 import json
+import logging
 import os
 import shutil
 import signal
@@ -334,12 +335,25 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 CONNECT_TIMEOUT_S = 10
 
 
+class _QuietInterruptedSync(logging.Filter):
+    """Drops the traceback distributed's ``sync`` logs when Ctrl-C reaches it before its call has
+    started: its cancel callback then reads a variable not yet set (a NameError in the client's
+    event loop thread, harmless: the sweep stops as asked). Every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, NameError) and "sync.<locals>.cancel" in record.getMessage())
+
+
 def _connect(address: str):
     """A dask client of the scheduler at address, or a one-line error naming it."""
     try:
         from distributed import Client
     except ImportError:
         raise ScenarioError("--scheduler", address, "needs dask.distributed: pip install 'roce-emu[dask]'") from None
+    tornado_log = logging.getLogger("tornado.application")
+    if not any(isinstance(f, _QuietInterruptedSync) for f in tornado_log.filters):
+        tornado_log.addFilter(_QuietInterruptedSync())
     try:
         return Client(address, timeout=f"{CONNECT_TIMEOUT_S}s")
     except (OSError, TimeoutError, ValueError) as err:
