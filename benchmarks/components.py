@@ -117,12 +117,11 @@ def run_case(name: str, doc: dict) -> Flows:
         quantum[f] = ser_ps(mtu + hdr + ifg, int(rate[fwd[0]]))
     # with a queue pair per connection, a flow sends once the one before it on its connection
     # has sent its last packet: that is when it starts to occupy its path
-    connection = bool(cfg[K.CFG_QP_CONNECTION])
     last_sent: dict[tuple, int] = {}
-    prio = w.flow["prio"]
+    prio, posted = w.flow["prio"], w.flow["conn"]
     for f in sorted(range(n), key=lambda f: (int(start[f]), f)):
-        conn = (int(table["src"][f]), int(table["dst"][f]), int(prio[f]))
-        if connection and conn in last_sent:
+        conn = (int(table["src"][f]), int(table["dst"][f]), int(prio[f]), int(posted[f]))
+        if posted[f] >= 0 and conn in last_sent:
             start[f] = max(int(start[f]), last_sent[conn])
         first_wire = min(int(size[f]), mtu) + hdr + ifg
         last_wire = int(size[f]) - (max(int(size[f]) - 1, 0) // mtu) * mtu + hdr + ifg

@@ -622,10 +622,15 @@ class Nic(Strict):
     packets, and always a flow's last packet and a packet whose congestion mark it echoes; 1
     (every packet) is the HPCC ns-3 simulator's default. More coalesces ACKs as hardware does.
 
-    ``queue_pair``: ``flow`` (default), every flow has a queue pair of its own, and the NIC port
-    serves those with data round-robin; ``connection``, flows from one NIC port to one
-    destination at one priority go in order, as NCCL posts a ring's steps on one connection:
-    a flow joins the round robin once the one before it has sent its last packet."""
+    ``queue_pair``: how flows map onto queue pairs, which the NIC port serves round-robin. ``channel``
+    (default): a collective's flows from one rank to one peer on one channel go in order on one
+    queue pair, as NCCL posts a channel's steps and chunks on its connection to that peer (one
+    connection per communicator, channel and peer); a flow joins the round robin once the one
+    before it has sent its last packet. Every other flow (background traffic, point-to-point
+    sends, parameter-server pushes, imported ns-3 flows) has a queue pair of its own. ``flow``:
+    every flow has a queue pair of its own (HPCC ns-3's model): a ring's next step shares the NIC
+    with the previous one when its rank runs late. ``connection``: all flows from one NIC port to
+    one destination at one priority go in order, whatever their collective or channel."""
 
     rto_ns: float = Field(1_000_000.0, gt=0, le=1e12)
     """Retransmission timeout: with no ACK progress for this long, the sender goes back to its last acknowledged
@@ -637,9 +642,10 @@ class Nic(Strict):
     ack_every_packets: int = Field(1, ge=1, le=1_000_000)
     """One ACK per this many in-order packets, and always one for a flow's last packet and for a packet whose
     congestion mark the algorithm echoes."""
-    queue_pair: Literal["flow", "connection"] = "flow"
-    """flow: a queue pair per flow, served round-robin by the NIC port; connection: flows from one NIC port to one
-    destination at one priority go in order, as NCCL posts a ring's steps."""
+    queue_pair: Literal["channel", "flow", "connection"] = "channel"
+    """channel: a collective's flows from one rank to one peer on one channel go in order on one queue pair (NCCL's
+    connection); other flows have their own. flow: a queue pair per flow. connection: all flows from one NIC port
+    to one destination at one priority go in order. The NIC port serves its queue pairs round-robin."""
 
 
 class Cc(Strict):

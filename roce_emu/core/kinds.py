@@ -165,22 +165,21 @@ CFG_TRAIN_MAX = 19  #: packets a steady flow may send as one train (sim.fast_for
 CFG_HEAP_ROOM = 20  #: free heap records the loop keeps before an event: HEAP_MARGIN + the most successors of a task
 CFG_ACK_WITH_DATA = 21  #: 1: switches queue ACKs and NACKs with their flow's data (HPCC ns-3); 0: in the control queue
 CFG_ACK_EVERY = 22  #: a receiver acknowledges every this many in-order packets (and a flow's last)
-CFG_QP_CONNECTION = 23  #: 1: a flow waits for the one before it to the same destination (network.nic.queue_pair)
-CFG_STOP_AT_START = 24  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
+CFG_STOP_AT_START = 23  #: 1: advance stops before a flow's start (ST_FLOW_START), for memo.py to decide how it runs
 # network.jitter (jitter.py): per role (a NIC, a switch) the JD_* distribution of a packet's hold, its mean and
 # its standard deviation (normal only); JD_NONE everywhere = no hold and no random draw
-CFG_JITTER_NIC = 25
-CFG_JITTER_NIC_MEAN_PS = 26
-CFG_JITTER_NIC_SD_PS = 27
-CFG_JITTER_SWITCH = 28
-CFG_JITTER_SWITCH_MEAN_PS = 29
-CFG_JITTER_SWITCH_SD_PS = 30
-CFG_TRANSPORT = 31  #: TP_* of the run's loss recovery (network.transport)
-CFG_IRN_CAP = 32  #: IRN: the BDP cap, packets a flow may have in flight (0 with go-back-N)
-CFG_RTO_LOW_PS = 33  #: IRN: the timeout with at most cfg[CFG_RTO_LOW_PKTS] packets in flight
-CFG_RTO_HIGH_PS = 34  #: IRN: the timeout with more in flight
-CFG_RTO_LOW_PKTS = 35
-CFG_SIZE = 36
+CFG_JITTER_NIC = 24
+CFG_JITTER_NIC_MEAN_PS = 25
+CFG_JITTER_NIC_SD_PS = 26
+CFG_JITTER_SWITCH = 27
+CFG_JITTER_SWITCH_MEAN_PS = 28
+CFG_JITTER_SWITCH_SD_PS = 29
+CFG_TRANSPORT = 30  #: TP_* of the run's loss recovery (network.transport)
+CFG_IRN_CAP = 31  #: IRN: the BDP cap, packets a flow may have in flight (0 with go-back-N)
+CFG_RTO_LOW_PS = 32  #: IRN: the timeout with at most cfg[CFG_RTO_LOW_PKTS] packets in flight
+CFG_RTO_HIGH_PS = 33  #: IRN: the timeout with more in flight
+CFG_RTO_LOW_PKTS = 34
+CFG_SIZE = 35
 
 # ---- jitter distributions: cfg[CFG_JITTER_NIC], cfg[CFG_JITTER_SWITCH] (network.jitter.*.distribution) --------
 _dist = _Codes(I64)

@@ -101,7 +101,7 @@ MM_ACTIVE = 2  #: flows the engine runs, listed in Memo.active
 MM_SWEPT_T = 3  #: when the list was last cleared of finished flows
 MM_COMPS = 4  #: components made
 MM_CF = 5  #: entries of Memo.comp_flows used
-MM_OFF = 8  #: 1: no component is made (faults, connection queue pairs): every flow runs in the engine
+MM_OFF = 8  #: 1: no component is made (run/inputs.why_no_memo): every flow runs in the engine
 MM_SAMPLE = 9  #: hits re-run exactly, per mille
 MM_RNG = 10  #: the sampler's own generator
 # counters, reported in summary.json
@@ -446,7 +446,8 @@ def _key(w, mm, c, ports_out):
         L = mm.comp_flows[first + i]
         buf[k] = w.flow[L]["size_bytes"]
         buf[k + 1] = w.flow[L]["prio"] + 256 * w.flow[L]["cc_row"]  # its priority and congestion control
-        k += 2
+        buf[k + 2] = _same_connection(w, mm, first, i)
+        k += 3
         a, b = _paths(w, mm, L)
         for h in range(2):
             m = a if h == 0 else b
@@ -468,6 +469,21 @@ def _key(w, mm, c, ports_out):
         buf[k + 6] = w.node[w.port[pt["peer_port"]]["node"]]["buffer_bytes"]
         k += 7
     return k, n_ports
+
+
+@njit_alloc
+def _same_connection(w, mm, first, i):
+    """1 + the first flow of the component (by its order) on flow i's connection (the same
+    connection id, sender and receiver: they go in order on one queue pair), 0 if it has its own."""
+    L = mm.comp_flows[first + i]
+    conn = w.flow[L]["conn"]
+    if conn < 0:
+        return I64(0)
+    for j in range(i + 1):
+        M = mm.comp_flows[first + j]
+        if w.flow[M]["conn"] == conn and w.flow[M]["src"] == w.flow[L]["src"] and w.flow[M]["dst"] == w.flow[L]["dst"]:
+            return I64(j + 1)
+    return I64(0)
 
 
 @njit_alloc

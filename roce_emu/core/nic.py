@@ -37,7 +37,6 @@ from .kinds import (
     CFG_IFG,
     CFG_MTU,
     CFG_NACK_PS,
-    CFG_QP_CONNECTION,
     CFG_RTO_PS,
     CFG_TRAIN_MAX,
     CFG_TRANSPORT,
@@ -139,6 +138,21 @@ def ring_insert(w, p, f):
         qps[head]["act_prev"] = f
     pt["act_count"] += 1
     pt["round_left"] = 0  # trains: a new round, with the newcomer
+
+
+@njit
+def leave_ring(w, p, f, t):
+    """Queue pair f has sent its last packet, or has every ACK: it leaves port p's round robin,
+    and the flow of its connection waiting for it, if any, joins it, its timeout counting from
+    now. Returns whether one joined (the port has data to send)."""
+    ring_remove(w, p, f)
+    g = w.qp[f]["conn_next"]
+    if g < 0:
+        return False
+    w.qp[f]["conn_next"] = -1
+    ring_insert(w, p, g)
+    restart_rto(w, g, t)
+    return True
 
 
 @njit
@@ -409,18 +423,14 @@ def _emit_data(w, p, f, t):
     w.ccs[f]["last_wire"] = wire
     cc.on_send(w, f, wire)
     if r["snd_nxt"] >= r["n_pkts"] and not (selective and irn.next_lost(w, f) >= 0):
-        ring_remove(w, p, f)
-        g = r["conn_next"]
-        if g >= 0:  # the next flow of its connection goes now (queue_pair: connection)
-            r["conn_next"] = -1
-            ring_insert(w, p, g)
+        leave_ring(w, p, f, t)
     return k
 
 
 @njit(inline="always")
 def flow_start(w, L, t):
-    """Flow L starts at t: it opens a queue pair, which joins its NIC port's round robin (or,
-    with queue_pair: connection, waits behind a flow of its connection still sending)."""
+    """Flow L starts at t: it opens a queue pair, which joins its NIC port's round robin, or,
+    if a flow of its connection is still sending, waits behind it."""
     f = qp_open(w, L)
     r = w.qp[f]
     r["next_tx_ps"] = t
@@ -428,13 +438,13 @@ def flow_start(w, L, t):
         irn.start(w, f, t)
     else:
         r["rto_ps"] = t + w.cfg[CFG_RTO_PS]
-    arm_rto(w, f)
     w.stats[C_LAST_PROGRESS_PS] = t
     if w.cfg[CFG_TRAIN_MAX] > 0:
         r["path_key"] = _path_key(w, f)
         _path_add(w, f, I64(1))
-    if w.cfg[CFG_QP_CONNECTION] != 0 and _wait_for_connection(w, f):
-        return r["nic_port"]
+    if r["conn"] >= 0 and _wait_for_connection(w, f):
+        return r["nic_port"]  # its timeout is armed when it joins (leave_ring)
+    arm_rto(w, f)
     if w.cfg[CFG_TRAIN_MAX] > 0:
         cut_train(w, I64(r["nic_port"]), t, f)
     ring_insert(w, r["nic_port"], f)
@@ -443,14 +453,15 @@ def flow_start(w, L, t):
 
 @njit
 def _wait_for_connection(w, f):
-    """queue_pair: connection. If a flow of f's connection (its NIC port, destination and
-    priority) is still sending, queue f behind the last flow waiting for it and return True."""
+    """If a flow of f's connection (the same connection id, NIC port, destination and priority:
+    network.nic.queue_pair, run/world.py) is still sending, queue f behind the last flow waiting
+    for it and return True."""
     r = w.qp[f]
     pt = w.port[r["nic_port"]]
     g = pt["act_head"]
     for _ in range(pt["act_count"]):
         q = w.qp[g]
-        if q["dst"] == r["dst"] and q["prio"] == r["prio"]:
+        if q["conn"] == r["conn"] and q["dst"] == r["dst"] and q["prio"] == r["prio"]:
             while w.qp[g]["conn_next"] >= 0:
                 g = w.qp[g]["conn_next"]
             w.qp[g]["conn_next"] = f
@@ -818,10 +829,12 @@ def _go_back(w, f, seq):
 
 @njit(inline="always")
 def _on_ack(w, f, ack_seq, t):
+    """Cumulative ACK ack_seq for queue pair f. Returns whether a flow waiting on its connection
+    joined the round robin (f was done while still in it)."""
     r = w.qp[f]
     old = r["snd_una"]
     if ack_seq <= old:
-        return
+        return False
     r["snd_una"] = ack_seq
     if r["snd_nxt"] < ack_seq:  # acked beyond a go-back point: skip what arrived
         r["snd_nxt"] = ack_seq
@@ -833,10 +846,12 @@ def _on_ack(w, f, ack_seq, t):
     if ack_seq >= r["n_pkts"]:
         r["state"] = FL_DONE
         r["finish_ps"] = t
-        ring_remove(w, r["nic_port"], f)
         w.stats[C_FLOWS_DONE] += 1
         if w.cfg[CFG_TRAIN_MAX] > 0:
             _path_add(w, f, I64(-1))
+        # a go-back-N resend in progress ends here: a flow waiting on its connection goes now
+        return leave_ring(w, r["nic_port"], f, t)
+    return False
 
 
 @njit
@@ -1004,7 +1019,8 @@ def on_host_arrive(w, k, node, t):
     if kind == PK_CNP:
         cc.on_cnp(w, f, t)
         return r["nic_port"]
-    _on_ack(w, f, pk["seq"], t)
+    if _on_ack(w, f, pk["seq"], t):
+        return r["nic_port"]
     if r["state"] != FL_ACTIVE:
         return -1
     kick = -1

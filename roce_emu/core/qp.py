@@ -67,6 +67,7 @@ def qp_open(w, L):
     r["dst"] = fl["dst"]
     r["nic_port"] = fl["nic_port"]
     r["prio"] = fl["prio"]
+    r["conn"] = fl["conn"]
     r["cc"] = fl["cc"]
     r["cc_row"] = fl["cc_row"]
     r["rate_bps"] = w.port[fl["nic_port"]]["nominal_bps"]

@@ -184,6 +184,7 @@ FLOW_DTYPE = np.dtype(
         ("dst", np.int32),
         ("nic_port", np.int32),  # sender's first-hop port
         ("qp", np.int32),  # its queue pair while it has one, else -1
+        ("conn", np.int32),  # >= 0: it goes in order after its connection's earlier flows (nic.flow_start); -1: alone
         ("cc_row", np.int16),  # its congestion control's row of World.ccp (a job's own, or the run's)
         ("prio", np.int8),
         ("state", np.int8),  # FL_*
@@ -238,7 +239,8 @@ QP_DTYPE = np.dtype(
         ("nic_port", np.int32),  # sender's first-hop port
         ("act_next", np.int32),  # ring of active queue pairs on the NIC port
         ("act_prev", np.int32),
-        ("conn_next", np.int32),  # queue_pair: connection: the flow that waits for this one to have sent all
+        ("conn", np.int32),  # its flow's connection, -1 for none
+        ("conn_next", np.int32),  # the flow of its connection that waits for this one to have sent all, -1
         ("cc_row", np.int16),  # its flow's row of World.ccp
         ("cc", np.int8),  # its flow's CC_*: what the congestion-control hooks (cc/dispatch.py) run
         ("prio", np.int8),

@@ -109,8 +109,7 @@ def streams(workload: Workload | None) -> bool:
 
 def why_no_memo(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why the memo (sim.fast_forward: memo) makes no component in this scenario, or "" if it
-    may: faults (a link action would act on flows that are not in the engine), connection queue
-    pairs (a flow waits for another one of its connection, outside its component), sampled
+    may: faults (a link action would act on flows that are not in the engine), sampled
     traces (replayed flows have no samples), IRN (its bitmaps are not in a component's outcome),
     jitter (every packet draws from the generator, which makes a trial run volatile), or a streaming
     in-switch reduction (its flows wait for each other packet by packet)."""
@@ -118,8 +117,6 @@ def why_no_memo(scenario: Scenario, workload: Workload | None = None) -> str:
         return STREAMING
     if scenario.faults:
         return "the scenario has faults, which act on flows the memo replays"
-    if scenario.network.nic.queue_pair == "connection":
-        return "network.nic.queue_pair is connection: a flow waits for the flow before it, outside its component"
     if set(scenario.output.traces) & {"rate", "queue"}:
         return "output.traces samples rates or queues, which replayed flows do not have"
     if scenario.network.transport == "irn":

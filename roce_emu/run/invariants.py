@@ -84,6 +84,13 @@ def _check_queue_pairs(world: World, t_ns: float) -> None:
         raise InvariantError(f"t={t_ns:g} ns: the free queue pairs are not exactly the slots without a flow")
     if (flow["qp"][qp["flow"][open_ids]] != open_ids).any():
         raise InvariantError(f"t={t_ns:g} ns: an open queue pair and its flow do not name each other")
+    # a connection's flows send their new packets one flow at a time (a resend after a loss may
+    # overlap the next flow's packets)
+    o = qp[open_ids]
+    new = (o["in_ring"] == 1) & (o["conn"] >= 0) & (o["snd_nxt"] == o["max_sent"]) & (o["snd_nxt"] < o["n_pkts"])
+    keys = np.stack([o[name][new].astype(np.int64) for name in ("nic_port", "dst", "prio", "conn")])
+    if np.unique(keys, axis=1).shape[1] != int(new.sum()):
+        raise InvariantError(f"t={t_ns:g} ns: two queue pairs of one connection send new packets at once")
     pkt = world.pkt
     named = pkt["qp"][(pkt["kind"] != K.PK_FREE) & (pkt["qp"] >= 0)]
     alive = np.bincount(named, minlength=len(qp))

@@ -58,7 +58,6 @@ def config_slots(inputs: Inputs) -> np.ndarray:
     cfg[K.CFG_RTO_PS] = ns_to_ps(net.nic.rto_ns)
     cfg[K.CFG_NACK_PS] = ns_to_ps(net.nic.nack_interval_ns)
     cfg[K.CFG_ACK_EVERY] = net.nic.ack_every_packets
-    cfg[K.CFG_QP_CONNECTION] = int(net.nic.queue_pair == "connection")
     cfg[K.CFG_PFC_ON] = int(net.switch.pfc.enabled)
     cfg[K.CFG_ECN_ON] = int(net.switch.ecn.enabled)
     cfg[K.CFG_RESERVE] = net.switch.pfc.reserve_bytes
@@ -358,6 +357,18 @@ def ecmp_hashes(scenario: Scenario, workload: Workload) -> np.ndarray:
     return hashes
 
 
+def connections(queue_pair: str, posted: np.ndarray) -> np.ndarray:
+    """Each flow's connection id for the engine (network.nic.queue_pair): flows from one NIC port to
+    one destination at one priority with the same id go in order, one queue pair after the other;
+    -1 is a queue pair of its own. ``posted``: the connection the workload posts each flow on (a
+    collective's group and channel), -1 for none."""
+    if queue_pair == "flow":
+        return np.full(len(posted), -1, np.int32)
+    if queue_pair == "connection":
+        return np.zeros(len(posted), np.int32)
+    return posted.astype(np.int32)
+
+
 def _flows(
     scenario: Scenario, fabric: Fabric, workload: Workload, route_off, route_ports, rows: list[Cc], job_rows: list[int]
 ) -> np.ndarray:
@@ -372,6 +383,7 @@ def _flows(
     flow["size_bytes"] = table.size_bytes
     flow["start_ps"] = table.start_ps
     flow["prio"] = table.prio
+    flow["conn"] = connections(scenario.network.nic.queue_pair, table.conn)
     flow["ecmp_hash"] = hashes
     flow["nic_port"] = first_hops(
         route_off, route_ports, fabric.n_endpoints, table.src.astype(np.int64), table.dst.astype(np.int64), hashes

@@ -28,8 +28,11 @@ forwards: the step before it, received at its sender.
                       each slice (one rail each), then the NVLS all-gather inside each node
 
 ``channels`` (NCCL's channels) splits the buffer into shares that run at once, each as its own
-instance of the algorithm on its own flows (queue pairs); even channels take the ranks in the
-order given, odd channels in reverse order (a ring then runs the other way round).
+instance of the algorithm on its own flows; even channels take the ranks in the order given, odd
+channels in reverse order (a ring then runs the other way round). A collective's flows are posted
+on its group's connection of their channel (``DagBuilder.connection``): with
+``network.nic.queue_pair: channel`` (the default) the flows of one connection from one rank to
+one peer go in order on one queue pair, as NCCL posts a channel's steps and chunks.
 
 For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
 at step s rank i sends to rank i + s, after its previous exchange completed. An all-to-all
@@ -96,6 +99,7 @@ class _Expansion:
         self.singles: list[tuple] = []  # (id, src, dst) of flows added one at a time
         self.dim_of: list[tuple] = []  # hierarchical: (ids, dimension) per ring
         self.channel = 0  # the channel being added
+        self.conn = -1  # the connection its flows are posted on: its group's, per channel (DagBuilder.connection)
         self.entered: dict = {}  # rank -> the task its first sends wait for (None: nothing), see starts
 
     def starts(self, ranks) -> dict:
@@ -115,6 +119,7 @@ class _Expansion:
             self.c.name,
             self.c.iteration,
             after=[a for a in after if a is not None],
+            conn=self.conn,
         )
         self.singles.append((k, src, dst))
         return k
@@ -122,7 +127,7 @@ class _Expansion:
     def flows(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
         """Many flows at once, in order; their predecessors are added with ``b.edges``."""
         self._batch_singles()
-        ids = self.b.flows(src, dst, np.maximum(nbytes, 1), self.prio, self.c.name, self.c.iteration)
+        ids = self.b.flows(src, dst, np.maximum(nbytes, 1), self.prio, self.c.name, self.c.iteration, self.conn)
         self.made.append((ids, src, dst))
         return ids
 
@@ -200,6 +205,8 @@ def _expand_channel(x: _Expansion, ranks, nbytes: int, channel: int, ready, coor
     its chunks pipelined (each channel chains its own chunks)."""
     c = x.c
     x.channel = channel
+    # NCCL's connection: one per communicator (the group of ranks), channel and peer
+    x.conn = x.b.connection(("collective", tuple(sorted(c.ranks)), channel))
     p = len(ranks)
     per_chunk = split(nbytes, c.chunks)
     prev: dict = {}  # the previous chunk's flows per (phase, step, sender), or per ring phase and group

@@ -25,6 +25,7 @@ class FlowTable:
     size_bytes: np.ndarray  # int64
     start_ps: np.ndarray  # int64: earliest start (the flow starts later if it waits for tasks)
     prio: np.ndarray  # int8
+    conn: np.ndarray  # int32: the connection it is posted on (a collective's group and channel), -1 for none
 
     def __len__(self) -> int:
         return len(self.src)
@@ -129,7 +130,7 @@ class _Rows:
 
 class DagBuilder:
     def __init__(self):
-        self._flows = _Rows(5)  # src, dst, bytes, earliest start, priority
+        self._flows = _Rows(6)  # src, dst, bytes, earliest start, priority, connection (-1: none)
         self._computes = _Rows(3)  # host (-1 for a join), duration, earliest start
         self._nodes = _Rows(3)  # is flow, index into its rows, label
         self._edges = _Rows(2)  # before, after
@@ -137,6 +138,7 @@ class DagBuilder:
         self._frees = _Rows(2)  # task, dispatch queue
         self._gates = _Rows(3)  # gated flow, source flow, window (GateTable)
         self._queues: dict = {}  # a caller's queue name -> (queue id, ordered)
+        self._connections: dict = {}  # a caller's connection name -> its id
         self._labels: dict[tuple, int] = {}  # (name, iteration, role) -> label id
 
     def __len__(self) -> int:
@@ -146,18 +148,34 @@ class DagBuilder:
         return self._labels.setdefault((name, iteration, role), len(self._labels))
 
     def flow(
-        self, src: int, dst: int, nbytes: int, prio: int, name: str, iteration: int = 0, earliest_ps: int = 0, after=()
+        self,
+        src: int,
+        dst: int,
+        nbytes: int,
+        prio: int,
+        name: str,
+        iteration: int = 0,
+        earliest_ps: int = 0,
+        after=(),
+        conn: int = -1,
     ) -> int:
-        self._flows.add((src, dst, nbytes, earliest_ps, prio))
+        """A flow; ``conn`` >= 0 names the connection it is posted on (``connection``)."""
+        self._flows.add((src, dst, nbytes, earliest_ps, prio, conn))
         return self._add(True, len(self._flows) - 1, self._label(name, iteration, ROLE_FLOW), after)
 
-    def flows(self, src, dst, nbytes, prio: int, name: str, iteration: int = 0) -> np.ndarray:
+    def flows(self, src, dst, nbytes, prio: int, name: str, iteration: int = 0, conn=-1) -> np.ndarray:
         """Add many flows at once (arrays of equal length, no predecessors yet): their ids."""
         n = len(src)
         first_flow, first_node = len(self._flows), len(self._nodes)
-        self._flows.extend(src, dst, nbytes, 0, prio)
+        self._flows.extend(src, dst, nbytes, 0, prio, conn)
         self._nodes.extend(1, np.arange(first_flow, first_flow + n), self._label(name, iteration, ROLE_FLOW))
         return np.arange(first_node, first_node + n)
+
+    def connection(self, name) -> int:
+        """The id of a connection by any hashable name (a collective's group and channel), new
+        ones numbered as they come. Flows posted on one connection from one sender to one receiver
+        go in order (network.nic.queue_pair: channel)."""
+        return self._connections.setdefault(name, len(self._connections))
 
     def edges(self, before, after) -> None:
         """Add the edges before[i] -> after[i] (arrays of task ids)."""
@@ -224,7 +242,7 @@ class DagBuilder:
 
     def build(self) -> tuple[FlowTable, TaskTable, np.ndarray]:
         """(flows, tasks, new id of every provisional id)."""
-        flow_src, flow_dst, size_bytes, start_ps, prio = self._flows.columns()
+        flow_src, flow_dst, size_bytes, start_ps, prio, conn = self._flows.columns()
         n_flows = len(flow_src)
         node_is_flow, node_index, node_label = self._nodes.columns()
         new_id = np.where(node_is_flow == 1, node_index, n_flows + node_index)
@@ -234,6 +252,7 @@ class DagBuilder:
             size_bytes=size_bytes,
             start_ps=start_ps,
             prio=prio.astype(np.int8),
+            conn=conn.astype(np.int32),
         )
         n = len(node_is_flow)
         compute_host, compute_duration, compute_earliest = self._computes.columns()
