@@ -32,7 +32,9 @@ instance of the algorithm on its own flows; even channels take the ranks in the 
 channels in reverse order (a ring then runs the other way round). A collective's flows are posted
 on its group's connection of their channel (``DagBuilder.connection``): with
 ``network.nic.queue_pair: channel`` (the default) the flows of one connection from one rank to
-one peer go in order on one queue pair, as NCCL posts a channel's steps and chunks.
+one peer go in order on one queue pair, as NCCL posts a channel's steps and chunks. Flows to and
+from a switch's reduction unit (in_network, nvls) are on none: the reduction's slots and chunk
+order pace them.
 
 For all-to-all, ``direct`` sends all shares at once and ``ring`` is pairwise exchange:
 at step s rank i sends to rank i + s, after its previous exchange completed. An all-to-all
@@ -110,7 +112,8 @@ class _Expansion:
             self.entered.setdefault(r, task)
         return out
 
-    def flow(self, src: int, dst: int, nbytes: int, after) -> int:
+    def flow(self, src: int, dst: int, nbytes: int, after, conn=None) -> int:
+        """One flow, on the channel's connection unless ``conn`` says otherwise (-1: none)."""
         k = self.b.flow(
             src,
             dst,
@@ -119,7 +122,7 @@ class _Expansion:
             self.c.name,
             self.c.iteration,
             after=[a for a in after if a is not None],
-            conn=self.conn,
+            conn=self.conn if conn is None else conn,
         )
         self.singles.append((k, src, dst))
         return k
@@ -694,7 +697,7 @@ def _in_network(
             waits.append(prev.get((phase, "up", sender, unit)))
             if not streaming:
                 waits.append(prev.get((phase, "free", q, chunk - reductions.slots)))
-            k = x.flow(sender, unit, up_bytes(src), waits)
+            k = x.flow(sender, unit, up_bytes(src), waits, conn=-1)
             prev[(phase, "up", sender, unit)] = k
             if streaming and src not in seg:
                 x.b.gate(k, into[src])
@@ -710,7 +713,7 @@ def _in_network(
         sent = []
         for (neighbour, src), up in zip(tree.inputs[q], into[q]):
             unit, receiver = reductions.unit(q, neighbour), sender_of(src)
-            k = x.flow(unit, receiver, down_bytes(src), [ready, prev.get((phase, "down", unit, receiver))])
+            k = x.flow(unit, receiver, down_bytes(src), [ready, prev.get((phase, "down", unit, receiver))], conn=-1)
             prev[(phase, "down", unit, receiver)] = k
             sent.append(k)
             if streaming:
