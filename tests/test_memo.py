@@ -57,9 +57,20 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
+#: cases whose flows go in order on one connection (network.nic.queue_pair: connection): the
+#: second flow of a pair waits for the first to have sent its last packet, inside the component
+ON_CONNECTIONS = {
+    "two flows on one connection": [(0, 1), (0, 1)],
+    "a connection and a flow beside it": [(0, 1), (0, 1), (0, 2)],
+}
+
+
+@pytest.mark.parametrize("case", [*CASES, *ON_CONNECTIONS])
 def test_a_replayed_component_finishes_each_flow_as_the_engine_does(case):
-    off, memo = _both(_repeated(CASES[case]))
+    if case in ON_CONNECTIONS:
+        off, memo = _both(_repeated(ON_CONNECTIONS[case], network={"nic": {"queue_pair": "connection"}}))
+    else:
+        off, memo = _both(_repeated(CASES[case]))
     report = memo.summary["memo"]
     assert report["hits"] == 3 and report["misses"] == 1 and report["materialised"] == 0, report
     assert report["events_skipped"] > 0 and memo.summary["events"] < off.summary["events"]

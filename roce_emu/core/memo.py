@@ -491,22 +491,37 @@ def _contended(w, mm, c):
     """Whether the data of component c's flows meet at a switch port faster than it sends: a
     queue builds there, so the run would mark or pause (and be volatile) or its outcome depend
     on the order of arrivals; the engine runs it without trying. (A NIC shares its port among
-    its queue pairs by round robin: nothing queues in the network there.)"""
+    its queue pairs by round robin, so its flows together bring at most its rate to any port:
+    nothing queues in the network there.)"""
     first, n = mm.comp_first[c], mm.comp_n[c]
     over = False
-    for step in range(2):  # add the flows' line rates at each port of their data paths, then clear them
-        for i in range(n):
-            L = mm.comp_flows[first + i]
+    for i in range(n):  # each NIC port's rate, once at each port its flows' data cross
+        g = w.flow[mm.comp_flows[first + i]]["nic_port"]
+        leader = True
+        for j in range(i):
+            if w.flow[mm.comp_flows[first + j]]["nic_port"] == g:
+                leader = False
+                break
+        if not leader:
+            continue
+        rate = w.port[g]["rate_bps"]
+        for k in range(i, n):
+            L = mm.comp_flows[first + k]
+            if w.flow[L]["nic_port"] != g:
+                continue
             a, _ = _paths(w, mm, L)
-            rate = w.port[mm.path[0, 0]]["rate_bps"] if a > 0 else 0
             for j in range(1, a):
                 p = mm.path[0, j]
-                if step == 0:
+                if mm.mark[p] != g:
+                    mm.mark[p] = g
                     mm.load[p] += rate
                     if mm.load[p] > w.port[p]["rate_bps"]:
                         over = True
-                else:
-                    mm.load[p] = 0
+    for i in range(n):  # clear the scratch
+        a, _ = _paths(w, mm, mm.comp_flows[first + i])
+        for j in range(1, a):
+            mm.load[mm.path[0, j]] = 0
+            mm.mark[mm.path[0, j]] = -1
     return over
 
 
