@@ -4,7 +4,8 @@
   control queue, headroom of three link BDPs plus three frames.
 - ``hpcc_ns3``: the HPCC ns-3 simulator's choices (docs/importers.md): a 48 B data header, a
   60 B ACK (88 B with HPCC's INT), TIMELY's 8 B timestamp, no preamble or gap; switches queue
-  ACKs with data; PFC headroom of exactly 3 x rate x delay.
+  ACKs with data; PFC headroom of exactly 3 x rate x delay; a queue pair per flow
+  (``network.nic.queue_pair: flow``).
 
 A profile fills in the keys a scenario leaves out; keys it sets keep their values. One source
 of truth: the schema applies ``with_defaults`` and the port records call ``headroom_bytes``.
@@ -40,6 +41,9 @@ def with_defaults(network: dict) -> dict:
     switch = out.setdefault("switch", {})
     if isinstance(switch, dict):
         switch.setdefault("ack_queue", "data")
+    nic = out.setdefault("nic", {})
+    if isinstance(nic, dict):
+        nic.setdefault("queue_pair", "flow")  # every flow its own queue pair (RdmaClient per flow)
     return out
 
 
