@@ -84,6 +84,8 @@ def all_modes(sc=None, path=None, overrides=(), sensitivity=False, tolerance=0.0
     assert_identical(exact, fast)
     if exact[3]["data_packets_dropped"] == 0:  # trains keep a fabric lossless where it is exactly
         assert trains_summary["data_packets_dropped"] == 0
+    if exact[3]["retransmits"] == 0:  # and each flow's packets in order (no NACK, no resend)
+        assert trains_summary["retransmits"] == 0
     misses = train_errors(exact, trains, trains_summary, RANDOM_TOLERANCE if sensitivity else tolerance)
     if misses and sensitivity:
         spread = {}
@@ -398,10 +400,16 @@ def workloads(draw):
         },
     )
 )
+# A queue pair per flow: the case this example was found for, where the exact engine's ring drift
+# makes it as sensitive as trains are off (-3.8 % on the iteration, a 2 ns longer delay +7.2 %). On
+# the default connections the exact engine is steady (at most 0.29 % for 1-5 ns), and trains are late
+# by +2.1 % on the iteration, +1.2 % and +3.3 % on the collectives: ring steps of 29 packets in two
+# channels with one ACK per packet (docs/fast_forward.md, "Small cases"), beyond 3 % on the second.
 @example(
     scenario(
         topology=FAT_TREE,
         seed=0,
+        network={"nic": {"queue_pair": "flow"}},
         workload={
             "flows": [{"src": 0, "dst": 1, "bytes": 1}],
             "iterations": 2,

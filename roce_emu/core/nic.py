@@ -150,9 +150,20 @@ def leave_ring(w, p, f, t):
     if g < 0:
         return False
     w.qp[f]["conn_next"] = -1
-    ring_insert(w, p, g)
+    _join(w, p, g, t)
     restart_rto(w, g, t)
     return True
+
+
+@njit
+def _join(w, p, f, t):
+    """Queue pair f joins host port p's round robin at t. With trains it counts on its path's
+    ports from now (_path_add; a flow waiting for its connection sends nothing there yet) and
+    cuts the train the port is sending (cut_train), as the round robin would serve it next."""
+    if w.cfg[CFG_TRAIN_MAX] > 0:
+        _path_add(w, f, I64(1))
+        cut_train(w, p, t, f)
+    ring_insert(w, p, f)
 
 
 @njit
@@ -441,13 +452,10 @@ def flow_start(w, L, t):
     w.stats[C_LAST_PROGRESS_PS] = t
     if w.cfg[CFG_TRAIN_MAX] > 0:
         r["path_key"] = _path_key(w, f)
-        _path_add(w, f, I64(1))
     if r["conn"] >= 0 and _wait_for_connection(w, f):
-        return r["nic_port"]  # its timeout is armed when it joins (leave_ring)
+        return r["nic_port"]  # it joins, and its timeout is armed, when the flow before it is done (leave_ring)
     arm_rto(w, f)
-    if w.cfg[CFG_TRAIN_MAX] > 0:
-        cut_train(w, I64(r["nic_port"]), t, f)
-    ring_insert(w, r["nic_port"], f)
+    _join(w, I64(r["nic_port"]), f, t)
     return r["nic_port"]
 
 

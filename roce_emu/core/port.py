@@ -279,6 +279,18 @@ def _leave_nic(w, p, k, t):
 
 
 @njit
+def _holds_flow(w, e, k):
+    """Whether port e's queue of packet k's priority holds a packet of k's flow."""
+    f = w.pkt[k]["qp"]
+    c = w.pq[e, I64(w.pkt[k]["prio"])]["head"]
+    while c >= 0:
+        if w.pkt[c]["qp"] == f:
+            return True
+        c = w.pkt[c]["nxt"]
+    return False
+
+
+@njit
 def _interleave(w, k, p_in, e, t):
     """Trains: data train k reaches a switch on p_in at t (its first packet) and leaves by port e,
     which flows of several path keys share (nic._path_add). If e never queues (nic.never_queues) the train
@@ -287,15 +299,18 @@ def _interleave(w, k, p_in, e, t):
     Exactly, the other flows' packets would go between its packets, each delaying it by at most
     one packet's time at e's rate. Returns False, and the train queues as any other, unless its
     wait leaves the flow's next packet no way to overtake its last one: the slack of a port
-    faster than the one before it, plus one packet. A train still held by a multi_dim NIC link's
-    router always queues; a train cut after it has passed here interleaved has its arrival at
-    its host pushed again (nic._cut_on_path), and one delayed upstream arrives later there
-    (nic.retime_train). The port holds none of it, so it neither marks nor pauses for it."""
+    faster than the one before it, plus one packet. It queues too behind packets of its own flow
+    that e holds: control packets reaching e later go ahead of those (strict priority) but not
+    of a train that passed, which would then reach the host first, out of order. A train still
+    held by a multi_dim NIC link's router always queues; a train cut after it has passed here
+    interleaved has its arrival at its host pushed again (nic._cut_on_path), and one delayed
+    upstream arrives later there (nic.retime_train). The port holds none of it, so it neither
+    marks nor pauses for it."""
     pk = w.pkt[k]
     pt = w.port[e]
     if not carries_other_paths(w, e, w.qp[pk["qp"]]["path_key"]) or not never_queues(w, e) or pt["down"] != 0:
         return False
-    if w.port[p_in]["pass_to"] >= 0 or is_paused(w, e, I64(pk["prio"])):
+    if w.port[p_in]["pass_to"] >= 0 or is_paused(w, e, I64(pk["prio"])) or _holds_flow(w, e, k):
         return False
     up = w.port[w.port[p_in]["peer_port"]]["rate_bps"]  # the port that sent it here
     if up > pt["rate_bps"]:
