@@ -339,7 +339,8 @@ def _overlapping_all_reduces(params, n=8, gap_ns=32_000, sizes=(4_718_592, 2_097
     algorithm = "hpcc" if params is not None else "none"
     return scenario(
         topology={"kind": "fat_tree", "k": 4, "link": {"rate_gbps": 100, "delay_ns": 1000}},
-        network={"cc": {"algorithm": algorithm, "params": params or {}}},
+        # a queue pair per flow: the overlapping all-reduces share each NIC round robin (on one connection they queue)
+        network={"cc": {"algorithm": algorithm, "params": params or {}}, "nic": {"queue_pair": "flow"}},
         workload={"compute": compute, "collectives": collectives},
     )
 
