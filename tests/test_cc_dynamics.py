@@ -347,7 +347,7 @@ def _overlapping_all_reduces(params, n=8, gap_ns=32_000, sizes=(4_718_592, 2_097
 
 def test_hpcc_slows_overlapping_ring_all_reduces_through_uneven_shares():
     """The ablation's 1.3-1.5x: ring steps wait for their slowest flow, and under HPCC the flows
-    of one step hold uneven shares. Measured: PFC alone 1.0, HPCC 1.33, HPCC with 100 x R_AI 1.06."""
+    of one step hold uneven shares. Measured: PFC alone 1.0, HPCC 1.30, HPCC with 100 x R_AI 1.08."""
     runs = {
         "none": simulate(_overlapping_all_reduces(None)),
         "hpcc": simulate(_overlapping_all_reduces({})),
