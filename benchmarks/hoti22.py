@@ -5,6 +5,7 @@ arXiv 2207.10898), and the settings where its finding (the policy matters little
     python benchmarks/hoti22.py                       # the reduced scale: 2 leaves x 8 NPUs, 3 seeds
     python benchmarks/hoti22.py --leaves 8 --hosts-per-leaf 16     # the paper's 128 NPUs (hours here)
     python benchmarks/hoti22.py --only paper --seeds 5 --jobs 2 --out sweeps/hoti22
+    python benchmarks/hoti22.py --queue-pair channel --out sweeps/hoti22_channel  # NCCL's ordered connections
 
 Settings (docs/hoti22.md has the table of where each value comes from):
 
@@ -100,8 +101,9 @@ TITLE = {
 }
 
 
-def scenario(setting: str, leaves: int = 2, hosts_per_leaf: int = 8, seed: int = 1) -> dict:
-    """The scenario of one setting on LEAVES x HOSTS_PER_LEAF NPUs, under PFC alone (the sweep sets the policy)."""
+def scenario(setting: str, leaves: int = 2, hosts_per_leaf: int = 8, seed: int = 1, queue_pair: str = "flow") -> dict:
+    """The scenario of one setting on LEAVES x HOSTS_PER_LEAF NPUs, under PFC alone (the sweep sets the policy);
+    queue_pair: network.nic.queue_pair (flow: the simulator's queue pair per flow)."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown setting '{setting}' (allowed: {', '.join(SETTINGS)})")
     oversubscription = {"1:1": 1, "4:1": 4}.get(setting, PAPER_OVERSUBSCRIPTION)
@@ -120,7 +122,7 @@ def scenario(setting: str, leaves: int = 2, hosts_per_leaf: int = 8, seed: int =
         "network": {
             "profile": "hpcc_ns3",
             "mtu_bytes": 1000,  # PACKET_PAYLOAD_SIZE
-            "nic": {"ack_every_packets": 1},  # L2_ACK_INTERVAL
+            "nic": {"ack_every_packets": 1, "queue_pair": queue_pair},  # L2_ACK_INTERVAL
             "switch": {
                 "buffer_bytes": 32 * 2**20,  # BUFFER_SIZE 32 (MiB: third.cc multiplies by 1024 x 1024)
                 # KMIN_MAP / KMAX_MAP / PMAX_MAP at 200 Gb/s (KB; switch-mmu.cc multiplies by 1000)
@@ -158,7 +160,8 @@ def run_setting(setting: str, args) -> list[dict]:
     scenarios = args.out / "scenarios"
     scenarios.mkdir(parents=True, exist_ok=True)
     path = scenarios / f"{setting.replace(':', 'to')}.yaml"
-    path.write_text(yaml.safe_dump(scenario(setting, args.leaves, args.hosts_per_leaf), sort_keys=False))
+    doc = scenario(setting, args.leaves, args.hosts_per_leaf, queue_pair=args.queue_pair)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     sweep_dir = args.out / setting.replace(":", "to")
     began = time.perf_counter()
     ran, total, results = run_sweep(
@@ -250,6 +253,12 @@ def main() -> None:
         "--hosts-per-leaf", type=int, default=8, help=f"NPUs per leaf (the paper's: {PAPER_HOSTS_PER_LEAF})"
     )
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--queue-pair",
+        choices=("flow", "channel", "connection"),
+        default="flow",
+        help="network.nic.queue_pair (flow: a queue pair per flow, as the simulator; channel: NCCL's connections)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="runs at once")
     ap.add_argument("--only", nargs="+", choices=SETTINGS, default=list(SETTINGS))
     ap.add_argument("--out", type=Path, default=ROOT / "sweeps" / "hoti22")

@@ -5,7 +5,8 @@ step's flows finish, and how busy the host uplinks are, under PFC alone, HPCC, a
     python benchmarks/hpcc_fairness.py
 
 One iteration of scenarios/training_resnet50.yaml (k=4 fat-tree, 16 ranks, 100 Gb/s) with
-bucket_bytes 0 (54 all-reduces, run at once: concurrent_all_reduces), as the ablation ran.
+bucket_bytes 0 (54 all-reduces, run at once: concurrent_all_reduces) and a queue pair per flow
+(network.nic.queue_pair: flow), so that the all-reduces in flight share each NIC round robin.
 "step spread" is, for the largest all-reduce (grad_ar.fc), the median over its 30 ring steps of
 the last minus the first finish of the step's 16 flows. "uplink busy" is the bytes each host
 sends over 100 Gb/s, divided by the time from the first collective flow's start to the last
@@ -40,6 +41,7 @@ def main() -> None:
                 "workload.iterations=1",
                 "workload.training.bucket_bytes=0",
                 "workload.training.concurrent_all_reduces=true",
+                "network.nic.queue_pair=flow",  # the all-reduces share each NIC round robin
                 *overrides,
             ],
         )
