@@ -221,7 +221,8 @@ def test_the_runnable_block_convention(tmp_path):
 
 
 def test_the_outputs_page_names_every_summary_key():
-    """Every key a run's summary.json holds (with faults, collectives, training and inference) is on the page."""
+    """Every key a run's summary.json holds (with faults, collectives, training, inference, parameter
+    servers and stragglers) is on the page."""
     from roce_emu import api
 
     page = (DOCS / "reference" / "outputs.md").read_text()
@@ -230,6 +231,7 @@ def test_the_outputs_page_names_every_summary_key():
         ("link_failure.yaml", ["workload.collectives.0.bytes=1e5"]),
         ("training_dlrm.yaml", ["workload.iterations=1", "workload.training.model.batch_per_rank=1"]),
         ("inference_repurpose.yaml", ["workload.inference.duration_ns=100000"]),
+        ("mlfabric.yaml", []),
     ):
         summary = api.run_scenario(ROOT / "scenarios" / scenario, overrides, write=False).summary
         keys |= set(summary) | set(summary["provenance"]) | set(summary.get("inference", ()))
