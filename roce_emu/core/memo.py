@@ -473,15 +473,20 @@ def _key(w, mm, c, ports_out):
 
 @njit_alloc
 def _same_connection(w, mm, first, i):
-    """1 + the first flow of the component (by its order) on flow i's connection (the same
-    connection id, sender and receiver: they go in order on one queue pair), 0 if it has its own."""
-    L = mm.comp_flows[first + i]
-    conn = w.flow[L]["conn"]
-    if conn < 0:
+    """1 + the first flow of the component (by its order) on flow i's connection, 0 if it has its
+    own: the same connection id, NIC port, destination and priority, the engine's rule
+    (nic._wait_for_connection), so flows the key puts on one connection go in order on one queue pair."""
+    fl = w.flow[mm.comp_flows[first + i]]
+    if fl["conn"] < 0:
         return I64(0)
     for j in range(i + 1):
-        M = mm.comp_flows[first + j]
-        if w.flow[M]["conn"] == conn and w.flow[M]["src"] == w.flow[L]["src"] and w.flow[M]["dst"] == w.flow[L]["dst"]:
+        g = w.flow[mm.comp_flows[first + j]]
+        if (
+            g["conn"] == fl["conn"]
+            and g["nic_port"] == fl["nic_port"]
+            and g["dst"] == fl["dst"]
+            and g["prio"] == fl["prio"]
+        ):
             return I64(j + 1)
     return I64(0)
 
