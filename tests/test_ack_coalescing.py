@@ -13,7 +13,8 @@ import pytest
 from conftest import scenario, simulate
 from roce_emu.config import load_scenario
 from roce_emu.core.kinds import CFG_ACK_EVERY
-from roce_emu.core.nic import _acks_due, _train_acks
+from roce_emu.core.nic import _acks_due
+from roce_emu.core.trains import _train_acks
 from roce_emu.core.state import PKT_DTYPE
 from roce_emu.errors import ScenarioError
 from test_fast_forward import _prepared, _results, assert_identical
@@ -65,7 +66,7 @@ def test_acks_are_due_at_multiples_at_the_end_and_for_marks():
 
 @pytest.mark.nojit
 def test_a_trains_acks_are_the_packets_exact_acks():
-    """The ACKs an ACK train stands for (nic._train_acks): as many as the receiver owes the
+    """The ACKs an ACK train stands for (trains._train_acks): as many as the receiver owes the
     train's packets one by one (_acks_due), at the first and last of the packets it answers;
     a train that passes no multiple is taken at its last packet."""
     train_acks, due = _python(_train_acks), _python(_acks_due)

@@ -197,7 +197,7 @@ def test_a_long_flow_sends_trains_past_its_first_link_and_keeps_its_exact_timing
 @pytest.mark.parametrize("dst", [1, 20], ids=["same_leaf", "across_a_spine"])
 def test_a_queue_pair_joining_cuts_a_long_train_wherever_it_is(tmp_path, dst, every):
     """A second queue pair joins the NIC at 24 instants while the first sends trains of 64 (or
-    256) packets, wherever the train then is on its path (nic.cut_train), taken by the host
+    256) packets, wherever the train then is on its path (trains.cut_train), taken by the host
     already among them (then the first owes the newcomer half of the rest). Both complete
     within 50 ns of the exact engine, 0.03 % of their FCTs (measured 43 ns at most, most instants
     exact to the picosecond; 3.3 us before a train taken by its host was settled by credits)."""
@@ -253,7 +253,7 @@ def test_a_flow_of_another_nic_cuts_a_long_train_it_meets(tmp_path, cc):
     """With an ACK per 4 packets an 8 MB flow sends trains of up to 1,000 packets (44 us at
     200 Gb/s). A 50 KB flow from another host of its leaf to the same host, 30 us in, meets one
     on their common path: the train ends at its NIC after the packet in progress
-    (nic.cut_for_arrival), so the short flow waits only for what was already sent.
+    (trains.cut_for_arrival), so the short flow waits only for what was already sent.
     It completes within 5 % of the exact engine (docs/fast_forward.md, "A flow of another NIC
     cuts a long train"), the long one exactly. And two 8 MB flows into one host, the second 50 us
     later, both within a nanosecond of the exact engine."""
@@ -280,7 +280,7 @@ def test_pfc_frames_and_acks_leave_inside_a_long_train_its_host_has_taken(tmp_pa
     passed all of each on; the train's packet slot is soon reused. Hosts 0 and 1 send 8 MB each
     across the spine, so their leaf's uplink is oversubscribed and PFC pauses them. The leaf's
     PAUSE frames to host 0 leave inside the train it passes on, at a packet boundary, as they
-    would exactly (port._control_inside_train); were they to wait for its end, host 0 would send
+    would exactly (trains._control_inside_train); were they to wait for its end, host 0 would send
     on into a full headroom and drop packets in a lossless fabric. None is dropped and every flow
     is within 0.05 % of the exact engine. And two opposite 8 MB flows started together: the ACKs
     inside each other's trains, both complete within 100 ns of exactly."""
@@ -388,7 +388,7 @@ def test_a_paced_flow_sends_trains_no_longer_in_time_than_at_line_rate(every):
     switch): the step down in rate marks it, and it runs paced below line rate for most of its
     life. A train leaves as a burst at the port's rate: a train of n packets delivered its last
     ones up to n - 1 paced gaps early, and the flow ended 0.31 % early (1.68 % with an ACK per
-    4). Its trains now span no more time than at line rate (nic._train_room): within 0.1 %
+    4). Its trains now span no more time than at line rate (trains._train_room): within 0.1 %
     (measured 0.029 %)."""
     flows = [{"src": 3, "dst": 0, "bytes": HUGE}]
     dims = [
@@ -480,7 +480,7 @@ RINGS_ON_BOTH = [{"src": i, "dst": (i + 1) % 8 + 8 * (i // 8), "bytes": 2_000_00
 def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, cc):
     """NPU 0 receives over dimension 0 (800 Gb/s) and dimension 1 (200 Gb/s) at once, by its
     host link at their sum, 1,000 Gb/s: the router's port into it carries two path keys, but no
-    queue needs to form there, so their trains pass it interleaved (port._interleave): both
+    queue needs to form there, so their trains pass it interleaved (trains._interleave): both
     flows send trains while both run, every flow within ``bound`` of its exact finish."""
     (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off", cc), _multi_dim_flows(flows, "trains", cc)
     assert np.abs(on - off).max() <= bound * off.max()
@@ -491,7 +491,7 @@ def test_trains_interleave_at_an_npu_receiving_on_two_dimensions(flows, bound, c
 def test_no_interleaving_at_a_port_slower_than_its_flows_together():
     """Two flows over dimension 0 into NPU 0 (from NPUs 1 and 2) share the dimension switch's
     800 Gb/s port into its router: 1,600 Gb/s of NIC rate, and seven links of 800 Gb/s that could
-    feed it, so it may queue (nic.never_queues) and queues form there. Their trains do not interleave: while both
+    feed it, so it may queue (trains.never_queues) and queues form there. Their trains do not interleave: while both
     run they send none, and the run is the exact engine's to the picosecond."""
     flows = [{**TP_INTO_0, "bytes": 2_000_000}, {"src": 2, "dst": 0, "bytes": 2_000_000}]
     (off, _, off_s), (on, _, on_s) = _multi_dim_flows(flows, "off"), _multi_dim_flows(flows, "trains")

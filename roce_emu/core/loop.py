@@ -57,7 +57,8 @@ from .kinds import (
     TRACE_RATE_ON,
 )
 from .links import apply_link_action, schedule_link_plan
-from .nic import flow_start, on_host_arrive, on_rto, push_take, train_due_ps
+from .nic import flow_start, on_host_arrive, on_rto
+from . import trains
 from . import pfc
 from .packets import pkt_free, pkt_lose
 from .pfc import is_pfc
@@ -71,7 +72,7 @@ from .trace import rows_per_event, rows_per_sample, sample
 def _on_arrive(w, k, arg, t):
     pk = w.pkt[k]
     if arg >> ARRIVE_TOKEN != pk["take_tok"]:
-        return  # a train's arrival at its host, pushed again since (nic.push_take)
+        return  # a train's arrival at its host, pushed again since (trains.push_take)
     p_in = arg & ARRIVE_PORT_MASK
     if w.port[p_in]["down"] != 0:  # the link failed while the packet was on it
         pkt_lose(w, k)
@@ -83,11 +84,8 @@ def _on_arrive(w, k, arg, t):
         return
     node = w.port[p_in]["node"]
     if w.node[node]["is_host"] != 0:
-        if pk["train_len"] > 1:
-            due = train_due_ps(w, k, I64(node))
-            if t < due:  # delayed on its way (nic.delay_train)
-                push_take(w, k, p_in, due)
-                return
+        if trains.taken_later(w, k, I64(node), p_in, t):
+            return
         p = on_host_arrive(w, k, node, t)
         if kind == PK_DATA and w.gate_state.shape[0] > 0:
             on_delivered(w, I64(pk["qp"]), t)

@@ -138,7 +138,7 @@ def fifo_push(w, p, prio, k):
 
 @njit
 def fifo_shrink(w, p, prio, k, size):
-    """Train k, queued at port p, is cut short by ``size`` bytes (nic.cut_train): the queue
+    """Train k, queued at port p, is cut short by ``size`` bytes (trains.cut_train): the queue
     holds that much less, all of it from the part still arriving (ahead_bytes)."""
     q = w.pq[p, prio]
     q["bytes"] -= size

@@ -24,11 +24,11 @@ PKT_DTYPE = np.dtype(
         ("seq", np.int64),  # sequence number (DATA), cumulative ack (ACK/NACK), priority (PFC)
         ("sent_ps", np.int64),  # when the sender started transmitting it (a train: its last packet)
         # a second number whose meaning depends on the packet (0 where none applies):
-        # - a train its NIC keeps until it has left (port._send_train): when the NIC began sending it, in ps;
+        # - a train its NIC keeps until it has left (trains._send_train): when the NIC began sending it, in ps;
         # - an IRN NACK (never a train): the sequence that arrived out of order, its selective ack (irn.py)
         ("aux", np.int64),
         # a train handed on: when its last bit reaches the next node, from the port that passes it
-        # on now (a host takes it then or later: nic.train_due_ps)
+        # on now (a host takes it then or later: trains.train_due_ps)
         ("last_in_ps", np.int64),
         ("qp", np.int32),  # the queue pair it belongs to (World.qp), -1 for PFC frames
         ("frame_bytes", np.int32),  # bytes buffered and serialised (the wire adds cfg[CFG_IFG])
@@ -37,7 +37,7 @@ PKT_DTYPE = np.dtype(
         ("nxt", np.int32),  # next packet in the same queue, -1 at the tail
         ("train_len", np.int32),  # packets it stands for: 1, or a train's length (sim.fast_forward: trains)
         # a train on its way to its host: the token of the one arrival event there that counts
-        # (nic.push_take); 0 otherwise
+        # (trains.push_take); 0 otherwise
         ("take_tok", np.int32),
         ("kind", np.int8),  # PK_*; PK_FREE in the free list
         ("prio", np.int8),
@@ -100,11 +100,11 @@ PORT_DTYPE = np.dtype(
         ("round_len", np.int64),  # host ports with trains on: the train length of this round robin round
         ("round_id", np.int64),  # trains: rounds started on this port
         ("round_pkts", np.int64),  # trains: packets sent in this round
-        # trains: tx_train's flow and first sequence number (nic.train_key), which tell it from a
+        # trains: tx_train's flow and first sequence number (trains.train_key), which tell it from a
         # packet that reuses its slot once its receiver has taken it
         ("tx_train_key", np.int64),
         # trains: one packet's time here of the train the port is passing on, else 0: control
-        # packets still go inside it once its receiver has taken it (port._control_inside_train)
+        # packets still go inside it once its receiver has taken it (trains._control_inside_train)
         ("tx_one_ps", np.int64),
         # network.jitter: when the last packet sent here comes out of the holds on its way (jitter.py), 0 without
         ("jit_out_ps", np.int64),
@@ -112,7 +112,7 @@ PORT_DTYPE = np.dtype(
         ("data_flows", np.int32),  # active flows whose data leaves by this port (counted with trains on)
         ("peer_port", np.int32),  # the peer's port on the same link (our packets arrive there)
         ("tx_pkt", np.int32),  # packet being serialised, -1 if idle
-        ("tx_train", np.int32),  # trains: the last train the port began to hand on (port._send_train)
+        ("tx_train", np.int32),  # trains: the last train the port began to hand on (trains._send_train)
         ("rr_prio", np.int32),  # round-robin position among data priorities
         ("act_head", np.int32),  # host ports: ring of active queue pairs
         ("act_count", np.int32),

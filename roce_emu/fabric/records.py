@@ -56,7 +56,7 @@ def _in_bps(fabric: Fabric, rate: np.ndarray) -> np.ndarray:
     """Per port, the rates of its node's other links that may forward to it, added up: a port
     passes on what arrives by a link whose packets all leave by one port (``port_pass``, a
     multi_dim NIC link's dimension link) only if it is that port. A switch port at least that
-    fast never needs a queue (nic.never_queues)."""
+    fast never needs a queue (trains.never_queues)."""
     free = fabric.port_pass < 0
     own = np.where(free, rate, 0)
     total = np.bincount(fabric.port_node, weights=own, minlength=fabric.n_nodes)
