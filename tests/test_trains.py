@@ -627,6 +627,35 @@ def test_long_rings_with_an_ack_per_packet_are_the_known_miss():
     assert np.abs(errors).mean() < 0.025 and np.abs(errors).max() < 0.05, errors
 
 
+def test_long_steps_on_ordered_connections_send_long_trains():
+    """A ring of 2,048-packet steps with one ACK per packet: on ordered connections (the default
+    `channel`) its flows send trains of up to 256 packets (trains._acked_room), and stay within
+    0.5 % of the exact engine (measured +0.21 %, 80x fewer events; +0.08 % and 43x with trains of
+    at most 64); with a queue pair per flow, whose ranks drift, trains stay at 64 packets."""
+
+    def ring(mode, queue_pair):
+        return simulate(
+            scenario(
+                sim={"fast_forward": mode},
+                network={"nic": {"queue_pair": queue_pair}},
+                topology={
+                    "kind": "leaf_spine",
+                    "leaves": 2,
+                    "hosts_per_leaf": 8,
+                    "spines": 2,
+                    "link": {"rate_gbps": 200, "delay_ns": 1000},
+                },
+                workload={"collectives": [{"kind": "all_reduce", "algorithm": "ring", "bytes": 2048 * 1000 * 16}]},
+            )
+        ).summary
+
+    off, on = ring("off", "channel"), ring("trains", "channel")
+    assert on["packets_in_trains"] / on["trains_sent"] > 80  # measured 102 (51 with trains of 64)
+    assert abs(on["last_finish_ns"] / off["last_finish_ns"] - 1) < 0.005
+    per_flow = ring("trains", "flow")
+    assert per_flow["packets_in_trains"] / per_flow["trains_sent"] <= 64
+
+
 def test_a_long_ring_with_trains_comes_with_a_warning(tmp_path):
     """Rings of more than 16 ranks run early with trains (the miss above): a run with
     fast_forward: trains says so in summary.json and on stderr, also for a hierarchical all-reduce

@@ -344,9 +344,15 @@ def _acked_room(r, every):
     a flow at least TRAIN_SHARE trains long may send trains answered by up to ``every`` times
     TRAIN_ACKS ACKs: coalesced ACKs take 1/every of the reverse links' time that one ACK per
     packet takes (how close that stays to the exact engine: docs/fast_forward.md, "Trains with
-    coalesced ACKs")."""
+    coalesced ACKs"). So may a flow on an ordered connection (network.nic.queue_pair: channel or
+    connection) with one ACK per packet send trains of up to TRAIN_LONG packets: its ranks stay in
+    step, where the drift that bounds ACK trains comes from a queue pair per flow
+    (docs/fast_forward.md, "Long trains on ordered connections")."""
     short = min(TRAIN_ACKS * every, TRAIN_LONG)
-    return max(short, min(TRAIN_ACKS * every * every, r["n_pkts"] // TRAIN_SHARE))
+    most = TRAIN_ACKS * every * every
+    if r["conn"] >= 0:
+        most = max(most, TRAIN_LONG)
+    return max(short, min(most, r["n_pkts"] // TRAIN_SHARE))
 
 
 @njit
