@@ -13,8 +13,9 @@ seed (the ECMP draws). A ring step of an All-Reduce moves ``bytes / ranks / chun
 sets ``bytes`` so that each flow carries ``--packets`` full packets (``network.mtu_bytes`` each).
 An all-to-all sends each peer that many packets per chunk. The error is (trains - off) / off of
 the last flow's finish, in percent (positive: trains run late); ``events`` is off's events over
-trains'; ``warned`` whether accuracy_warnings (roce_emu/run/inputs.py) warns for the case.
-Rows go to stdout as markdown as they finish, and to --csv (one row per case and seed).
+trains'; ``warned`` whether accuracy_warnings (roce_emu/run/inputs.py) warns for the case; ``set``
+the --set overrides. Rows go to stdout as markdown as they finish, and are appended to --csv
+(one row per case and seed). Wall times (``off_s``, ``trains_s``) depend on the machine's load.
 """
 
 import argparse
@@ -51,6 +52,7 @@ COLUMNS = [
     "off_s",
     "trains_s",
     "warned",
+    "set",
 ]
 
 
@@ -131,6 +133,7 @@ def main() -> None:
     ):
         case = {"kind": args.kind, "ranks": ranks, "packets": packets, "chunks": chunks, "ack_every": every}
         row = {**case, "seed": seed, **measure(document(args.kind, ranks, packets, chunks, every, seed, overrides))}
+        row["set"] = " ".join(args.set)
         print(markdown_row(row), flush=True)
         if sink:
             sink.writerow(row)

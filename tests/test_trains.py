@@ -22,8 +22,9 @@ from roce_emu.core.cc.registry import BY_NAME
 from roce_emu.results.iteration import collective_rows
 from roce_emu.run.inputs import (
     TRAINS_ACK_EVERY,
+    TRAINS_RING_CHUNKS,
     TRAINS_RING_RANKS,
-    TRAINS_SHORT_STEP_PACKETS,
+    TRAINS_SHORT_STEP_BDP,
     accuracy_warnings,
     check_inputs,
 )
@@ -648,40 +649,50 @@ def test_short_ring_steps_in_two_chunks_are_the_known_miss_and_warned():
     -0.02 %; +0.60 and +0.61 %) and says nothing."""
     errors, _, warnings = _ring_errors(4, 4, 1, (1, 2), step_bytes=50_000, chunks=2)
     assert errors.min() > 0.01, errors
-    assert len(warnings) == 1 and "a ring collective in 2 chunks of 50 packets per flow" in warnings[0], warnings
+    assert len(warnings) == 1 and "a ring collective in 2 chunks of 50-packet flows" in warnings[0], warnings
     for every, chunks in ((1, 1), (4, 2)):
         errors, _, warnings = _ring_errors(4, 4, every, (1, 2), step_bytes=50_000, chunks=chunks)
         assert np.abs(errors).max() < 0.01 and not warnings, (every, chunks, errors, warnings)
 
 
+LINK = {"rate_gbps": 200, "delay_ns": 1000}
+
+
 def test_ring_accuracy_warnings_follow_the_queue_pairs(tmp_path):
-    """On ordered connections (the default), a ring collective warns with trains when it runs in
-    more than one chunk of flows shorter than TRAINS_SHORT_STEP_PACKETS packets with an ACK more
-    often than every TRAINS_ACK_EVERY packets, also a hierarchical one; one chunk, long flows, an
-    ACK per 4, off, or a long ring of any length say nothing. With a queue pair per flow the rule
-    is by ranks: a ring of more than TRAINS_RING_RANKS ranks (or a hierarchical all-reduce whose
-    largest dimension is one) with an ACK more often than every 4 packets warns; all-to-all's
-    pairwise exchange (no chain of steps around a ring) does not. Checked without running, then
-    once through validate and run."""
+    """On ordered connections (the default), a ring collective warns with trains when it runs in 2
+    to TRAINS_RING_CHUNKS chunks of flows shorter than TRAINS_SHORT_STEP_BDP of the fabric's
+    one-way bandwidth-delay product (100 packets on a leaf-spine of 1 us links at 200 Gb/s: 4 us
+    one way) with an ACK more often than every TRAINS_ACK_EVERY packets, also a hierarchical one;
+    one chunk or more chunks, longer flows, an ACK per 4, off, or a long ring of any length say
+    nothing. With a queue pair per flow, a ring of more than TRAINS_RING_RANKS ranks (or a
+    hierarchical all-reduce whose largest dimension is one) with an ACK more often than every 4
+    packets warns, and so does a ring in chunks; all-to-all's pairwise exchange (no chain of steps
+    around a ring) does not. Checked without running, then once through validate and run."""
+
+    def leaf_spine(ranks):
+        return {"kind": "leaf_spine", "leaves": 2, "hosts_per_leaf": ranks // 2, "spines": 4, "link": LINK}
 
     def warnings(ranks=8, packets=40, chunks=2, mode="trains", queue_pair="channel", every=1, **workload):
         ring = {"kind": "all_reduce", "algorithm": "ring", "bytes": packets * 1000 * ranks * chunks, "chunks": chunks}
         sc = scenario(
             sim={"fast_forward": mode},
             network={"nic": {"queue_pair": queue_pair, "ack_every_packets": every}},
-            topology=workload.pop("topology", {"kind": "single_switch", "hosts": ranks}),
+            topology=workload.pop("topology", leaf_spine(ranks)),
             workload=workload or {"collectives": [ring]},
         )
         inputs = check_inputs(sc)
         return accuracy_warnings(sc, inputs.fabric, inputs.workload)
 
     (line,) = warnings()
-    assert "a ring collective in 2 chunks of 40 packets per flow (fewer than 64)" in line, line
-    assert '(docs/fast_forward.md, "Accuracy")' in line
-    assert "ring collective in 3 chunks of 20 packets" in warnings(packets=20, chunks=3)[0]
+    expected = "a ring collective in 2 chunks of 40-packet flows (shorter than 0.6 of the 100-packet one-way"
+    assert expected in line and '(docs/fast_forward.md, "Accuracy")' in line, line
+    assert "ring collective in 3 chunks of 20-packet flows" in warnings(packets=20, chunks=3)[0]
+    slow = {**leaf_spine(8), "link": {**LINK, "delay_ns": 4000}}  # 400 packets one way
+    assert "2 chunks of 200-packet flows" in warnings(packets=200, topology=slow)[0]
     for quiet in (
         {"chunks": 1},
-        {"packets": TRAINS_SHORT_STEP_PACKETS},
+        {"chunks": TRAINS_RING_CHUNKS + 1},
+        {"packets": int(TRAINS_SHORT_STEP_BDP * 100)},
         {"every": TRAINS_ACK_EVERY},
         {"mode": "off"},
         {"ranks": 128, "packets": 1, "chunks": 1},
@@ -696,6 +707,8 @@ def test_ring_accuracy_warnings_follow_the_queue_pairs(tmp_path):
     assert "a ring of 24 ranks and an ACK more often than every 4 packets on a queue pair per flow" in line
     assert warnings(ranks=TRAINS_RING_RANKS, packets=1, chunks=1, queue_pair="flow") == []
     assert warnings(ranks=24, packets=1, chunks=1, queue_pair="flow", every=TRAINS_ACK_EVERY) == []
+    (line,) = warnings(ranks=16, packets=200, queue_pair="flow", every=TRAINS_ACK_EVERY)
+    assert "a ring collective in chunks on a queue pair per flow" in line
     flat = {**hierarchical, "chunks": 1}
     assert "ring of 24 ranks" in warnings(**torus, queue_pair="flow", collectives=[flat])[0]
     pairwise = {"kind": "all_to_all", "algorithm": "ring", "bytes": 24_000}
@@ -703,7 +716,7 @@ def test_ring_accuracy_warnings_follow_the_queue_pairs(tmp_path):
 
     path = tmp_path / "ring.yaml"
     ring = {"kind": "all_reduce", "algorithm": "ring", "bytes": 8 * 2 * 40_000, "chunks": 2}
-    doc = {"name": "ring", "sim": {"fast_forward": "trains"}, "topology": {"kind": "single_switch", "hosts": 8}}
+    doc = {"name": "ring", "sim": {"fast_forward": "trains"}, "topology": leaf_spine(8)}
     path.write_text(yaml.safe_dump({**doc, "workload": {"collectives": [ring]}}))
     p = cli("validate", path)
     assert p.returncode == 0, p.stderr

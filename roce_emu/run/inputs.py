@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 
 from ..config import load_scenario
@@ -64,11 +65,16 @@ TRAINS_RING_RANKS = 16
 #: ... unless receivers acknowledge every this many packets or less often (then the trains agree).
 #: On ordered connections it bounds the ACK ratio of the short-step miss too.
 TRAINS_ACK_EVERY = 4
-#: On ordered connections (queue_pair channel or connection), a ring collective cut into more than
-#: one chunk whose flows carry fewer packets than this misses 1 % with an ACK more often than every
-#: TRAINS_ACK_EVERY packets (benchmarks/trains_rings.py: 2 and 3 chunks of 20-50 packets per flow,
-#: -5.5 to +2.0 %; 64 packets and more within 0.5 %).
-TRAINS_SHORT_STEP_PACKETS = 64
+#: On ordered connections (queue_pair channel or connection), a ring collective in 2 to this many
+#: chunks ...
+TRAINS_RING_CHUNKS = 3
+#: ... whose flows are shorter than this share of the fabric's one-way bandwidth-delay product
+#: misses 1 % with an ACK more often than every TRAINS_ACK_EVERY packets. benchmarks/trains_rings.py
+#: on a leaf-spine at 200 Gb/s (one-way 4 link delays): with 1 us links, flows of 29-50 packets
+#: (0.29-0.5 of its 100 packets) in 2 chunks -5.5 to +2.0 %, 20 in 3 chunks +1.3 to +1.9 %, 64 and
+#: more within 0.5 %; with 4 us links 200 packets +1.7 to +2.6 %, 100 and 400 within 0.3 %; with
+#: 250 ns links 10 packets -0.9 %. One chunk, or 4 to 16, stayed within 1 % (at most 0.8 %).
+TRAINS_SHORT_STEP_BDP = 0.6
 
 
 #: why no fast-forward applies to a workload with streaming in-switch reduction (core/stream.py)
@@ -182,13 +188,15 @@ def trains_misses(scenario: Scenario, fabric: Fabric, workload: Workload) -> lis
       other traffic beside the training. Data parallelism alone stays within 1 % (the shipped
       ResNet-50 +0.15 %, DLRM up to +0.89 %, ResNet-50 on 128 NPUs +0.45 %; spine_congestion as DP
       16 +0.07 %);
-    - a ring collective in more than one chunk of short flows (fewer than TRAINS_SHORT_STEP_PACKETS
-      packets) with an ACK more often than every TRAINS_ACK_EVERY packets. Rings of any length in one
-      chunk stay within 1 %.
+    - a ring collective (or a hierarchical one's rings) in 2 to TRAINS_RING_CHUNKS chunks whose
+      flows are shorter than TRAINS_SHORT_STEP_BDP of the fabric's one-way bandwidth-delay product,
+      with an ACK more often than every TRAINS_ACK_EVERY packets. Rings of any length in one chunk
+      stay within 1 %.
 
-    With a queue pair per flow (queue_pair: flow): every training workload, and ring collectives of
+    With a queue pair per flow (queue_pair: flow): every training workload, ring collectives of
     more than TRAINS_RING_RANKS ranks with an ACK more often than every TRAINS_ACK_EVERY packets
-    (docs/fast_forward.md, "Long rings")."""
+    (docs/fast_forward.md, "Long rings"), and ring collectives in more than one chunk (16 and 32
+    ranks in 2 chunks of 29-200 packets: -5.8 to +9.9 %, with an ACK per packet or per 4)."""
     nic = scenario.network.nic
     parts = [scenario.workload, *(job.workload for job in scenario.jobs)]
     trainings = [w.training for w in parts if w.training is not None]
@@ -200,20 +208,23 @@ def trains_misses(scenario: Scenario, fabric: Fabric, workload: Workload) -> lis
                 f"a ring of {longest} ranks and an ACK more often than every {TRAINS_ACK_EVERY} packets on a "
                 f"queue pair per flow (network.nic.queue_pair: flow)"
             )
+        if any(c.chunks > 1 and _ring_ranks(fabric, c) for c in workload.collectives):
+            reasons.append("a ring collective in chunks on a queue pair per flow (network.nic.queue_pair: flow)")
         return reasons
     reasons = []
     shared = _shared_training(scenario, parts, trainings)
     if shared:
         reasons.append(shared)
-    if nic.ack_every_packets < TRAINS_ACK_EVERY:
-        short = [c for c in workload.collectives if c.chunks > 1 and _ring_ranks(fabric, c)]
-        packets = [(c.chunks, _step_packets(scenario, workload, c)) for c in short]
-        packets = [(chunks, n) for chunks, n in packets if n < TRAINS_SHORT_STEP_PACKETS]
-        if packets:
-            chunks, n = min(packets, key=lambda cn: cn[1])
+    chunked = [c for c in workload.collectives if 1 < c.chunks <= TRAINS_RING_CHUNKS and _ring_ranks(fabric, c)]
+    if chunked and nic.ack_every_packets < TRAINS_ACK_EVERY:
+        bdp = _one_way_packets(scenario, fabric)
+        shortest = min(chunked, key=lambda c: _flow_packets(scenario, workload, c))
+        packets = _flow_packets(scenario, workload, shortest)
+        if packets < TRAINS_SHORT_STEP_BDP * bdp:
             reasons.append(
-                f"a ring collective in {chunks} chunks of {n} packets per flow (fewer than "
-                f"{TRAINS_SHORT_STEP_PACKETS}) and an ACK more often than every {TRAINS_ACK_EVERY} packets"
+                f"a ring collective in {shortest.chunks} chunks of {packets}-packet flows (shorter than "
+                f"{TRAINS_SHORT_STEP_BDP:g} of the {bdp}-packet one-way bandwidth-delay product) and an ACK more "
+                f"often than every {TRAINS_ACK_EVERY} packets"
             )
     return reasons
 
@@ -238,10 +249,20 @@ def _shared_training(scenario: Scenario, parts: list, trainings: list) -> str:
     return ""
 
 
-def _step_packets(scenario: Scenario, workload: Workload, c: Collective) -> int:
+def _flow_packets(scenario: Scenario, workload: Workload, c: Collective) -> int:
     """The packets of a collective's typical (median) flow."""
     sizes = workload.flows.size_bytes[c.flows]
-    return int(-(-int(np.median(sizes)) // scenario.network.mtu_bytes)) if len(sizes) else 0
+    return -(-int(np.median(sizes)) // scenario.network.mtu_bytes) if len(sizes) else 0
+
+
+def _one_way_packets(scenario: Scenario, fabric: Fabric) -> int:
+    """The fabric's one-way bandwidth-delay product in packets: how many MTU-sized packets host 0's
+    link sends in the largest propagation delay from host 0 to another host (on the symmetric
+    fabrics roce-emu builds, the largest between any two hosts)."""
+    delays = nx.single_source_dijkstra_path_length(fabric.graph, 0, weight="prop_ps")
+    farthest = max(delays.get(h, 0) for h in range(fabric.n_hosts))
+    rate_bps = min(d["rate_bps"] for _, _, d in fabric.graph.edges(0, data=True))
+    return int(farthest * rate_bps // (8 * scenario.network.mtu_bytes * 10**12))
 
 
 def run_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) -> list[str]:
