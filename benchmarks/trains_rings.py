@@ -3,7 +3,7 @@ ring All-Reduces (and all-to-alls) by ranks, packets per step, chunks and ACK ra
 
     python benchmarks/trains_rings.py --csv benchmarks/trains_rings.csv     # the sweep in docs/fast_forward.md
     python benchmarks/trains_rings.py --ranks 32 --packets 8 29 --acks 1 --seeds 1 2 3 4
-    python benchmarks/trains_rings.py --kind all_to_all --ranks 32 --packets 8 200
+    python benchmarks/trains_rings.py --kind all_to_all --ranks 32 --packets 8 200 (--algorithm direct)
     python benchmarks/trains_rings.py --set network.nic.queue_pair=flow --ranks 32 --packets 200
 
 Each case is one collective alone on a leaf-spine of 4 spines at 200 Gb/s with 1 us links (as
@@ -11,7 +11,8 @@ tests/test_trains.py ``_ring_errors``: 16 ranks as 4 leaves x 4 hosts, 32 as 8 x
 128 as 8 x 16), congestion control none, run with ``sim.fast_forward`` off and trains for each
 seed (the ECMP draws). A ring step of an All-Reduce moves ``bytes / ranks / chunks``; the sweep
 sets ``bytes`` so that each flow carries ``--packets`` full packets (``network.mtu_bytes`` each).
-An all-to-all sends each peer that many packets per chunk. The error is (trains - off) / off of
+An all-to-all sends each peer that many packets per chunk, in pairwise steps (``ring``) or all
+at once (``--algorithm direct``). The error is (trains - off) / off of
 the last flow's finish, in percent (positive: trains run late); ``events`` is off's events over
 trains'; ``warned`` whether accuracy_warnings (roce_emu/run/inputs.py) warns for the case; ``set``
 the --set overrides. Rows go to stdout as markdown as they finish, and are appended to --csv
@@ -39,6 +40,7 @@ from roce_emu.run.inputs import accuracy_warnings  # noqa: E402
 SHAPES = {8: (2, 4), 16: (4, 4), 32: (8, 4), 64: (8, 8), 128: (8, 16)}
 COLUMNS = [
     "kind",
+    "algorithm",
     "ranks",
     "packets",
     "chunks",
@@ -56,7 +58,9 @@ COLUMNS = [
 ]
 
 
-def document(kind: str, ranks: int, packets: int, chunks: int, ack_every: int, seed: int, overrides: list) -> dict:
+def document(
+    kind: str, algorithm: str, ranks: int, packets: int, chunks: int, ack_every: int, seed: int, overrides: list
+) -> dict:
     """The scenario of one case, with ``overrides`` ((key, value) pairs as --set reads them) applied."""
     leaves, hosts = SHAPES[ranks]
     doc = {
@@ -74,7 +78,7 @@ def document(kind: str, ranks: int, packets: int, chunks: int, ack_every: int, s
     for key, value in overrides:
         apply_override(doc, key, value)
     mtu = doc["network"].get("mtu_bytes", 1000)
-    collective = {"kind": kind, "algorithm": "ring", "bytes": packets * mtu * ranks * chunks, "chunks": chunks}
+    collective = {"kind": kind, "algorithm": algorithm, "bytes": packets * mtu * ranks * chunks, "chunks": chunks}
     return {**doc, "workload": {"collectives": [collective]}}
 
 
@@ -102,7 +106,8 @@ def measure(doc: dict) -> dict:
 
 def markdown_row(r: dict) -> str:
     return (
-        f"| {r['kind']} | {r['ranks']} | {r['packets']} | {r['chunks']} | {r['ack_every']} | {r['queue_pair']} | "
+        f"| {r['kind']} {r['algorithm']} | {r['ranks']} | {r['packets']} | {r['chunks']} | {r['ack_every']} | "
+        f"{r['queue_pair']} | "
         f"{r['seed']} | {r['error_pct']:+.2f} % | {r['events']}x | {r['off_s']} s | {r['trains_s']} s | {r['warned']} |"
     )
 
@@ -110,6 +115,7 @@ def markdown_row(r: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", choices=["all_reduce", "all_to_all"], default="all_reduce")
+    parser.add_argument("--algorithm", choices=["ring", "direct"], default="ring", help="direct: all_to_all only")
     parser.add_argument("--ranks", type=int, nargs="+", choices=sorted(SHAPES), default=[16, 32, 64])
     parser.add_argument("--packets", type=int, nargs="+", default=[8, 29, 64, 200, 1000], help="packets per flow")
     parser.add_argument("--chunks", type=int, nargs="+", default=[1])
@@ -131,8 +137,9 @@ def main() -> None:
     for ranks, packets, chunks, every, seed in itertools.product(
         args.ranks, args.packets, args.chunks, args.acks, args.seeds
     ):
-        case = {"kind": args.kind, "ranks": ranks, "packets": packets, "chunks": chunks, "ack_every": every}
-        row = {**case, "seed": seed, **measure(document(args.kind, ranks, packets, chunks, every, seed, overrides))}
+        doc = document(args.kind, args.algorithm, ranks, packets, chunks, every, seed, overrides)
+        case = {"kind": args.kind, "algorithm": args.algorithm, "ranks": ranks, "packets": packets, "chunks": chunks}
+        row = {**case, "ack_every": every, "seed": seed, **measure(doc)}
         row["set"] = " ".join(args.set)
         print(markdown_row(row), flush=True)
         if sink:

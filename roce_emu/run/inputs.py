@@ -63,18 +63,22 @@ def check_inputs(scenario: Scenario, source: str = "<scenario>") -> Inputs:
 #: this miss 1 % with packet trains (docs/fast_forward.md, "Long rings") ...
 TRAINS_RING_RANKS = 16
 #: ... unless receivers acknowledge every this many packets or less often (then the trains agree).
-#: On ordered connections it bounds the ACK ratio of the short-step miss too.
 TRAINS_ACK_EVERY = 4
 #: On ordered connections (queue_pair channel or connection), a ring collective in 2 to this many
 #: chunks ...
 TRAINS_RING_CHUNKS = 3
 #: ... whose flows are shorter than this share of the fabric's one-way bandwidth-delay product
-#: misses 1 % with an ACK more often than every TRAINS_ACK_EVERY packets. benchmarks/trains_rings.py
-#: on a leaf-spine at 200 Gb/s (one-way 4 link delays): with 1 us links, flows of 29-50 packets
-#: (0.29-0.5 of its 100 packets) in 2 chunks -5.5 to +2.0 %, 20 in 3 chunks +1.3 to +1.9 %, 64 and
-#: more within 0.5 %; with 4 us links 200 packets +1.7 to +2.6 %, 100 and 400 within 0.3 %; with
-#: 250 ns links 10 packets -0.9 %. One chunk, or 4 to 16, stayed within 1 % (at most 0.8 %).
+#: misses 1 %. benchmarks/trains_rings.py on a leaf-spine at 200 Gb/s (4 link delays one way):
+#: with 1 us links (100 packets one way), flows of 29-50 packets in 2 chunks -5.5 to +3.8 %, 20 in
+#: 3 chunks up to +1.9 % (+1.45 % with an ACK per 4), 64 and more within 0.9 %; with 4 us links
+#: (400 packets) 29-200 packets +1.2 to +2.6 %, 300 and 400 within 0.2 %; with 250 ns links 10
+#: packets -0.9 %. One chunk, or 4 to 16, stayed within 1 % (at most 0.9 %).
 TRAINS_SHORT_STEP_BDP = 0.6
+#: On ordered connections, a pairwise all-to-all (algorithm ring) whose flows carry at least this
+#: many packets misses 1 % (benchmarks/trains_rings.py --kind all_to_all: 16-64 ranks, with an ACK
+#: per packet or per 4, flows of 200 and 1,000 packets up to +6.4 %, 50 up to -1.3 %, 29 up to
+#: +1.02 %, 8 exact). A direct all-to-all sends no trains.
+TRAINS_PAIRWISE_PACKETS = 24
 
 
 #: why no fast-forward applies to a workload with streaming in-switch reduction (core/stream.py)
@@ -189,9 +193,9 @@ def trains_misses(scenario: Scenario, fabric: Fabric, workload: Workload) -> lis
       ResNet-50 +0.15 %, DLRM up to +0.89 %, ResNet-50 on 128 NPUs +0.45 %; spine_congestion as DP
       16 +0.07 %);
     - a ring collective (or a hierarchical one's rings) in 2 to TRAINS_RING_CHUNKS chunks whose
-      flows are shorter than TRAINS_SHORT_STEP_BDP of the fabric's one-way bandwidth-delay product,
-      with an ACK more often than every TRAINS_ACK_EVERY packets. Rings of any length in one chunk
-      stay within 1 %.
+      flows are shorter than TRAINS_SHORT_STEP_BDP of the fabric's one-way bandwidth-delay product.
+      Rings of any length in one chunk stay within 1 %;
+    - a pairwise all-to-all of flows of TRAINS_PAIRWISE_PACKETS packets or more.
 
     With a queue pair per flow (queue_pair: flow): every training workload, ring collectives of
     more than TRAINS_RING_RANKS ranks with an ACK more often than every TRAINS_ACK_EVERY packets
@@ -216,16 +220,18 @@ def trains_misses(scenario: Scenario, fabric: Fabric, workload: Workload) -> lis
     if shared:
         reasons.append(shared)
     chunked = [c for c in workload.collectives if 1 < c.chunks <= TRAINS_RING_CHUNKS and _ring_ranks(fabric, c)]
-    if chunked and nic.ack_every_packets < TRAINS_ACK_EVERY:
+    if chunked:
         bdp = _one_way_packets(scenario, fabric)
         shortest = min(chunked, key=lambda c: _flow_packets(scenario, workload, c))
         packets = _flow_packets(scenario, workload, shortest)
         if packets < TRAINS_SHORT_STEP_BDP * bdp:
             reasons.append(
                 f"a ring collective in {shortest.chunks} chunks of {packets}-packet flows (shorter than "
-                f"{TRAINS_SHORT_STEP_BDP:g} of the {bdp}-packet one-way bandwidth-delay product) and an ACK more "
-                f"often than every {TRAINS_ACK_EVERY} packets"
+                f"{TRAINS_SHORT_STEP_BDP:g} of the {bdp}-packet one-way bandwidth-delay product)"
             )
+    pairwise = [_flow_packets(scenario, workload, c) for c in workload.collectives if _pairwise(c)]
+    if pairwise and max(pairwise) >= TRAINS_PAIRWISE_PACKETS:
+        reasons.append(f"a pairwise all-to-all of {max(pairwise)}-packet flows (at least {TRAINS_PAIRWISE_PACKETS})")
     return reasons
 
 
@@ -316,10 +322,15 @@ def _host_list(hosts: list[int]) -> str:
     return f"host{'s' if len(hosts) > 1 else ''} {', '.join(parts)}"
 
 
+def _pairwise(c: Collective) -> bool:
+    """Whether a collective is all-to-all's pairwise exchange (algorithm ring)."""
+    return c.kind == "all_to_all" and c.algorithm == "ring"
+
+
 def _ring_ranks(fabric: Fabric, c: Collective) -> int:
     """The ranks of the longest ring a collective runs its steps around: all of them for a ring
     (not all-to-all's pairwise exchange), the largest dimension for a hierarchical one."""
-    if c.algorithm == "ring" and c.kind != "all_to_all":
+    if c.algorithm == "ring" and not _pairwise(c):
         return len(c.ranks)
     if c.algorithm in HIERARCHICAL:
         return max(fabric.dims, default=0)
