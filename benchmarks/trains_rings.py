@@ -1,13 +1,26 @@
 """Where packet trains (sim.fast_forward: trains) miss the exact engine on rings: a sweep of
 ring All-Reduces (and all-to-alls) by ranks, packets per step, chunks and ACK ratio.
 
-    python benchmarks/trains_rings.py --csv benchmarks/trains_rings.csv     # the sweep in docs/fast_forward.md
-    python benchmarks/trains_rings.py --ranks 32 --packets 8 29 --acks 1 --seeds 1 2 3 4
-    python benchmarks/trains_rings.py --kind all_to_all --ranks 32 --packets 8 200 (--algorithm direct)
-    python benchmarks/trains_rings.py --set network.nic.queue_pair=flow --ranks 32 --packets 200
+The sweep behind docs/fast_forward.md "When `trains` warns" (each with --csv benchmarks/trains_rings.csv;
+the defaults: --ranks 16 32 64, --chunks 1, --acks 1 4, --seeds 1 2):
+
+    python benchmarks/trains_rings.py --ranks 16 32 64 --packets 4 8 16 29 50 100 200 500 1000 --chunks 1 2
+    python benchmarks/trains_rings.py --ranks 16 32 64 --packets 20 29 40 50 64 80 100 128 --chunks 2 4 8 --acks 1 2 4
+    python benchmarks/trains_rings.py --ranks 16 32 --packets 20 29 35 40 45 50 57 64 --chunks 3 16 --acks 1 2
+    python benchmarks/trains_rings.py --ranks 8 --packets 20 29 40 50 64 --chunks 2 3 --acks 1 2 4
+    python benchmarks/trains_rings.py --ranks 128 --packets 29 50 200 --chunks 1 2
+    python benchmarks/trains_rings.py --ranks 128 --packets 1000
+    python benchmarks/trains_rings.py --ranks 16 32 --packets 10 20 29 40 50 64 100 200 400 --chunks 2 --acks 1 \
+        --set topology.link.delay_ns=4000                                        # and =250
+    python benchmarks/trains_rings.py --ranks 16 --packets 29 50 100 150 200 300 400 --chunks 1 3 4 --acks 1 \
+        --set topology.link.delay_ns=4000
+    python benchmarks/trains_rings.py --kind all_to_all --ranks 16 32 64 --packets 8 29 50 200 1000 --chunks 1 2
+    python benchmarks/trains_rings.py --kind all_to_all --algorithm direct --ranks 16 32 --packets 8 16 29 50 200
+    python benchmarks/trains_rings.py --ranks 16 32 --packets 29 50 200 --chunks 1 2 --set network.nic.queue_pair=flow
+    python benchmarks/trains_rings.py --ranks 16 32 --packets 29 200 1000 --set topology.spines=2   # and =1
 
 Each case is one collective alone on a leaf-spine of 4 spines at 200 Gb/s with 1 us links (as
-tests/test_trains.py ``_ring_errors``: 16 ranks as 4 leaves x 4 hosts, 32 as 8 x 4, 64 as 8 x 8,
+tests/test_trains.py ``_ring_errors``: 8 ranks as 2 leaves x 4 hosts, 16 as 4 x 4, 32 as 8 x 4, 64 as 8 x 8,
 128 as 8 x 16), congestion control none, run with ``sim.fast_forward`` off and trains for each
 seed (the ECMP draws). A ring step of an All-Reduce moves ``bytes / ranks / chunks``; the sweep
 sets ``bytes`` so that each flow carries ``--packets`` full packets (``network.mtu_bytes`` each).

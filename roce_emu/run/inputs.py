@@ -266,7 +266,7 @@ def _one_way_packets(scenario: Scenario, fabric: Fabric) -> int:
     fabrics roce-emu builds, the largest between any two hosts)."""
     delays = nx.single_source_dijkstra_path_length(fabric.graph, 0, weight="prop_ps")
     farthest = max(delays.get(h, 0) for h in range(fabric.n_hosts))
-    rate_bps = min(d["rate_bps"] for _, _, d in fabric.graph.edges(0, data=True))
+    rate_bps = min((d["rate_bps"] for _, _, d in fabric.graph.edges(0, data=True)), default=0)
     return int(farthest * rate_bps // (8 * scenario.network.mtu_bytes * 10**12))
 
 
