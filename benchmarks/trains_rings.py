@@ -39,13 +39,13 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from roce_emu.api import prepare_scenario, run  # noqa: E402
-from roce_emu.config.load import apply_override  # noqa: E402
+from ring_replay import leaf_spine_doc  # noqa: E402
+from roce_emu.config.load import parse_override  # noqa: E402
 from roce_emu.config.schema import Scenario  # noqa: E402
 from roce_emu.run.inputs import accuracy_warnings  # noqa: E402
 
@@ -76,23 +76,11 @@ def document(
 ) -> dict:
     """The scenario of one case, with ``overrides`` ((key, value) pairs as --set reads them) applied."""
     leaves, hosts = SHAPES[ranks]
-    doc = {
-        "name": "trains_rings",
-        "seed": seed,
-        "topology": {
-            "kind": "leaf_spine",
-            "leaves": leaves,
-            "hosts_per_leaf": hosts,
-            "spines": 4,
-            "link": {"rate_gbps": 200, "delay_ns": 1000},
-        },
-        "network": {"cc": {"algorithm": "none"}, "nic": {"ack_every_packets": ack_every}},
-    }
-    for key, value in overrides:
-        apply_override(doc, key, value)
+    given = [("seed", seed), ("network.nic.ack_every_packets", ack_every), *overrides]
+    doc = leaf_spine_doc(leaves, hosts, given)
     mtu = doc["network"].get("mtu_bytes", 1000)
     collective = {"kind": kind, "algorithm": algorithm, "bytes": packets * mtu * ranks * chunks, "chunks": chunks}
-    return {**doc, "workload": {"collectives": [collective]}}
+    return {**doc, "name": "trains_rings", "workload": {"collectives": [collective]}}
 
 
 def measure(doc: dict) -> dict:
@@ -137,7 +125,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every run")
     parser.add_argument("--csv", type=Path, default=None, help="also write the rows as CSV (appended to if it exists)")
     args = parser.parse_args()
-    overrides = [(key, yaml.safe_load(value)) for key, value in (item.split("=", 1) for item in args.set)]
+    overrides = [parse_override(item) for item in args.set]
     print(
         "| kind | ranks | packets per flow | chunks | ACK every | queue pair | seed | trains vs off "
         "| events off / trains | off wall | trains wall | warned |"
