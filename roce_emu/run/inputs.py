@@ -71,8 +71,9 @@ TRAINS_RING_CHUNKS = 3
 #: misses 1 %. benchmarks/trains_rings.py on a leaf-spine at 200 Gb/s (4 link delays one way):
 #: with 1 us links (100 packets one way), flows of 29-50 packets in 2 chunks -5.5 to +3.8 %, 20 in
 #: 3 chunks up to +1.9 % (+1.45 % with an ACK per 4), 64 and more within 0.9 %; with 4 us links
-#: (400 packets) 29-200 packets +1.2 to +2.6 %, 300 and 400 within 0.2 %; with 250 ns links 10
-#: packets -0.9 %. One chunk, or 4 to 16, stayed within 1 % (at most 0.9 %).
+#: (400 packets) 2 chunks of 200 packets and 3 chunks of 29-100 +1.2 to +2.6 %, 300 and 400
+#: within 0.2 %; with 250 ns links 2 chunks of 10 packets -0.9 %. One chunk, or 4 to 16, stayed
+#: within 1 % (at most 0.9 %).
 TRAINS_SHORT_STEP_BDP = 0.6
 #: On ordered connections, a pairwise all-to-all (algorithm ring) whose flows carry at least this
 #: many packets misses 1 % (benchmarks/trains_rings.py --kind all_to_all: 16-64 ranks, with an ACK
