@@ -27,7 +27,10 @@ import sys
 import numpy as np
 
 
-def _doc(leaves: int, hosts: int, overrides: list) -> dict:
+def leaf_spine_doc(leaves: int, hosts: int, overrides: list) -> dict:
+    """A scenario document without a workload: ``leaves`` x ``hosts`` on 4 spines at 200 Gb/s with
+    1 us links, seed 1, no congestion control, then ``overrides`` ((key, value) pairs as --set
+    reads them)."""
     from roce_emu.config.load import apply_override
 
     doc = {
@@ -58,7 +61,7 @@ def _run(doc: dict, mode: str):
 def measure(leaves: int, hosts: int, step_bytes: int, overrides: list) -> dict:
     """The closed-loop error, the open-loop per-flow errors and the drift slopes (times in us);
     ``overrides`` are (key, value) pairs as ``roce-emu run --set`` reads them."""
-    base = _doc(leaves, hosts, overrides)
+    base = leaf_spine_doc(leaves, hosts, overrides)
     ranks = leaves * hosts
     collective = {"kind": "all_reduce", "algorithm": "ring", "bytes": step_bytes * ranks}
     ring = {**base, "workload": {"collectives": [collective]}, "output": {"collective_flows": True}}
@@ -115,7 +118,7 @@ def main(argv=None) -> int:
 
     try:  # as roce-emu run --set reads them; a bad one stops here, in one line, exit code 2
         overrides = [parse_override(item) for item in args.set]
-        validate_document(_doc(args.leaves, args.hosts, overrides), "ring_replay.py --set")
+        validate_document(leaf_spine_doc(args.leaves, args.hosts, overrides), "ring_replay.py --set")
     except (ScenarioError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
