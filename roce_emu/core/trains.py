@@ -77,7 +77,7 @@ from .rng import mix64
 
 TRAIN_TAIL = 2  #: a flow's last packets, always sent alone (the last one may be short)
 TRAIN_TAPER = 2  #: a train's ACKs are at most 1/TRAIN_TAPER of the packets the flow has left
-TRAIN_ACKS = 64  #: the ACKs one ACK train may stand for (so trains of at most 64 packets with one ACK per packet)
+TRAIN_ACKS = 64  #: the ACKs one ACK train may stand for, unless its flow is long (_acked_room)
 TRAIN_LONG = 256  #: packets: a longer train needs coalesced ACKs and a long flow (_acked_room)
 TRAIN_SHARE = 8  #: such a flow is at least this many trains long
 TRAIN_REACH = 16  #: a flow this many times its first link's delay (in packets) may send trains past it
@@ -771,8 +771,8 @@ def interleaved_tail(w, e, tail_in, one_wire):
 @njit
 def move_train_end(w, p, end):
     """The train port p is sending now ends at ``end``. Cut short: a new end event, and the old
-    one is stale (port.on_tx_done ignores it). Later, with control packets sent inside it: the
-    live end event, when it comes, pushes itself to the new end (port.on_tx_done), so that a
+    one is stale (stale_end ignores it). Later, with control packets sent inside it: the
+    live end event, when it comes, pushes itself to the new end (stale_end), so that a
     train delayed several times costs one more event, not one per delay."""
     pt = w.port[p]
     pt["tx_end_ps"] = end
