@@ -86,6 +86,7 @@ from .nic import flow_start
 from .packets import ack_frame_bytes, data_header_bytes
 from .paths import path_into, ser_ps
 from .port import drain_kicks, kick
+from .qp import same_connection
 from .state import EV_DTYPE, World
 from .tasks import task_done
 
@@ -474,19 +475,11 @@ def _key(w, mm, c, ports_out):
 @njit_alloc
 def _same_connection(w, mm, first, i):
     """1 + the first flow of the component (by its order) on flow i's connection, 0 if it has its
-    own: the same connection id, NIC port, destination and priority, the engine's rule
-    (nic._wait_for_connection), so flows the key puts on one connection go in order on one queue pair."""
+    own: the engine's rule (qp.same_connection), so flows the key puts on one connection go in
+    order on one queue pair."""
     fl = w.flow[mm.comp_flows[first + i]]
-    if fl["conn"] < 0:
-        return I64(0)
     for j in range(i + 1):
-        g = w.flow[mm.comp_flows[first + j]]
-        if (
-            g["conn"] == fl["conn"]
-            and g["nic_port"] == fl["nic_port"]
-            and g["dst"] == fl["dst"]
-            and g["prio"] == fl["prio"]
-        ):
+        if same_connection(w.flow[mm.comp_flows[first + j]], fl):
             return I64(j + 1)
     return I64(0)
 

@@ -54,7 +54,7 @@ from .packets import (
 )
 from .paths import next_hop, ser_ps
 from .pfc import is_paused
-from .qp import qp_open
+from .qp import qp_open, same_connection
 from .state import GATE_LIMIT
 from .tasks import task_done
 
@@ -222,15 +222,14 @@ def flow_start(w, L, t):
 
 @njit
 def _wait_for_connection(w, f):
-    """If a flow of f's connection (the same connection id, NIC port, destination and priority:
-    network.nic.queue_pair, run/world.py) is still sending, queue f behind the last flow waiting
-    for it and return True."""
+    """If a flow of f's connection (qp.same_connection) is still sending, queue f behind the last
+    flow waiting for it and return True."""
     r = w.qp[f]
     pt = w.port[r["nic_port"]]
     g = pt["act_head"]
     for _ in range(pt["act_count"]):
         q = w.qp[g]
-        if q["conn"] == r["conn"] and q["dst"] == r["dst"] and q["prio"] == r["prio"]:
+        if same_connection(q, r):
             while w.qp[g]["conn_next"] >= 0:
                 g = w.qp[g]["conn_next"]
             w.qp[g]["conn_next"] = f

@@ -28,6 +28,21 @@ _BLANK_QP = np.zeros(1, QP_DTYPE)  # every field zero: a slot is reset from thes
 _BLANK_CC = np.zeros(1, CC_DTYPE)
 
 
+@njit(inline="always")
+def same_connection(a, b):
+    """Whether a and b (flow or queue-pair records) go in order on one connection: the same
+    connection id (>= 0: network.nic.queue_pair, run/world.connections), NIC port, destination and
+    priority. The engine queues a flow behind such a one (nic._wait_for_connection); the memo keys
+    by it (memo._same_connection)."""
+    return (
+        a["conn"] >= 0
+        and a["conn"] == b["conn"]
+        and a["nic_port"] == b["nic_port"]
+        and a["dst"] == b["dst"]
+        and a["prio"] == b["prio"]
+    )
+
+
 @njit
 def _cc_start(w, f):
     """Every flow starts at its NIC's line rate (no slow start in any of the algorithms), with
