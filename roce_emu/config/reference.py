@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from . import schema
+from .field_docs import field_description
 
 #: the unit a key's name ends in (the scenario's convention: units are in the names)
 UNITS = {
@@ -226,7 +227,7 @@ def section(model: type[BaseModel], path: str, title: str, seen: set, out: list[
         if name == "tiers":
             tiers = getattr(model, "TIERS", ())
             allowed.append("tiers: " + (", ".join(f"`{t}`" for t in tiers) or "none"))
-        row = [f"`{name}`", kind, unit(name), default_text(field), "; ".join(allowed), field.description or ""]
+        row = [f"`{name}`", kind, unit(name), default_text(field), "; ".join(allowed), field_description(model, name)]
         out.append("| " + " | ".join(cell(c) for c in row) + " |")
         below = f"{path}.{name}" if path else name
         for sub in models_in(field.annotation):

@@ -44,10 +44,10 @@ def kmin_bytes_msg(kmin: int, kmax: int) -> str:
 
 
 class Strict(BaseModel):
-    """A section of the scenario: unknown keys are errors; each field's docstring is its description
-    (``use_attribute_docstrings``), which the scenario reference (config/reference.py) prints."""
+    """A section of the scenario: unknown keys are errors; each field's docstring is its description,
+    which the scenario reference prints (config/field_docs.py reads it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 # ---- topology ---------------------------------------------------------------------------
