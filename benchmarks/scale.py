@@ -11,7 +11,8 @@
 Cases (the scale issue's table): "resnet" (ResNet-50 data parallel, ring, on a 2-level
 leaf-spine at 200 Gb/s, under none, DCQCN and HPCC), "ring" (a 1 GiB ring all-reduce),
 "transformer" (TP 8 x DP 16 on multi_dim), "gpt" (a GPT whose tensor parallelism dominates, on a
-rail-optimised fabric: tp 8, pp 4, dp NPUs / 32). Each (case, cc, mode) runs in a fresh process,
+rail-optimised fabric: tp 8, pp 4, dp NPUs / 32), "moe" (a Mixtral-class MoE with skewed experts on
+that fabric with 2:1 uplinks, under DCQCN: congested). Each (case, cc, mode) runs in a fresh process,
 after one that warms the Numba cache. It reports its wall time (everything: loading the
 kernels, building, the engine, the results), the engine's share, its peak RSS and the
 iteration or collective time. The error column is the fast mode's ("trains", packet trains,
@@ -130,8 +131,21 @@ def case_gpt(npus: int, scale: float) -> dict:
     }  # fmt: skip
 
 
+def case_moe(npus: int, scale: float) -> dict:
+    """llm.py's Mixtral-class MoE (tp 1, pp 4, ep 8, dp npus / 4, Zipf-skewed experts) on its
+    rail-optimised fabric with the leaves' uplinks oversubscribed 2:1: congested."""
+    from llm import MTU, moe, topology  # imported here: llm.py imports this module
+
+    return {
+        "topology": topology(npus, 2.0, False, False),
+        "network": {"mtu_bytes": MTU},
+        "workload": {"training": moe(npus, False)},
+    }
+
+
 CASES = {
     "gpt": (case_gpt, ("none",)),
+    "moe": (case_moe, ("dcqcn",)),
     "resnet": (case_resnet, ("none", "dcqcn", "hpcc")),
     "ring": (case_ring, ("none",)),
     "transformer": (case_transformer, ("dcqcn",)),
