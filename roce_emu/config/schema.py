@@ -1637,6 +1637,10 @@ class Sim(Strict):
     memo_sample_per_mille: int = Field(10, ge=0, le=1000)
     """With fast_forward: memo, the share of replays (per mille, seeded) run exactly again and compared with the
     stored outcome; summary.json reports the differences."""
+    memo_engine: Literal["exact", "trains"] = "exact"
+    """With fast_forward: memo, how the flows the memo does not replay run: exact, packet by packet; trains, in
+    packet trains where trains apply, as with fast_forward: trains (and with its warnings). The outcomes the memo
+    stores and replays are the exact engine's either way (docs/fast_forward.md)."""
     train_max_packets: int = Field(1024, ge=2, le=4096)
     """The longest train with fast_forward: trains."""
 
@@ -1644,6 +1648,15 @@ class Sim(Strict):
     @classmethod
     def _former_mode_name(cls, mode, info: ValidationInfo):
         return read_former_name(mode, "sim.fast_forward", info)
+
+    @model_validator(mode="after")
+    def _memo_engine_with_memo(self):
+        if self.memo_engine != "exact" and self.fast_forward != "memo":
+            raise ValueError(
+                f"{AT}memo_engine {self.memo_engine} applies with fast_forward: memo only (fast_forward is "
+                f"{self.fast_forward}): set fast_forward: memo, or leave memo_engine out"
+            )
+        return self
 
 
 TRACE_KINDS = ("rate", "queue", "pfc")

@@ -27,6 +27,10 @@ reserved by another component, the component is *virtual*:
   its outcome compared with the stored one: the largest and the mean difference of a flow's
   finish, relative to its duration, are reported.
 
+With ``sim.memo_engine: trains`` the flows the engine runs send packet trains (``cfg[CFG_TRAIN_MAX]``
+> 0, core/trains.py); a recording runs with trains off, so what is stored is the exact engine's
+outcome, and a materialised component goes on as the engine's other flows do, in trains.
+
 What is not exact: a flow that starts behind a virtual component's last packet on a port does
 not wait for the rest of that packet's serialisation (at most one packet's time); switch buffers
 shared with a virtual component do not see its packets (its queues hold a packet or two, since
@@ -47,6 +51,7 @@ from .kinds import (
     CFG_HEAP_ROOM,
     CFG_IFG,
     CFG_MTU,
+    CFG_TRAIN_MAX,
     CFG_N_HOSTS,
     C_EVENTS,
     C_FLOWS_DONE,
@@ -327,6 +332,9 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
     pending, last time); what is left on the own heap goes to the world's heap."""
     first, n = mm.comp_first[c], mm.comp_n[c]
     ev = np.zeros(4096, EV_DTYPE)
+    train_max = w.cfg[CFG_TRAIN_MAX]  # memo_engine: trains
+    if rec.shape[0] > 0:  # a recording is the exact engine's; a materialised component goes on in trains
+        w.cfg[CFG_TRAIN_MAX] = 0
     main_count, main_seq = w.meta[M_EV_COUNT], w.meta[M_EV_SEQ]
     w.meta[M_EV_COUNT] = 0
     w.meta[M_EV_SEQ] = 0
@@ -411,6 +419,7 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
     if record and status != ST_IDLE:  # a trial run stopped early: _record puts its packets and queue pairs back
         w.meta[M_EV_COUNT] = main_count
         w.meta[M_EV_SEQ] = main_seq
+        w.cfg[CFG_TRAIN_MAX] = train_max
         return status, events, least_free, most_ev, last
     # what is left (timers of closed queue pairs, or the packets of a component handed over) joins the world
     left = np.zeros(w.meta[M_EV_COUNT], EV_DTYPE)
@@ -426,6 +435,7 @@ def _private(w, mm, c, t0, t_stop, rec, ports, n_ports):
     w.meta[M_EV_SEQ] = main_seq
     for i in range(m):
         heap_push(w.ev, w.meta, left[i]["t_ps"], left[i]["kind"], left[i]["obj"], left[i]["arg"])
+    w.cfg[CFG_TRAIN_MAX] = train_max
     return status, events, least_free, most_ev, last
 
 

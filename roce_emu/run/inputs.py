@@ -86,6 +86,13 @@ TRAINS_PAIRWISE_PACKETS = 24
 STREAMING = "the switches reduce packet by packet (network.switch.reduction: streaming)"
 
 
+def trains_engine(scenario: Scenario) -> bool:
+    """Whether the run's engine sends packet trains where they apply: fast_forward: trains, or
+    memo with memo_engine: trains (the flows the memo leaves to the engine)."""
+    sim = scenario.sim
+    return sim.fast_forward == "trains" or (sim.fast_forward == "memo" and sim.memo_engine == "trains")
+
+
 def why_no_trains(scenario: Scenario, workload: Workload | None = None) -> str:
     """Why packet trains (sim.fast_forward: trains) do not apply to this scenario, or "" if they do:
     an algorithm some flow uses clocked by a window (the registry's ``windowed``: HPCC, DCTCP), whose ACKs one
@@ -156,26 +163,27 @@ def accuracy_warnings(scenario: Scenario, fabric: Fabric, workload: Workload) ->
     With packet trains, it warns wherever they have been measured more than 1 % off the exact
     engine (docs/fast_forward.md, "Accuracy"; benchmarks/fast_forward_accuracy.py on the shipped
     scenarios, benchmarks/trains_rings.py on ring sweeps): see trains_misses."""
+    found = []
     if scenario.sim.fast_forward == "memo":
         why = why_no_memo(scenario, workload)
         if why:
-            return [f"sim.fast_forward: memo replays nothing here: {why}. The run is the exact engine."]
-        return []
+            engine = "the exact engine" if scenario.sim.memo_engine == "exact" else "the engine with packet trains"
+            found.append(f"sim.fast_forward: memo replays nothing here: {why}. The run is {engine}.")
     if scenario.sim.fast_forward == "exact" and streams(workload):
         return [f"sim.fast_forward: exact jumps over nothing here: {STREAMING}. The run is the exact engine."]
-    if scenario.sim.fast_forward != "trains":
-        return []
+    if not trains_engine(scenario):
+        return found
+    alone = scenario.sim.fast_forward == "trains"
+    setting = "sim.fast_forward: trains" if alone else "sim.memo_engine: trains"
     why = why_no_trains(scenario, workload)
     if why:
-        return [
-            f"sim.fast_forward: trains sends no packet trains here: {why}. The run is the exact engine and "
-            f"takes as long as off (docs/fast_forward.md, The model)."
-        ]
+        then = "The run is the exact engine and takes as long as off" if alone else "The memo's engine is the exact one"
+        return found + [f"{setting} sends no packet trains here: {why}. {then} (docs/fast_forward.md, The model)."]
     reasons = trains_misses(scenario, fabric, workload)
     if not reasons:
-        return []
-    return [
-        f"sim.fast_forward: trains with {' and '.join(reasons)}: packet trains have been measured more than 1 % "
+        return found
+    return found + [
+        f"{setting} with {' and '.join(reasons)}: packet trains have been measured more than 1 % "
         f'off the exact engine in such runs (docs/fast_forward.md, "Accuracy"). Check against off, or use exact.'
     ]
 

@@ -32,14 +32,15 @@ from .. import streams
 from ..workload import Workload
 from ..workload.dag import GateTable, QueueTable, TaskTable
 from ..workload.jobs import cc_rows, job_seed, used_algorithms
-from .inputs import Inputs, why_no_trains
+from .inputs import Inputs, trains_engine, why_no_trains
 from .sizing import first_qp_slots, heap_capacity, pool_capacity
 
 
 def train_limit(scenario: Scenario, workload=None) -> int:
-    """Packets a steady flow may send as one train: sim.train_max_packets with fast_forward: trains,
-    0 (every packet alone) otherwise, and where trains do not apply (inputs.why_no_trains)."""
-    if scenario.sim.fast_forward != "trains" or why_no_trains(scenario, workload):
+    """Packets a steady flow may send as one train: sim.train_max_packets with fast_forward: trains
+    (or memo with memo_engine: trains), 0 (every packet alone) otherwise, and where trains do not
+    apply (inputs.why_no_trains)."""
+    if not trains_engine(scenario) or why_no_trains(scenario, workload):
         return 0
     return scenario.sim.train_max_packets
 
