@@ -5,6 +5,7 @@
     python benchmarks/scale.py --bytes-scale 0.25    # the ring all-reduce a quarter as large
     python benchmarks/scale.py --fast exact          # the exact fast-forward instead of trains
     python benchmarks/scale.py --fast memo           # the memo of exact outcomes
+    python benchmarks/scale.py --fast memo-trains    # ... the flows it leaves to the engine in trains
     python benchmarks/scale.py --case resnet --npus 64 --cc dcqcn --seeds 1 2 3 4   # one row per seed, and their mean
     python benchmarks/scale.py --case ring --npus 128 --set workload.collectives.0.bytes=26214400
 
@@ -143,6 +144,14 @@ def case_moe(npus: int, scale: float) -> dict:
     }
 
 
+#: --fast: the sim settings of each fast mode compared with off
+FAST = {
+    "trains": {"fast_forward": "trains"},
+    "exact": {"fast_forward": "exact"},
+    "memo": {"fast_forward": "memo"},
+    "memo-trains": {"fast_forward": "memo", "memo_engine": "trains"},  # the memo, its engine in trains
+}
+
 CASES = {
     "gpt": (case_gpt, ("none",)),
     "moe": (case_moe, ("dcqcn",)),
@@ -189,7 +198,7 @@ def main() -> None:
     ap.add_argument("--npus", type=int, default=128)
     ap.add_argument("--bytes-scale", type=float, default=1.0, help="scale the ring case's size")
     ap.add_argument("--cc", action="append", help="only these algorithms (repeatable)")
-    ap.add_argument("--fast", choices=["trains", "exact", "memo"], default="trains", help="the mode compared with off")
+    ap.add_argument("--fast", choices=sorted(FAST), default="trains", help="the mode compared with off")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1], help="one row per seed (ECMP hashes, CC draws)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key")
     args = ap.parse_args()
@@ -220,7 +229,7 @@ def main() -> None:
                     apply_override(doc, key, value)
                 runs = {}
                 for mode in ("off", args.fast):
-                    doc["sim"] = {"fast_forward": mode}
+                    doc["sim"] = FAST.get(mode, {"fast_forward": mode})
                     runs[mode] = measure(doc)
                 off, on = runs["off"], runs[args.fast]
                 row = f"| {name} | {args.npus} | {cc} | {seed} |"
