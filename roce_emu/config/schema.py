@@ -1642,7 +1642,7 @@ class Sim(Strict):
     packet trains where trains apply, as with fast_forward: trains (and with its warnings). The outcomes the memo
     stores and replays are the exact engine's either way (docs/fast_forward.md)."""
     train_max_packets: int = Field(1024, ge=2, le=4096)
-    """The longest train with fast_forward: trains."""
+    """The longest train with fast_forward: trains (or memo with memo_engine: trains)."""
 
     @field_validator("fast_forward", mode="before")
     @classmethod
