@@ -12,13 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 
-from conftest import scenario, simulate
+from conftest import assert_one_line_error, scenario, simulate
 from roce_emu.api import prepare, prepare_scenario, run
 from roce_emu.results.iteration import task_rows
-from roce_emu.run.inputs import accuracy_warnings, check_inputs
 from test_fast_forward import (
     COLLECTIVE_BOUND,
     ITERATION_BOUND,
@@ -41,12 +39,6 @@ def _repeated(pairs, times=4, nbytes=400_000, **extra):
     """The flows (src, dst) started together, again every GAP_NS."""
     flows = [{"src": s, "dst": d, "bytes": nbytes, "start_ns": k * GAP_NS} for k in range(times) for s, d in pairs]
     return {"topology": LEAF_SPINE, "workload": {"flows": flows}, **extra}
-
-
-def _read(name: str) -> dict:
-    """A shipped scenario's document, without its name and seed (conftest.scenario sets them)."""
-    doc = yaml.safe_load((SCENARIOS / f"{name}.yaml").read_text())
-    return {k: v for k, v in doc.items() if k not in ("name", "seed")}
 
 
 def _both(doc, **sim):
@@ -175,22 +167,18 @@ def test_the_engine_s_flows_in_trains_keep_the_gpt_iteration_and_take_fewer_even
 
 
 def test_the_engine_s_flows_in_trains_warn_as_trains_do():
-    sc = scenario(**_read("training_gpt_rail"), sim={"fast_forward": "memo", "memo_engine": "trains"})
-    inputs = check_inputs(sc)
-    (line,) = accuracy_warnings(sc, inputs.fabric, inputs.workload)
+    engine_in_trains = ["sim.fast_forward=memo", "sim.memo_engine=trains"]
+    (line,) = prepare(SCENARIOS / "training_gpt_rail.yaml", engine_in_trains).warnings
     assert line.startswith("sim.memo_engine: trains with training with tensor") and "more than 1 %" in line, line
-    doc = _read("training_gpt_rail")
-    doc["network"]["cc"] = {"algorithm": "hpcc"}
-    hpcc = scenario(**doc, sim={"fast_forward": "memo", "memo_engine": "trains"})
-    (line,) = accuracy_warnings(hpcc, inputs.fabric, inputs.workload)
+    (line,) = prepare(SCENARIOS / "training_gpt_rail.yaml", [*engine_in_trains, "network.cc.algorithm=hpcc"]).warnings
     assert "sends no packet trains here: hpcc is clocked by a window" in line, line
     assert "The memo's engine is the exact one" in line, line
 
 
 def test_memo_engine_needs_the_memo(tmp_path):
-    doc = {"workload": {"flows": [{"src": 0, "dst": 1, "bytes": 10_000}]}}
-    with pytest.raises(Exception, match="memo_engine trains applies with fast_forward: memo only"):
-        scenario(**doc, sim={"fast_forward": "trains", "memo_engine": "trains"})
+    doc = {"name": "t", "workload": {"flows": [{"src": 0, "dst": 1, "bytes": 10_000}]}}
+    doc["sim"] = {"fast_forward": "trains", "memo_engine": "trains"}
+    assert_one_line_error(tmp_path / "bad.yaml", doc, "sim.memo_engine", "trains applies with fast_forward: memo only")
 
 
 def test_the_engine_s_flows_in_trains_do_not_depend_on_the_slices():
