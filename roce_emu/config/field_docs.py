@@ -35,7 +35,7 @@ def field_description(model: type[BaseModel], name: str) -> str:
     """The docstring of field ``name`` of ``model``, from the nearest class of its MRO that
     documents it ("" if none does)."""
     for cls in model.__mro__:
-        if isinstance(cls, type) and issubclass(cls, BaseModel) and cls.__module__ in sys.modules:
+        if issubclass(cls, BaseModel):
             doc = _class_docs(cls.__module__).get(cls.__name__, {}).get(name)
             if doc:
                 return doc
