@@ -1,6 +1,6 @@
 """Scale: wall time and peak memory with a fast-forward mode and with off, side by side in one run.
 
-    python benchmarks/scale.py                       # every case at the issue's size (hours with "off")
+    python benchmarks/scale.py                       # every case at full size (hours with "off")
     python benchmarks/scale.py --case ring --npus 16 # one case, fewer NPUs
     python benchmarks/scale.py --bytes-scale 0.25    # the ring all-reduce a quarter as large
     python benchmarks/scale.py --fast exact          # the exact fast-forward instead of trains
@@ -9,7 +9,7 @@
     python benchmarks/scale.py --case resnet --npus 64 --cc dcqcn --seeds 1 2 3 4   # one row per seed, and their mean
     python benchmarks/scale.py --case ring --npus 128 --set workload.collectives.0.bytes=26214400
 
-Cases (the scale issue's table): "resnet" (ResNet-50 data parallel, ring, on a 2-level
+Cases: "resnet" (ResNet-50 data parallel, ring, on a 2-level
 leaf-spine at 200 Gb/s, under none, DCQCN and HPCC), "ring" (a 1 GiB ring all-reduce),
 "transformer" (TP 8 x DP 16 on multi_dim), "gpt" (a GPT whose tensor parallelism dominates, on a
 rail-optimised fabric: tp 8, pp 4, dp NPUs / 32), "moe" (a Mixtral-class MoE with skewed experts on
