@@ -275,7 +275,9 @@ def write_sweep_record(out: Path, spec: SweepSpec, n_points: int) -> None:
 
 def warm_engine_cache() -> None:
     """Compile (or load) the engine once here, so worker processes only read the cache:
-    several processes compiling into one Numba cache at once can crash (numba#4807)."""
+    several processes compiling into one Numba cache at once can crash (numba#4807). The first
+    point that needs a fast-forward kernel compiles it under the driver's lock while the others
+    wait (run/driver.compiling)."""
     from .api import prepare_scenario, run
 
     sc = Scenario.model_validate(

@@ -2,8 +2,6 @@
 run the command line in a subprocess."""
 
 import copy
-import fcntl
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,36 +12,10 @@ import yaml
 
 from roce_emu.api import prepare_scenario, run
 from roce_emu.config.schema import Scenario
-from roce_emu.core import CACHE_DIR
 from roce_emu.core import kinds as K
 from roce_emu.results.tables import flows_now, in_flight_per_flow
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-#: the engine's kernels by the fast-forward mode that compiles them (trains share off's)
-KERNELS = ("off", "memo", "exact")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def compiled_engine(request):
-    """With several test workers (pytest-xdist) and many tests, compile the engine's kernels
-    before the first test, each once: on a fresh cache each takes one to three minutes, and
-    workers that all need one at the same time would each compile it. Worker k starts at the
-    k-th kernel and holds a lock per kernel while it compiles or loads it, so the workers
-    compile different kernels side by side, then load the others from the cache. A single
-    worker, or a few tests, compile what they use when they use it."""
-    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2 or len(request.session.items) < 100:
-        return
-    worker = os.environ["PYTEST_XDIST_WORKER"]
-    first = int(worker[2:]) if worker[2:].isdigit() else 0
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    for i in range(len(KERNELS)):
-        mode = KERNELS[(first + i) % len(KERNELS)]
-        with open(CACHE_DIR / f"compiling-{mode}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            warm = {"workload": {"flows": [{"src": 0, "dst": 1, "bytes": 10_000}]}, "sim": {"fast_forward": mode}}
-            run(prepare_scenario(scenario(**warm)), write=False, progress=False)
 
 
 def cli(*args, cwd=None, timeout=600, **popen) -> subprocess.CompletedProcess:

@@ -253,6 +253,25 @@ def test_a_cold_compile_is_announced_and_a_cached_one_is_not(tmp_path, monkeypat
     assert driver.compile_notice(advance_ff) != ""  # one kernel's cache says nothing of the other's
 
 
+def test_a_process_compiling_a_kernel_holds_a_lock_others_wait_on(tmp_path, monkeypatch):
+    """Processes on one cache (a sweep's local jobs, test workers) compile a kernel once."""
+    import fcntl
+
+    from roce_emu.run import driver
+    from roce_emu.core.fastforward import advance_ff
+    from roce_emu.core.loop import advance
+
+    monkeypatch.setattr(driver, "CACHE_DIR", tmp_path / "numba-x")
+    both = driver.COMPILE_S["advance"] + driver.COMPILE_S["advance_ff"]
+    assert f"about {both} s" in driver.compile_notice(advance_ff)  # it calls the engine, not compiled yet
+    with driver.compiling(advance):
+        with open(tmp_path / "numba-x" / "compiling-advance.lock") as other:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(tmp_path / "numba-x" / "compiling-advance.lock") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
+
+
 @pytest.mark.parametrize("name", ["cc_dcqcn", "cc_hpcc"])
 def test_print_normalized_shows_the_values_a_run_uses_and_reruns_identically(name, tmp_path):
     """The CC parameters (computed ones included) and the ECN thresholds as the

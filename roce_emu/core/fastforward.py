@@ -739,7 +739,7 @@ def _checkpoint(w, ff, t, t_limit):
         _clear_shifts(ff)
 
 
-@njit
+@njit(entry=True)
 def advance_ff(w, ff, t_limit_ps, max_events):
     """The exact engine's ``advance``, one event at a time, with fast-forward after each.
 

@@ -96,7 +96,7 @@ def _on_arrive(w, k, arg, t):
         on_switch_arrive(w, k, p_in, t)
 
 
-@njit
+@njit(entry=True)
 def advance(w, t_limit_ps, max_events):
     """Process events with t_ps <= t_limit_ps, at most max_events of them."""
     ev = w.ev
@@ -170,7 +170,7 @@ def advance(w, t_limit_ps, max_events):
             return ST_STALLED
 
 
-@njit
+@njit(entry=True)
 def schedule_start(w):
     """Schedule the link plan (first, so a fault wins ties), open the streaming reduction's gates
     (stream.open_gates), release the DAG's roots (flows and compute without predecessors), and

@@ -947,7 +947,7 @@ def _received(w, L, t):
     task_done(w, L, t)
 
 
-@njit_alloc
+@njit_alloc(entry=True)
 def advance_memo(w, mm, index, keys, values, volatile, t_limit_ps, max_events):
     """Process events (the engine's and the memo's) with t_ps <= t_limit_ps, about max_events of them."""
     done = 0

@@ -24,7 +24,7 @@ from .kinds import (
 from .qp import qp_release
 
 
-@njit
+@njit(entry=True)
 def pkt_alloc(w, kind, f, seq, frame_bytes, prio, dst):
     """A packet from the pool; ``f`` is the queue pair it belongs to (-1 for PFC frames),
     which stays open while the packet exists."""
@@ -88,7 +88,7 @@ def invariant_broken(w, code, obj):
         w.meta[M_INVARIANT_OBJ] = obj
 
 
-@njit
+@njit(entry=True)
 def pkt_free(w, k):
     if w.pkt[k]["kind"] == PK_FREE:
         invariant_broken(w, INV_DOUBLE_FREE, k)

@@ -60,7 +60,7 @@ def _cc_start(w, f):
     cc.on_open(w, f, line)
 
 
-@njit
+@njit(entry=True)
 def qp_open(w, L):
     """Flow L starts: give it a free queue pair, reset to the flow's start state; return it."""
     n = w.meta[M_QP_FREE] - 1

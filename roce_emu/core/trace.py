@@ -28,7 +28,7 @@ from .kinds import (
 )
 
 
-@njit
+@njit(entry=True)
 def rows_per_sample(w):
     """Most rows one sample can take (the loop stops for a flush when fewer are free)."""
     mode = w.cfg[CFG_TRACE]

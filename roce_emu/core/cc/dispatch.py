@@ -37,7 +37,7 @@ def on_open(w, f, line_bps):
         w.qp[f]["window_bytes"] = max(np.int64((line_bps * base_rtt) // 8e12), 1)
 
 
-@njit(inline="always")
+@njit(inline="always", entry=True)
 def on_ack(w, f, k, t):
     """An ACK or NACK (packet k) reached flow f's sender. True if the algorithm may have changed
     its rate or window (so the NIC should look at the queue pair again)."""
@@ -54,7 +54,7 @@ def on_ack(w, f, k, t):
     return cc != CC_NONE
 
 
-@njit
+@njit(entry=True)
 def on_cnp(w, f, t):
     """A CNP packet reached flow f's sender."""
     if w.qp[f]["cc"] == CC_DCQCN:

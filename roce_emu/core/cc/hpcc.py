@@ -81,7 +81,7 @@ def _measure(w, f, k):
         c["util"] = (1.0 - tau / T) * c["util"] + (tau / T) * best_u
 
 
-@njit(inline="always")
+@njit(inline="always", entry=True)
 def on_ack(w, f, k):
     """ACK (or NACK) k with echoed INT reached the sender of flow f."""
     if w.pkt[k]["n_int"] == 0:
