@@ -14,8 +14,12 @@
   making every link delay 1, 2, 3 or 5 ns longer makes to the exact result. The random draws
   are the same in every run (derandomize), so the test is not flaky; FF_EXAMPLES=300 explores
   further.
+- **off** itself: the shipped scenarios' exact results are those recorded in
+  tests/golden_exact.json (GOLDEN), so that no change moves the exact engine unnoticed.
 """
 
+import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -68,18 +72,46 @@ def _prepared(sc, path, overrides, mode):
     return prepare_scenario(sc.model_copy(update={"sim": sc.sim.model_copy(update={"fast_forward": mode})}))
 
 
-def both(sc=None, path=None, overrides=()):
-    """(exact results, fast-forward results, fast-forward summary) of one scenario."""
-    exact, _ = _results(_prepared(sc, path, overrides, "off"))
+#: the exact engine's results of each shipped scenario (test_shipped_scenarios_with_fast_forward), as
+#: digests: a change that moves any of them fails here. A change meant to move them records them again:
+#: GOLDEN_RECORD=1 python -m pytest tests/test_fast_forward.py -k shipped -n 0
+GOLDEN = Path(__file__).resolve().parent / "golden_exact.json"
+
+
+def golden_digest(exact, summary) -> str:
+    """A SHA-256 of a run's results: every flow's row, task, collective, summary value but the
+    version, and the events the engine processed."""
+    rows, tasks, collectives, result = exact
+    payload = [rows, tasks, collectives, {k: v for k, v in result.items() if k != "version"}, summary["events"]]
+    text = json.dumps(payload, sort_keys=True, default=lambda x: x.item() if hasattr(x, "item") else str(x))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def assert_golden(name, exact, summary):
+    digests = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    if os.environ.get("GOLDEN_RECORD"):
+        digests[name] = golden_digest(exact, summary)
+        GOLDEN.write_text(json.dumps(dict(sorted(digests.items())), indent=1) + "\n")
+    assert golden_digest(exact, summary) == digests.get(name), (
+        f"the exact engine's results of {name} changed (see GOLDEN in {Path(__file__).name})"
+    )
+
+
+def both(sc=None, path=None, overrides=(), golden=None):
+    """(exact results, fast-forward results, fast-forward summary) of one scenario; with
+    ``golden``, the exact results are also those recorded under that name (GOLDEN)."""
+    exact, exact_summary = _results(_prepared(sc, path, overrides, "off"))
+    if golden is not None:
+        assert_golden(golden, exact, exact_summary)
     fast, summary = _results(_prepared(sc, path, overrides, "exact"))
     return exact, fast, summary
 
 
-def all_modes(sc=None, path=None, overrides=(), sensitivity=False, tolerance=0.0):
+def all_modes(sc=None, path=None, overrides=(), sensitivity=False, tolerance=0.0, golden=None):
     """Run a case off, exact and trains; assert exact identical and trains within ITERATION_BOUND and COLLECTIVE_BOUND,
     or (with sensitivity, for a scenario object) within RANDOM_TOLERANCE, or twice the exact
     engine's own sensitivity where that is larger."""
-    exact, fast, summary = both(sc, path, overrides)
+    exact, fast, summary = both(sc, path, overrides, golden)
     trains, trains_summary = _results(_prepared(sc, path, overrides, "trains"))
     assert_identical(exact, fast)
     if exact[3]["data_packets_dropped"] == 0:  # trains keep a fabric lossless where it is exactly
@@ -200,7 +232,17 @@ TRAINS_TOLERANCE = {"training_dlrm.yaml": 0.10}
 
 @pytest.mark.parametrize("name,overrides", SHIPPED, ids=[s[0].removesuffix(".yaml") for s in SHIPPED])
 def test_shipped_scenarios_with_fast_forward(name, overrides):
-    all_modes(path=SCENARIOS / name, overrides=overrides, tolerance=TRAINS_TOLERANCE.get(name, 0.0))
+    all_modes(path=SCENARIOS / name, overrides=overrides, tolerance=TRAINS_TOLERANCE.get(name, 0.0), golden=name)
+
+
+#: the shipped scenarios the cases above leave out: the exact engine's results, as they ship
+UNLISTED = sorted({p.name for p in SCENARIOS.glob("*.yaml")} - {name for name, _ in SHIPPED})
+
+
+@pytest.mark.parametrize("name", UNLISTED, ids=[n.removesuffix(".yaml") for n in UNLISTED])
+def test_the_exact_engine_keeps_every_shipped_scenario_s_results(name):
+    exact, summary = _results(prepare(SCENARIOS / name, []))
+    assert_golden(name, exact, summary)
 
 
 def _collective(kind, algorithm, topology, cc, nbytes, chunks=1):
