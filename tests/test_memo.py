@@ -81,6 +81,17 @@ def test_a_replayed_component_finishes_each_flow_as_the_engine_does(case):
         assert memo.summary[key] == off.summary[key], key
 
 
+@pytest.mark.parametrize("cc", ["dcqcn", "hpcc", "timely", "dctcp"])
+def test_a_replayed_component_is_the_engine_s_under_every_congestion_control(cc):
+    """Outcomes come from the exact engine, whatever the algorithm: two flows sharing a NIC, each
+    repetition from an idle network, give each flow's finish as the engine does."""
+    off, memo = _both(_repeated(CASES["two flows sharing a NIC"], network={"cc": {"algorithm": cc}}))
+    report = memo.summary["memo"]
+    assert report["hits"] == 3 and report["misses"] == 1, report
+    diff = np.abs(np.asarray(memo.flow_table["finish_ps"]) - np.asarray(off.flow_table["finish_ps"]))
+    assert diff.max() <= 1000, f"{cc}: largest finish difference {diff.max()} ps"
+
+
 def test_links_count_the_replayed_bytes():
     off, memo = _both(_repeated(CASES["a two-leaf crossing"]))
     w_off, w_memo = off.outcome.world, memo.outcome.world
