@@ -89,6 +89,7 @@ class _Builder:
     def __init__(self, topo, n_hosts: int):
         self.topo = topo
         self.graph = nx.Graph()
+        self.links = 0  # links added (a MultiGraph counts its edges in time linear in them)
         self.names = [f"h{h}" for h in range(n_hosts)]
         for h in range(n_hosts):
             self.graph.add_node(h, layer=0, host=True)
@@ -117,6 +118,7 @@ class _Builder:
     def edge(self, u: int, v: int, tier: str, rate_gbps: float, delay_ns: float, **attrs) -> None:
         """A link of the given rate and delay, in the engine's units (bit/s, ps), with extra attributes."""
         self.graph.add_edge(u, v, tier=tier, rate_bps=gbps_to_bps(rate_gbps), prop_ps=ns_to_ps(delay_ns), **attrs)
+        self.links += 1
 
 
 def fabric_size(topo) -> tuple[int, int]:
@@ -347,7 +349,7 @@ def _router_link(
 ) -> None:
     """A link from an NPU's router (multi_dim, rail_optimized). With a NIC port per link
     (``nic_links`` a list), each router end is noted for a NIC link that mirrors this one."""
-    link_id = b.graph.number_of_edges()
+    link_id = b.links
     b.edge(u, v, tier, rate_gbps, delay_ns, link_id=link_id)
     if nic_links is not None:
         nic_links += [(r, link_id, rate_gbps) for r in (u, v) if r in routers]
