@@ -61,6 +61,29 @@ def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np
     return off, ports
 
 
+def _distances(live: dict, scale_out: set[int], first: tuple[int, ...]) -> dict[int, int]:
+    """Hops over the scale-out switches only, from a target whose scale-out neighbours are ``first``."""
+    dist = dict.fromkeys(first, 1)
+    frontier = deque(first)
+    while frontier:
+        u = frontier.popleft()
+        for v, _ in live[u]:
+            if v in scale_out and v not in dist:
+                dist[v] = dist[u] + 1
+                frontier.append(v)
+    return dist
+
+
+def _downhill(live_s: list[tuple[int, int]], dist: dict[int, int], s: int) -> tuple[int, ...]:
+    """Switch s's ports to neighbours one hop nearer the target (``dist``; s outside it: one hop
+    beyond its nearest neighbour)."""
+    near = [dist[v] for v, _ in live_s if v in dist]
+    if not near:
+        return ()
+    here = dist.get(s, 1 + min(near))
+    return tuple(p for v, p in live_s if dist.get(v, -1) == here - 1)
+
+
 def _switch_neighbours(fabric: Fabric, s: int, dead: frozenset[int]) -> list[tuple[int, int]]:
     """(neighbour switch, port) pairs of switch s over live links, in port order."""
     out = []
@@ -169,6 +192,9 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
     def towards(s: int, v: int) -> tuple[int, ...]:
         return tuple(p for w, p in live[s] if w == v)
 
+    # a target's distances over the leaves and spines depend only on its live scale-out neighbours
+    # (its leaf), and so does every switch's choice but those next to it: computed once per leaf
+    by_leaf: dict[tuple[int, ...], tuple[dict[int, int], dict[int, tuple[int, ...]]]] = {}
     for a in targets:
         if nodes[a]["role"] == "nvswitch":  # its reduction units (nvls): from its own node's GPUs, over NVLink
             for s in switches:
@@ -176,22 +202,17 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
                 choices[s][a] = towards(s, a) if own else ()
             continue
         m, r = nodes[a]["node"], nodes[a]["rail"]
-        dist = {a: 0}  # over the leaves and spines only
-        frontier = deque([a])
-        while frontier:
-            u = frontier.popleft()
-            for v, _ in live[u]:
-                if v in scale_out and v not in dist:
-                    dist[v] = dist[u] + 1
-                    frontier.append(v)
+        leaf = tuple(v for v, _ in live[a] if v in scale_out)
+        if leaf not in by_leaf:
+            dist = _distances(live, scale_out, leaf)
+            shared = {s: _downhill(live[s], dist, s) for s in switches if nodes[s]["role"] != "nvswitch"}
+            by_leaf[leaf] = dist, shared
+        dist, shared = by_leaf[leaf]
+        near_a = {s: _downhill(live[s], {**dist, a: 0}, s) for s in {v for v, _ in live[a]}}
 
         def out(s: int) -> tuple[int, ...]:
             """s's ports on shortest paths over the leaves and spines to a (a GPU router: by its leaf)."""
-            near = [dist[v] for v, _ in live[s] if v in dist]
-            if not near:
-                return ()
-            here = dist.get(s, 1 + min(near))
-            return tuple(p for v, p in live[s] if dist.get(v, -1) == here - 1)
+            return near_a[s] if s in near_a else shared[s]
 
         for s in switches:
             role = nodes[s]["role"]
