@@ -19,9 +19,8 @@ kernel taking the world the wrapper unboxes its NamedTuple of arrays, and buildi
 was 25 % of a cold compile (cProfile: 48 of 191 s for the engine). A kernel whose first parameter is
 the world ``w`` is therefore compiled without them (``InnerKernel``) unless it is marked
 ``@njit(entry=True)``: the entry points the Python side calls (``loop.advance`` ...) and the few
-kernels the tests drive one by one. The engine compiles in 66 s instead of 132 s on one core (a
-one-flow run in a fresh process and cache, 2026-12-08). Calling an inner kernel from Python raises
-TypeError naming the mark it needs.
+kernels the tests drive one by one (docs/performance.md, "Engine speed": the engine then compiles
+in half the time). Calling an inner kernel from Python raises TypeError naming the mark it needs.
 """
 
 from numba import njit as _njit
