@@ -48,7 +48,7 @@ from .results.tables import (
     trace_tables,
 )
 from .run.diagnose import stall_report
-from .run.driver import Limits, RunOutcome, simulate
+from .run.driver import Limits, RunOutcome, memo_warning, simulate
 from .run.inputs import Inputs, check_inputs, memo_settings, run_warnings, streams
 from .run.invariants import broken_invariant_message
 from .run.world import build_world
@@ -90,6 +90,12 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.outcome.status in ("finished", "incomplete")
+
+    @property
+    def run_warnings(self) -> list[str]:
+        """What the run itself warns of, beyond what its scenario did before it (the memo's
+        sampled replays beyond 1 %: run.driver.memo_warning)."""
+        return self.summary.get("warnings", [])[len(self.prepared.warnings) :]
 
     @cached_property
     def rows(self) -> list[dict]:
@@ -240,8 +246,9 @@ def run(
         info["server_load"] = parameter_server.server_load(
             outcome.world, prepared.workload, training.servers or [], replicas
         )
-    if prepared.warnings:
-        info["warnings"] = list(prepared.warnings)
+    warnings = [*prepared.warnings, *filter(None, [memo_warning(outcome.memo)])]
+    if warnings:
+        info["warnings"] = warnings
     info["provenance"] = provenance(prepared.source, prepared.overrides, sc.seed)
     if target is not None:
         texts = {"scenario.yaml": scenario_yaml(normalized_document(prepared))}

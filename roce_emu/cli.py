@@ -184,6 +184,7 @@ def run(scenario, overrides, out, progress, slice_events, check, n_seeds, overwr
         sys.exit(1)
     if s["status"] == "incomplete":
         click.echo(f"warning: incomplete: {s['reason']}", err=True)
+    _echo_notes((), result.run_warnings)
     click.echo(run_line(s, result.out), err=True)
 
 
@@ -199,6 +200,7 @@ def _run_seeds(scenario, overrides, n_seeds, out, overwrite, progress, slice_eve
         if not ended:  # the notes and warnings are every seed's: once
             _echo_notes(result.prepared.workload.notes, result.prepared.warnings)
         ended.append(result)
+        _echo_notes((), result.run_warnings)
         click.echo(run_line(result.summary, f"seed-{result.summary['seed']}"), err=True)
 
     done = api.run_seeds(scenario, tuple(overrides), n_seeds, out, overwrite, progress, slice_events, check, each)

@@ -7,11 +7,13 @@ replayed; the run does not depend on how it is sliced; and on the shipped traini
 iteration time stays within 0.1 % of off.
 """
 
+import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 
 from conftest import assert_one_line_error, scenario, simulate
@@ -137,6 +139,31 @@ def test_sampled_replays_report_the_difference_they_find():
     report = memo.summary["memo"]
     assert report["sampled_components"] == 5 and report["hits"] == 0, report
     assert report["sample_max_error"] == 0.0  # the same start state gives the same outcome
+    assert "warnings" not in memo.summary
+
+
+def test_sampled_replays_beyond_one_percent_warn(tmp_path, monkeypatch):
+    """A sampled replay that differs from the engine by more than 1 % of a flow's duration means a
+    key misses something: summary.json and `roce-emu run` warn."""
+    from click.testing import CliRunner
+
+    from roce_emu.cli import main
+    from roce_emu.run import driver
+
+    honest = driver.memo_report
+
+    def off_by_three_percent(mm):
+        return {**honest(mm), "sampled_components": 2, "sample_max_error": 0.03, "sample_mean_error": 0.02}
+
+    monkeypatch.setattr(driver, "memo_report", off_by_three_percent)
+    path = tmp_path / "repeated.yaml"
+    path.write_text(yaml.safe_dump({"name": "repeated", **_repeated(CASES["a lone flow"])}))
+    out = CliRunner().invoke(main, ["run", str(path), "--set", "sim.fast_forward=memo", "--out", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    (line,) = [w for w in out.output.splitlines() if w.startswith("warning: the memo's sampled replays")]
+    assert "up to 3.00 %" in line and "2 components" in line and "sim.fast_forward: off" in line
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["warnings"] == [line.removeprefix("warning: ")]
 
 
 @pytest.mark.parametrize("name", ["training_gpt_rail", "training_transformer"])

@@ -52,6 +52,24 @@ def memo_report(mm) -> dict:
     }
 
 
+#: the sampled replays' largest difference of a flow's finish from the exact engine's, relative to
+#: its duration, above which a run warns (memo_warning)
+MEMO_SAMPLE_WARN = 0.01
+
+
+def memo_warning(report: dict | None) -> str:
+    """What a run warns of when the memo's sampled replays differ from the exact engine by more than
+    MEMO_SAMPLE_WARN ('' otherwise, and without the memo)."""
+    if report is None or report["sample_max_error"] <= MEMO_SAMPLE_WARN:
+        return ""
+    return (
+        f"the memo's sampled replays differ from the exact engine by up to {100 * report['sample_max_error']:.2f} % "
+        f"of a flow's duration ({report['sampled_components']} components run again; mean "
+        f"{100 * report['sample_mean_error']:.2f} %): a component's key misses what decides its outcome, so "
+        "check the result with sim.fast_forward: off"
+    )
+
+
 def flush_trace(world: World, chunks: list) -> None:
     """Move the trace rows the engine wrote since the last flush into chunks."""
     n = int(world.meta[K.M_TRACE_ROWS])
