@@ -75,6 +75,7 @@ def test_a_replayed_component_finishes_each_flow_as_the_engine_does(case):
         off, memo = _both(_repeated(CASES[case]))
     report = memo.summary["memo"]
     assert report["hits"] == 3 and report["misses"] == 1 and report["materialised"] == 0, report
+    assert report["distinct_keys"] == 1, report
     assert report["events_skipped"] > 0 and memo.summary["events"] < off.summary["events"]
     diff = np.abs(np.asarray(memo.flow_table["finish_ps"]) - np.asarray(off.flow_table["finish_ps"]))
     print(f"{case}: largest finish difference {diff.max()} ps over {len(diff)} flows")
@@ -152,8 +153,8 @@ def test_sampled_replays_beyond_one_percent_warn(tmp_path, monkeypatch):
 
     honest = driver.memo_report
 
-    def off_by_three_percent(mm):
-        return {**honest(mm), "sampled_components": 2, "sample_max_error": 0.03, "sample_mean_error": 0.02}
+    def off_by_three_percent(mm, table):
+        return {**honest(mm, table), "sampled_components": 2, "sample_max_error": 0.03, "sample_mean_error": 0.02}
 
     monkeypatch.setattr(driver, "memo_report", off_by_three_percent)
     path = tmp_path / "repeated.yaml"

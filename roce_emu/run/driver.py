@@ -32,12 +32,14 @@ class RunOutcome:
     memo: dict | None = None  # sim.fast_forward: memo: what the memo did (memo_report)
 
 
-def memo_report(mm) -> dict:
-    """summary.json's ``memo`` block."""
+def memo_report(mm, table) -> dict:
+    """summary.json's ``memo`` block (``table``: memo.new_memo's)."""
     m = mm.meta
     sampled = int(m[mm_kernel.MM_ERR_FLOWS])
+    index, _, _, volatile = table
     return {
         "components": int(m[mm_kernel.MM_VIRTUAL]),
+        "distinct_keys": len(index) + len(volatile),
         "hits": int(m[mm_kernel.MM_HITS]),
         "misses": int(m[mm_kernel.MM_MISSES]),
         "volatile": int(m[mm_kernel.MM_VOLATILE]),
@@ -239,4 +241,4 @@ def simulate(
         state, reason = "incomplete", f"sim.max_time_ns reached {unfinished}"
     else:  # work left and no events: cannot happen
         state, reason = "stalled", "no events left"
-    return RunOutcome(world, state, reason, wall_s, load_s, trace, memo_report(mm) if mm is not None else None)
+    return RunOutcome(world, state, reason, wall_s, load_s, trace, memo_report(mm, table) if mm is not None else None)
