@@ -61,14 +61,15 @@ def build_routes(fabric: Fabric, dead: frozenset[int] = frozenset()) -> tuple[np
     return off, ports
 
 
-def _distances(live: dict, scale_out: set[int], first: tuple[int, ...]) -> dict[int, int]:
-    """Hops over the scale-out switches only, from a target whose scale-out neighbours are ``first``."""
-    dist = dict.fromkeys(first, 1)
-    frontier = deque(first)
+def _hops(neighbours: dict, start: dict[int, int], within: set[int] | None = None) -> dict[int, int]:
+    """Hops to every switch reached from ``start`` (switch: its hops), breadth first over
+    ``neighbours`` ((switch, port) pairs per switch), entering only switches ``within`` if given."""
+    dist = dict(start)
+    frontier = deque(start)
     while frontier:
         u = frontier.popleft()
-        for v, _ in live[u]:
-            if v in scale_out and v not in dist:
+        for v, _ in neighbours[u]:
+            if v not in dist and (within is None or v in within):
                 dist[v] = dist[u] + 1
                 frontier.append(v)
     return dist
@@ -102,14 +103,7 @@ def _shortest_path_choices(fabric: Fabric, dead: frozenset[int]) -> dict[int, di
     targets = sorted({fabric.host_attachment(h) for h in range(H)})
     choices: dict[int, dict[int, tuple[int, ...]]] = {s: {} for s in switches}
     for a in targets:
-        dist = {a: 0}
-        frontier = deque([a])
-        while frontier:
-            u = frontier.popleft()
-            for v, _ in neighbours[u]:
-                if v not in dist:
-                    dist[v] = dist[u] + 1
-                    frontier.append(v)
+        dist = _hops(neighbours, {a: 0})
         for s in switches:
             if s == a or s not in dist:
                 choices[s][a] = ()
@@ -204,7 +198,7 @@ def _rail_choices(fabric: Fabric, dead: frozenset[int], pxn: bool) -> dict[int, 
         m, r = nodes[a]["node"], nodes[a]["rail"]
         leaf = tuple(v for v, _ in live[a] if v in scale_out)
         if leaf not in by_leaf:
-            dist = _distances(live, scale_out, leaf)
+            dist = _hops(live, dict.fromkeys(leaf, 1), scale_out)  # over the leaves and spines only
             shared = {s: _downhill(live[s], dist, s) for s in switches if nodes[s]["role"] != "nvswitch"}
             by_leaf[leaf] = dist, shared
         dist, shared = by_leaf[leaf]
